@@ -1,0 +1,155 @@
+// libbcs/core — the three BCS core primitives over UCX.
+//
+// The BCS-MPI paper builds everything on three network primitives that
+// QsNet offered in hardware. Here they are emulated in a thin layer over one
+// UCX worker per process (the "fabric endpoint" of a node):
+//
+//   xfer_and_signal   put a block of bytes to one node or a set of nodes and
+//                     signal an event there (UCX active message).
+//   test_event        poll, or block until, a local event has been signalled.
+//   compare_and_write check a condition on a global variable over a node set
+//                     and, once it holds everywhere, write to those nodes.
+//
+// Global variables: QsNet evaluated the condition in the network. We keep,
+// at every node that may evaluate a condition (the "watchers"), a replica of
+// each other node's variable; the owner pushes every change to its watchers
+// (core_var_set). An update carries a small attachment so that a node can
+// publish "I finished microphase k, and here is my report" atomically.
+// compare_and_write then evaluates the condition over local replicas and,
+// when it holds on every node of the set, does an xfer_and_signal to the set.
+//
+// Threading: a Fabric may be used from several threads (the UCX worker is
+// created in multi-thread mode and our own tables are locked), but only one
+// thread at a time should block on a given event.
+//
+// Naming follows UCX's <layer>_<object>_<verb> style inside namespace
+// bcs::core: Fabric::xfer_and_signal, Fabric::test_event, ...
+#pragma once
+
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+namespace bcs::core {
+
+// The one status type of the layer.
+enum class Status : int {
+  ok = 0,
+  timeout,        // a blocking call's deadline passed
+  no_such_node,   // destination not connected
+  closed,         // the fabric is shutting down
+  io_error,       // UCX reported an error; see Fabric::last_error()
+  invalid,        // bad argument
+};
+const char* status_str(Status s);
+
+using NodeId = uint32_t;        // fabric member id; the machine manager is 0
+using EventId = uint16_t;       // application-defined event numbers
+using VarId = uint16_t;         // application-defined global variable numbers
+
+// A set of nodes (small clusters: sorted, unique ids).
+using NodeSet = std::vector<NodeId>;
+
+// One signalled event: who sent it and the block it carried.
+struct Message {
+  NodeId from = 0;
+  std::vector<uint8_t> data;
+};
+
+// A replica of a remote node's global variable.
+struct VarReplica {
+  NodeId node = 0;
+  int64_t value = INT64_MIN;      // INT64_MIN = never written
+  std::vector<uint8_t> attachment;
+};
+
+enum class Cmp { ge, eq, gt };
+
+struct FabricConfig {
+  NodeId self = 0;
+  // Spin (progressing the worker) this long before arming the UCX event fd
+  // and sleeping. Bounded on purpose: the machine has fewer cores than
+  // ranks plus helpers.
+  std::chrono::microseconds spin{10};
+};
+
+class Fabric {
+ public:
+  // Creates the UCX context and worker (with the wakeup feature).
+  static std::unique_ptr<Fabric> create(const FabricConfig& cfg, std::string* error);
+  ~Fabric();
+  Fabric(const Fabric&) = delete;
+  Fabric& operator=(const Fabric&) = delete;
+
+  NodeId self() const;
+  // This worker's address, to publish through the control plane.
+  std::vector<uint8_t> address() const;
+  // Create (or replace) the endpoint to `peer`. Connecting to self is allowed
+  // (messages to self are delivered through UCX's self transport).
+  Status connect(NodeId peer, std::span<const uint8_t> address);
+  void disconnect(NodeId peer);
+  bool connected(NodeId peer) const;
+
+  // ---- primitive 1: xfer_and_signal
+  // Sends `data` to every node of `dests` and signals `ev` there. Returns when
+  // the data has been handed to UCX and the local buffer may be reused
+  // (delivery is reliable and, per (source, destination) pair, in order).
+  Status xfer_and_signal(const NodeSet& dests, EventId ev, std::span<const uint8_t> data);
+  Status xfer_and_signal(NodeId dest, EventId ev, std::span<const uint8_t> data);
+
+  // ---- primitive 2: test_event
+  // Takes the oldest message signalled on `ev`. timeout == 0: poll once;
+  // otherwise progress (bounded spin, then sleep on the UCX event fd) until a
+  // message arrives or the timeout passes (Status::timeout). nullopt timeout
+  // = wait forever (until close()).
+  Status test_event(EventId ev, Message* out,
+                    std::optional<std::chrono::nanoseconds> timeout);
+  // Number of messages waiting on `ev` (after one progress pass).
+  size_t pending(EventId ev);
+
+  // Messages for `ev` are handed to `handler` from inside progress (on
+  // whichever thread is progressing) instead of being queued. Used for
+  // requests that must be served while the node waits for something else
+  // (the DMA helper's remote reads).
+  void set_handler(EventId ev, std::function<void(Message&&)> handler);
+
+  // ---- global variables and primitive 3: compare_and_write
+  // Sets this node's variable and pushes the new value (with attachment) to
+  // each watcher.
+  Status var_set(VarId var, int64_t value, const NodeSet& watchers,
+                 std::span<const uint8_t> attachment = {});
+  // The latest replica of `node`'s variable `var` known here.
+  VarReplica var_get(VarId var, NodeId node);
+
+  // Blocks until `var cmp value` holds on every node of `nodes` (evaluated on
+  // local replicas, progressing meanwhile), then xfer_and_signal(nodes,
+  // write_ev, write_data) unless write_ev is kNoWrite. On success, fills
+  // `snapshot` (if given) with the replicas that satisfied the condition, in
+  // the order of `nodes`, and `retries` with the number of unsuccessful
+  // evaluations (the paper's USR* statistics).
+  static constexpr EventId kNoWrite = 0xffff;
+  Status compare_and_write(const NodeSet& nodes, VarId var, Cmp cmp, int64_t value,
+                           EventId write_ev, std::span<const uint8_t> write_data,
+                           std::optional<std::chrono::nanoseconds> timeout,
+                           std::vector<VarReplica>* snapshot = nullptr,
+                           uint64_t* retries = nullptr);
+
+  // One non-blocking progress pass.
+  void progress();
+  // Makes every blocked test_event / compare_and_write return Status::closed.
+  void close();
+  std::string last_error() const;
+
+ private:
+  struct Impl;
+  explicit Fabric(std::unique_ptr<Impl> impl);
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace bcs::core

@@ -1,0 +1,142 @@
+// Message scheduling microphase (MSM): the buffer receiver's matching and the
+// DMA helper's chunk schedule. Pure logic, no I/O, so it can be unit-tested
+// and benchmarked alone and so that record/replay only needs the descriptors.
+//
+// Determinism: every decision is a function of the descriptors handed in per
+// slice, never of their arrival order over the network. Incoming sends of a
+// slice are put in canonical order (slice posted, source rank, per-pair
+// sequence) before matching; a rank's own receives and probes are taken in
+// its post order.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <vector>
+
+#include "bcs/segment.h"
+
+namespace bcs {
+
+// A send descriptor as the destination node's buffer receiver sees it.
+struct SendDesc {
+  int32_t src = 0;          // world rank of the sender
+  int32_t dst = 0;          // world rank of the receiver
+  int32_t context = 0;
+  int32_t tag = 0;
+  uint64_t pair_seq = 0;    // per (src, dst) sequence, assigned by the sender's BS (1, 2, ...)
+  uint64_t slice = 0;       // slice in which it was posted
+  uint64_t len = 0;         // message bytes
+  uint64_t addr = 0;        // in the sender's address space (not inline)
+  uint32_t request = 0;     // the sender's request slot (not inline)
+  bool is_inline = false;
+  std::vector<uint8_t> payload;   // inline bytes (len of them)
+};
+
+// A receive or probe descriptor of a local rank.
+struct RecvDesc {
+  int32_t rank = 0;         // world rank of the receiver (a local rank)
+  DescKind kind = DescKind::recv;   // recv, probe or iprobe
+  int32_t src = kAnySource; // world rank or kAnySource
+  int32_t context = 0;
+  int32_t tag = kAnyTag;
+  uint64_t addr = 0;
+  uint64_t cap = 0;         // receive buffer capacity in bytes
+  uint32_t request = 0;
+  uint64_t slice = 0;
+};
+
+// A matched pair: what the DMA helper must move.
+struct Match {
+  SendDesc send;
+  RecvDesc recv;
+  uint64_t bytes = 0;       // min(send.len, recv.cap)
+  bool truncated = false;   // send.len > recv.cap
+};
+
+// Answer to a probe/iprobe.
+struct ProbeResult {
+  RecvDesc probe;
+  bool found = false;
+  int32_t source = 0;
+  int32_t tag = 0;
+  uint64_t len = 0;
+};
+
+class Matcher {
+ public:
+  // One MSM step for `slice`. `local_posts`: receive/probe descriptors of
+  // local ranks, in each rank's post order (ranks may be interleaved; only the
+  // relative order within one rank matters). `sends`: every send descriptor
+  // destined to a local rank that was exchanged in this slice's DEM, in any
+  // order. Order of work:
+  //   1. each rank's new receives/probes, in post order, against that rank's
+  //      unexpected sends (earliest first);
+  //   2. the new sends, in canonical order, against posted receives (earliest
+  //      posted first), then against pending blocking probes;
+  //   3. iprobes still unanswered complete as not-found.
+  // Results accumulate until taken.
+  void msm(uint64_t slice, const std::vector<RecvDesc>& local_posts, std::vector<SendDesc> sends);
+
+  std::vector<Match> take_matches();
+  std::vector<ProbeResult> take_probe_results();
+
+  size_t unexpected_count() const;
+  size_t posted_count() const;
+
+ private:
+  struct PerRank {
+    std::deque<SendDesc> unexpected;   // canonical order
+    std::deque<RecvDesc> posted;       // post order
+    std::deque<RecvDesc> probes;       // pending blocking probes, post order
+  };
+  std::map<int32_t, PerRank> ranks_;
+  std::vector<Match> matches_;
+  std::vector<ProbeResult> probe_results_;
+};
+
+// True when a receive/probe (src, tag, context) accepts a send.
+bool desc_matches(const RecvDesc& r, const SendDesc& s);
+
+// One piece of a matched transfer, scheduled into one slice.
+struct Chunk {
+  uint64_t transfer = 0;    // id of the transfer (order of arrival in the scheduler)
+  Match* match = nullptr;   // owned by the scheduler, valid until the transfer is finished
+  uint64_t offset = 0;
+  uint64_t len = 0;
+  bool first = false;
+  bool last = false;        // completing this chunk completes the transfer
+};
+
+// Cuts matched transfers into per-slice chunks under a byte budget. FIFO:
+// transfers are served in the order they were added; each slice the budget
+// is spent from the oldest unfinished transfer on. A zero-byte transfer is
+// one empty chunk that costs nothing. Inline transfers are one chunk.
+class ChunkScheduler {
+ public:
+  explicit ChunkScheduler(uint64_t budget_bytes) : budget_(budget_bytes) {}
+  void set_budget(uint64_t b) { budget_ = b; }
+  uint64_t budget() const { return budget_; }
+
+  void add(Match m);
+  // The chunks of the next slice. Pointers stay valid until finish_slice().
+  std::vector<Chunk> schedule_slice();
+  // Forget transfers whose last chunk has been scheduled (call after the P2P
+  // microphase carried out the chunks of schedule_slice()).
+  void finish_slice();
+  bool idle() const { return transfers_.empty(); }
+  size_t in_flight() const { return transfers_.size(); }
+
+ private:
+  struct Transfer {
+    uint64_t id;
+    Match match;
+    uint64_t done = 0;     // bytes already scheduled
+    bool scheduled_last = false;
+  };
+  uint64_t budget_;
+  uint64_t next_id_ = 0;
+  std::deque<Transfer> transfers_;
+};
+
+}  // namespace bcs

@@ -1,0 +1,205 @@
+// The job's shared segment on one node: where application ranks and the node
+// manager meet (the "NIC memory" of the paper). Nothing else crosses between
+// them: a rank writes descriptors into its ring; the NM's buffer sender drains
+// the rings at every strobe; the NM completes requests in the request table
+// and wakes blocked ranks through a futex.
+//
+// The segment is a memfd created by the NM (mode 0600), inherited by the
+// ranks as an fd (BCS_SEGMENT_FD) and closed by them right after mmap, so no
+// name ever appears in /dev/shm and a crash of anyone leaks nothing.
+//
+// Layout (all offsets from the segment base, every block 64-byte aligned):
+//   SegmentHeader
+//   RankArea[nlocal]           — one per local rank
+//     RankControl               futexes, ring indices, MPI state
+//     Descriptor ring[ring_slots]
+//     RequestSlot[request_slots]
+#pragma once
+
+#include <atomic>
+#include <cstddef>
+#include <cstdint>
+
+namespace bcs {
+
+constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
+constexpr uint32_t kSegmentVersion = 1;
+constexpr int32_t kAnySource = -1;
+constexpr int32_t kAnyTag = -1;
+constexpr int32_t kProcNull = -2;
+
+// Context ids of the two predefined communicators. Point-to-point and
+// collective traffic of one communicator use different contexts (MPI's rule
+// that collectives never match point-to-point), hence the +1.
+constexpr int32_t kContextWorld = 0;
+constexpr int32_t kContextSelf = 2;
+
+// ----------------------------------------------------------- descriptors
+enum class DescKind : uint8_t {
+  send = 1,      // point-to-point send (payload inline if small)
+  recv = 2,      // point-to-point receive
+  probe = 3,     // blocking probe: completes when a match exists
+  iprobe = 4,    // non-blocking probe: completes at the next MSM, found or not
+  barrier = 5,   // collective barrier over `context` (seq = per-rank barrier count)
+};
+
+enum DescFlags : uint8_t {
+  kDescInline = 1 << 0,    // payload is in Descriptor::payload (send only)
+};
+
+// One slot of a rank's ring. 256 bytes: a 64-byte header and 192 bytes of
+// inline payload (messages up to kInlineMax bytes travel inside the
+// descriptor: the send completes as soon as it is posted, and the DMA helper
+// writes the payload straight into the receive buffer).
+constexpr size_t kDescriptorSize = 256;
+constexpr size_t kInlineMax = 192;
+
+struct Descriptor {
+  DescKind kind;
+  uint8_t flags;
+  uint16_t reserved0;
+  uint32_t request;       // index into the rank's RequestSlot table
+  int32_t context;        // communicator context id
+  int32_t peer;           // send: destination world rank; recv/probe: source world rank or kAnySource
+  int32_t tag;            // may be kAnyTag for recv/probe
+  uint32_t inline_len;    // bytes used in payload (kDescInline)
+  uint64_t addr;          // buffer address in the rank's address space
+  uint64_t len;           // send: message bytes; recv: buffer capacity
+  uint64_t seq;           // per-rank post sequence number (1, 2, ...); barrier: barrier number
+  uint64_t reserved1[2];
+  uint8_t payload[kInlineMax];
+};
+static_assert(sizeof(Descriptor) == kDescriptorSize);
+
+// ------------------------------------------------------------- requests
+enum class ReqState : uint32_t {
+  free = 0,
+  pending = 1,   // posted, the NM owns it
+  done = 2,      // completed by the NM (or by the rank for immediate sends)
+};
+
+// Completion record. The NM writes the fields, then `state` (release);
+// the rank reads `state` (acquire), then the fields.
+struct alignas(64) RequestSlot {
+  std::atomic<uint32_t> state;
+  int32_t error;          // 0 or a bcs error code (bcs_err_*)
+  int32_t source;         // world rank of the sender (recv/probe)
+  int32_t tag;
+  uint64_t bytes;         // bytes delivered (recv) / message size (probe)
+  uint32_t found;         // iprobe: 1 if a matching message exists
+  uint32_t kind;          // DescKind of the descriptor that owns it
+};
+
+// ------------------------------------------------------------- per rank
+enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
+
+struct alignas(64) RankControl {
+  // Ring indices: the rank produces at head, the NM consumes at tail.
+  // Monotonic 64-bit counters; slot = index % ring_slots.
+  alignas(64) std::atomic<uint64_t> head;
+  alignas(64) std::atomic<uint64_t> tail;
+  // Bumped (and FUTEX_WAKE'd) by the NM whenever it completes one of this
+  // rank's requests or frees ring space while the rank waits.
+  alignas(64) std::atomic<uint32_t> wake_seq;
+  std::atomic<uint32_t> waiting;       // the rank is (about to be) asleep on wake_seq
+  // Filled by the rank, read by the NM when the rank exits.
+  std::atomic<uint32_t> mpi_state;     // MpiState
+  std::atomic<uint32_t> aborted;       // called MPI_Abort
+  std::atomic<int32_t> abort_code;
+  int32_t world_rank;                  // written by the NM at creation
+  uint32_t pid;                        // written by the NM after fork
+};
+
+struct alignas(64) SegmentHeader {
+  uint32_t magic;
+  uint32_t version;
+  uint64_t job_id;
+  uint32_t world_size;
+  uint32_t nlocal;          // local ranks on this node
+  uint32_t ring_slots;      // power of two
+  uint32_t request_slots;
+  uint64_t rank_area_bytes; // size of one RankArea
+  uint64_t slice_ns;        // for MPI_Wtick-like introspection and the MMDS
+  uint64_t total_bytes;
+};
+
+// Sizing and addressing. Both sides compute the same layout from the header.
+struct SegmentLayout {
+  uint32_t nlocal = 0;
+  uint32_t ring_slots = 1024;
+  uint32_t request_slots = 4096;
+
+  static size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
+  size_t header_bytes() const { return align64(sizeof(SegmentHeader)); }
+  size_t control_bytes() const { return align64(sizeof(RankControl)); }
+  size_t ring_bytes() const { return size_t{ring_slots} * kDescriptorSize; }
+  size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
+  size_t rank_area_bytes() const {
+    return control_bytes() + ring_bytes() + requests_bytes();
+  }
+  size_t total_bytes() const { return header_bytes() + size_t{nlocal} * rank_area_bytes(); }
+};
+
+// A view of one rank's area inside a mapped segment.
+struct RankView {
+  RankControl* ctl = nullptr;
+  Descriptor* ring = nullptr;
+  RequestSlot* requests = nullptr;
+  uint32_t ring_slots = 0;
+  uint32_t request_slots = 0;
+};
+
+inline RankView segment_rank_view(void* base, uint32_t local_index) {
+  auto* h = static_cast<SegmentHeader*>(base);
+  SegmentLayout l{h->nlocal, h->ring_slots, h->request_slots};
+  auto* area = static_cast<uint8_t*>(base) + l.header_bytes() +
+               size_t{local_index} * l.rank_area_bytes();
+  RankView v;
+  v.ctl = reinterpret_cast<RankControl*>(area);
+  v.ring = reinterpret_cast<Descriptor*>(area + l.control_bytes());
+  v.requests = reinterpret_cast<RequestSlot*>(area + l.control_bytes() + l.ring_bytes());
+  v.ring_slots = l.ring_slots;
+  v.request_slots = l.request_slots;
+  return v;
+}
+
+// Futex helpers on words that live in the shared segment (not process-private).
+// futex_wait returns when *word != expected, on a wake, on a signal or after
+// timeout_ns (0 = no timeout).
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns = 0);
+void futex_wake_all(std::atomic<uint32_t>* word);
+
+// ------------------------------------------------------------- ring ops
+// Single producer (the rank), single consumer (the NM).
+// ring_try_post copies `d` into the next slot; false when the ring is full.
+bool ring_try_post(RankView& v, const Descriptor& d);
+// ring_drain hands every posted descriptor to `fn` in post order and frees
+// the slots; returns how many it drained.
+template <typename Fn>
+size_t ring_drain(RankView& v, Fn&& fn) {
+  uint64_t tail = v.ctl->tail.load(std::memory_order_relaxed);
+  const uint64_t head = v.ctl->head.load(std::memory_order_acquire);
+  size_t n = 0;
+  for (; tail != head; ++tail, ++n) fn(v.ring[tail & (v.ring_slots - 1)]);
+  v.ctl->tail.store(tail, std::memory_order_release);
+  return n;
+}
+
+// Marks request `idx` done with the given fields and wakes the rank if it waits.
+void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,
+                      uint64_t bytes, uint32_t found = 0);
+// Wake the rank if it sleeps (after completing several requests, or after
+// freeing ring space).
+void rank_wake(RankView& v);
+
+// ------------------------------------------------------------- errors
+// Error codes stored in RequestSlot::error. The MPI shim maps them to MPI
+// error classes.
+enum : int32_t {
+  bcs_err_none = 0,
+  bcs_err_truncate = 1,   // the message was longer than the receive buffer
+  bcs_err_peer_gone = 2,  // the peer's memory could not be read/written
+  bcs_err_internal = 3,
+};
+
+}  // namespace bcs

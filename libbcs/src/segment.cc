@@ -1,0 +1,60 @@
+#include "bcs/segment.h"
+
+#include <linux/futex.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cstring>
+
+namespace bcs {
+
+void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+  struct timespec ts{};
+  struct timespec* tsp = nullptr;
+  if (timeout_ns) {
+    ts.tv_sec = static_cast<time_t>(timeout_ns / 1000000000ull);
+    ts.tv_nsec = static_cast<long>(timeout_ns % 1000000000ull);
+    tsp = &ts;
+  }
+  // Shared (not FUTEX_PRIVATE) because the word lives in a segment mapped by
+  // several processes.
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, tsp, nullptr, 0);
+}
+
+void futex_wake_all(std::atomic<uint32_t>* word) {
+  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+bool ring_try_post(RankView& v, const Descriptor& d) {
+  const uint64_t head = v.ctl->head.load(std::memory_order_relaxed);
+  const uint64_t tail = v.ctl->tail.load(std::memory_order_acquire);
+  if (head - tail >= v.ring_slots) return false;
+  Descriptor& slot = v.ring[head & (v.ring_slots - 1)];
+  // Copy only what is used: the header, plus the inline bytes if any.
+  std::memcpy(&slot, &d, offsetof(Descriptor, payload));
+  if (d.flags & kDescInline) std::memcpy(slot.payload, d.payload, d.inline_len);
+  v.ctl->head.store(head + 1, std::memory_order_release);
+  return true;
+}
+
+void rank_wake(RankView& v) {
+  v.ctl->wake_seq.fetch_add(1, std::memory_order_release);
+  // The rank sets `waiting` before re-checking its condition and sleeping,
+  // so either it sees our completion or we see it waiting (both seq_cst).
+  if (v.ctl->waiting.load(std::memory_order_seq_cst)) futex_wake_all(&v.ctl->wake_seq);
+}
+
+void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,
+                      uint64_t bytes, uint32_t found) {
+  RequestSlot& r = v.requests[idx];
+  r.error = error;
+  r.source = source;
+  r.tag = tag;
+  r.bytes = bytes;
+  r.found = found;
+  r.state.store(static_cast<uint32_t>(ReqState::done), std::memory_order_release);
+  rank_wake(v);
+}
+
+}  // namespace bcs
