@@ -1,0 +1,280 @@
+/* mpi.h — the MPI interface of bcs (libmpi from mpi-shim).
+ *
+ * MPI calls are mapped onto the BCS API (the paper's Table 4.2): every call
+ * posts a descriptor to the node manager, which schedules and moves the data
+ * at slice boundaries. Handles are MPICH-style integers so that they are
+ * plain values in C and C++ and can be checked for validity.
+ *
+ * Clean under -std=c99 -pedantic -Wall -Wextra -Werror and C++98..C++20.
+ * Supported thread level: MPI_THREAD_SERIALIZED.
+ */
+#ifndef BCS_MPI_H
+#define BCS_MPI_H
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define MPI_VERSION 3
+#define MPI_SUBVERSION 1
+
+/* ------------------------------------------------------------ handles */
+typedef int MPI_Comm;
+typedef int MPI_Datatype;
+typedef int MPI_Request;
+typedef int MPI_Op;
+typedef int MPI_Errhandler;
+typedef int MPI_Group;
+typedef int MPI_Info;
+
+typedef long MPI_Aint;
+typedef long long MPI_Offset;
+typedef long long MPI_Count;
+
+typedef struct MPI_Status {
+  int MPI_SOURCE;
+  int MPI_TAG;
+  int MPI_ERROR;
+  /* private to the implementation */
+  int bcs_cancelled;
+  long long bcs_count; /* bytes received */
+} MPI_Status;
+
+#define MPI_STATUS_IGNORE ((MPI_Status *)1)
+#define MPI_STATUSES_IGNORE ((MPI_Status *)1)
+
+/* Communicators */
+#define MPI_COMM_NULL ((MPI_Comm)0x04000000)
+#define MPI_COMM_WORLD ((MPI_Comm)0x44000000)
+#define MPI_COMM_SELF ((MPI_Comm)0x44000001)
+
+/* Groups, ops, info (declared for source compatibility) */
+#define MPI_GROUP_NULL ((MPI_Group)0x08000000)
+#define MPI_GROUP_EMPTY ((MPI_Group)0x48000000)
+#define MPI_INFO_NULL ((MPI_Info)0x1c000000)
+
+#define MPI_OP_NULL ((MPI_Op)0x18000000)
+#define MPI_MAX ((MPI_Op)0x58000001)
+#define MPI_MIN ((MPI_Op)0x58000002)
+#define MPI_SUM ((MPI_Op)0x58000003)
+#define MPI_PROD ((MPI_Op)0x58000004)
+#define MPI_LAND ((MPI_Op)0x58000005)
+#define MPI_BAND ((MPI_Op)0x58000006)
+#define MPI_LOR ((MPI_Op)0x58000007)
+#define MPI_BOR ((MPI_Op)0x58000008)
+#define MPI_LXOR ((MPI_Op)0x58000009)
+#define MPI_BXOR ((MPI_Op)0x5800000a)
+#define MPI_MINLOC ((MPI_Op)0x5800000b)
+#define MPI_MAXLOC ((MPI_Op)0x5800000c)
+#define MPI_REPLACE ((MPI_Op)0x5800000d)
+
+/* Requests */
+#define MPI_REQUEST_NULL ((MPI_Request)0x2c000000)
+
+/* Error handlers */
+#define MPI_ERRHANDLER_NULL ((MPI_Errhandler)0x14000000)
+#define MPI_ERRORS_ARE_FATAL ((MPI_Errhandler)0x54000000)
+#define MPI_ERRORS_RETURN ((MPI_Errhandler)0x54000001)
+
+/* Datatypes: 0x4c000000 + index into the implementation's table */
+#define MPI_DATATYPE_NULL ((MPI_Datatype)0x0c000000)
+#define MPI_CHAR ((MPI_Datatype)0x4c000001)
+#define MPI_SIGNED_CHAR ((MPI_Datatype)0x4c000002)
+#define MPI_UNSIGNED_CHAR ((MPI_Datatype)0x4c000003)
+#define MPI_BYTE ((MPI_Datatype)0x4c000004)
+#define MPI_SHORT ((MPI_Datatype)0x4c000005)
+#define MPI_UNSIGNED_SHORT ((MPI_Datatype)0x4c000006)
+#define MPI_INT ((MPI_Datatype)0x4c000007)
+#define MPI_UNSIGNED ((MPI_Datatype)0x4c000008)
+#define MPI_LONG ((MPI_Datatype)0x4c000009)
+#define MPI_UNSIGNED_LONG ((MPI_Datatype)0x4c00000a)
+#define MPI_LONG_LONG_INT ((MPI_Datatype)0x4c00000b)
+#define MPI_LONG_LONG MPI_LONG_LONG_INT
+#define MPI_UNSIGNED_LONG_LONG ((MPI_Datatype)0x4c00000c)
+#define MPI_FLOAT ((MPI_Datatype)0x4c00000d)
+#define MPI_DOUBLE ((MPI_Datatype)0x4c00000e)
+#define MPI_LONG_DOUBLE ((MPI_Datatype)0x4c00000f)
+#define MPI_WCHAR ((MPI_Datatype)0x4c000010)
+#define MPI_C_BOOL ((MPI_Datatype)0x4c000011)
+#define MPI_INT8_T ((MPI_Datatype)0x4c000012)
+#define MPI_INT16_T ((MPI_Datatype)0x4c000013)
+#define MPI_INT32_T ((MPI_Datatype)0x4c000014)
+#define MPI_INT64_T ((MPI_Datatype)0x4c000015)
+#define MPI_UINT8_T ((MPI_Datatype)0x4c000016)
+#define MPI_UINT16_T ((MPI_Datatype)0x4c000017)
+#define MPI_UINT32_T ((MPI_Datatype)0x4c000018)
+#define MPI_UINT64_T ((MPI_Datatype)0x4c000019)
+#define MPI_AINT ((MPI_Datatype)0x4c00001a)
+#define MPI_OFFSET ((MPI_Datatype)0x4c00001b)
+#define MPI_COUNT ((MPI_Datatype)0x4c00001c)
+#define MPI_PACKED ((MPI_Datatype)0x4c00001d)
+#define MPI_C_FLOAT_COMPLEX ((MPI_Datatype)0x4c00001e)
+#define MPI_C_COMPLEX MPI_C_FLOAT_COMPLEX
+#define MPI_C_DOUBLE_COMPLEX ((MPI_Datatype)0x4c00001f)
+#define MPI_C_LONG_DOUBLE_COMPLEX ((MPI_Datatype)0x4c000020)
+#define MPI_FLOAT_INT ((MPI_Datatype)0x4c000021)
+#define MPI_DOUBLE_INT ((MPI_Datatype)0x4c000022)
+#define MPI_LONG_INT ((MPI_Datatype)0x4c000023)
+#define MPI_2INT ((MPI_Datatype)0x4c000024)
+#define MPI_SHORT_INT ((MPI_Datatype)0x4c000025)
+#define MPI_LONG_DOUBLE_INT ((MPI_Datatype)0x4c000026)
+#define MPI_CXX_BOOL ((MPI_Datatype)0x4c000027)
+
+/* ------------------------------------------------------------ constants */
+#define MPI_ANY_SOURCE (-1)
+#define MPI_ANY_TAG (-1)
+#define MPI_PROC_NULL (-2)
+#define MPI_ROOT (-3)
+#define MPI_UNDEFINED (-32766)
+
+#define MPI_MAX_PROCESSOR_NAME 256
+#define MPI_MAX_ERROR_STRING 512
+#define MPI_MAX_LIBRARY_VERSION_STRING 256
+
+#define MPI_THREAD_SINGLE 0
+#define MPI_THREAD_FUNNELED 1
+#define MPI_THREAD_SERIALIZED 2
+#define MPI_THREAD_MULTIPLE 3
+
+/* Attribute keys for MPI_Comm_get_attr */
+#define MPI_TAG_UB 0x64400001
+#define MPI_HOST 0x64400003
+#define MPI_IO 0x64400005
+#define MPI_WTIME_IS_GLOBAL 0x64400007
+
+/* Error classes (MPICH numbering). Error codes are error classes here. */
+#define MPI_SUCCESS 0
+#define MPI_ERR_BUFFER 1
+#define MPI_ERR_COUNT 2
+#define MPI_ERR_TYPE 3
+#define MPI_ERR_TAG 4
+#define MPI_ERR_COMM 5
+#define MPI_ERR_RANK 6
+#define MPI_ERR_ROOT 7
+#define MPI_ERR_GROUP 8
+#define MPI_ERR_OP 9
+#define MPI_ERR_TOPOLOGY 10
+#define MPI_ERR_DIMS 11
+#define MPI_ERR_ARG 12
+#define MPI_ERR_UNKNOWN 13
+#define MPI_ERR_TRUNCATE 14
+#define MPI_ERR_OTHER 15
+#define MPI_ERR_INTERN 16
+#define MPI_ERR_IN_STATUS 17
+#define MPI_ERR_PENDING 18
+#define MPI_ERR_REQUEST 19
+#define MPI_ERR_LASTCODE 19
+
+/* ------------------------------------------------------------ functions */
+int MPI_Init(int *argc, char ***argv);
+int MPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int MPI_Initialized(int *flag);
+int MPI_Finalize(void);
+int MPI_Finalized(int *flag);
+int MPI_Abort(MPI_Comm comm, int errorcode);
+int MPI_Query_thread(int *provided);
+int MPI_Is_thread_main(int *flag);
+int MPI_Get_version(int *version, int *subversion);
+int MPI_Get_library_version(char *version, int *resultlen);
+int MPI_Get_processor_name(char *name, int *resultlen);
+double MPI_Wtime(void);
+double MPI_Wtick(void);
+
+int MPI_Comm_rank(MPI_Comm comm, int *rank);
+int MPI_Comm_size(MPI_Comm comm, int *size);
+int MPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int MPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int MPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int MPI_Errhandler_free(MPI_Errhandler *errhandler);
+int MPI_Error_class(int errorcode, int *errorclass);
+int MPI_Error_string(int errorcode, char *string, int *resultlen);
+
+int MPI_Type_size(MPI_Datatype datatype, int *size);
+int MPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int MPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+int MPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+             MPI_Comm comm);
+int MPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+             MPI_Status *status);
+int MPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm, MPI_Request *request);
+int MPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Request *request);
+int MPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                 int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                 int recvtag, MPI_Comm comm, MPI_Status *status);
+int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+
+int MPI_Wait(MPI_Request *request, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                MPI_Status array_of_statuses[]);
+int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                MPI_Status *status);
+int MPI_Request_free(MPI_Request *request);
+
+int MPI_Barrier(MPI_Comm comm);
+
+/* ------------------------------------------------------------ profiling */
+int PMPI_Init(int *argc, char ***argv);
+int PMPI_Init_thread(int *argc, char ***argv, int required, int *provided);
+int PMPI_Initialized(int *flag);
+int PMPI_Finalize(void);
+int PMPI_Finalized(int *flag);
+int PMPI_Abort(MPI_Comm comm, int errorcode);
+int PMPI_Query_thread(int *provided);
+int PMPI_Is_thread_main(int *flag);
+int PMPI_Get_version(int *version, int *subversion);
+int PMPI_Get_library_version(char *version, int *resultlen);
+int PMPI_Get_processor_name(char *name, int *resultlen);
+double PMPI_Wtime(void);
+double PMPI_Wtick(void);
+
+int PMPI_Comm_rank(MPI_Comm comm, int *rank);
+int PMPI_Comm_size(MPI_Comm comm, int *size);
+int PMPI_Comm_get_attr(MPI_Comm comm, int keyval, void *attribute_val, int *flag);
+int PMPI_Comm_set_errhandler(MPI_Comm comm, MPI_Errhandler errhandler);
+int PMPI_Comm_get_errhandler(MPI_Comm comm, MPI_Errhandler *errhandler);
+int PMPI_Errhandler_free(MPI_Errhandler *errhandler);
+int PMPI_Error_class(int errorcode, int *errorclass);
+int PMPI_Error_string(int errorcode, char *string, int *resultlen);
+
+int PMPI_Type_size(MPI_Datatype datatype, int *size);
+int PMPI_Get_count(const MPI_Status *status, MPI_Datatype datatype, int *count);
+int PMPI_Get_elements(const MPI_Status *status, MPI_Datatype datatype, int *count);
+
+int PMPI_Send(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+              MPI_Comm comm);
+int PMPI_Recv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+              MPI_Status *status);
+int PMPI_Isend(const void *buf, int count, MPI_Datatype datatype, int dest, int tag,
+               MPI_Comm comm, MPI_Request *request);
+int PMPI_Irecv(void *buf, int count, MPI_Datatype datatype, int source, int tag, MPI_Comm comm,
+               MPI_Request *request);
+int PMPI_Sendrecv(const void *sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                  int sendtag, void *recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                  int recvtag, MPI_Comm comm, MPI_Status *status);
+int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
+int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
+
+int PMPI_Wait(MPI_Request *request, MPI_Status *status);
+int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
+int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
+int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
+                 MPI_Status array_of_statuses[]);
+int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+                 MPI_Status *status);
+int PMPI_Request_free(MPI_Request *request);
+
+int PMPI_Barrier(MPI_Comm comm);
+
+#ifdef __cplusplus
+}
+#endif
+
+#endif /* BCS_MPI_H */
