@@ -1,0 +1,433 @@
+// The rank-side BCS API (bcs.h / api.cc) against an in-process fake node
+// manager (fake_nm.h). Each test builds a fresh segment, attaches with
+// bcs_init through the real environment protocol and finalizes at the end
+// (bcs_init may run again after bcs_finalize).
+//
+// Blocking calls are exercised with the fake NM on a strobe thread whose
+// progress is gated on the rank having announced that it sleeps
+// (RankControl::waiting), which proves the futex wake path rather than luck.
+// A broken wake-up would hang: ctest's TIMEOUT bounds every test.
+#include <sys/wait.h>
+
+#include <array>
+#include <cstring>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bcs/bcs.h"
+#include "bcs/segment.h"
+#include "fake_nm.h"
+
+namespace bcs::apitest {
+namespace {
+
+std::vector<uint8_t> pattern(size_t n, uint8_t salt) {
+  std::vector<uint8_t> v(n);
+  for (size_t i = 0; i < n; ++i) v[i] = static_cast<uint8_t>(i * 7 + salt);
+  return v;
+}
+
+class ApiTest : public ::testing::Test {
+ protected:
+  // world of `world` ranks, this process is world rank 0 (local index 0).
+  void attach(uint32_t world = 1, uint32_t ring_slots = 64, uint32_t request_slots = 64) {
+    seg_ = std::make_unique<FakeSegment>(world, 1, ring_slots, request_slots);
+    seg_->export_env(0, 0);
+    ASSERT_EQ(bcs_init(), BCS_OK);
+    view_ = seg_->view(0);
+    nm_ = std::make_unique<FakeNm>(view_, 0);
+  }
+  void TearDown() override {
+    if (nm_) nm_->stop();
+    if (bcs_initialized()) bcs_finalize();
+    nm_.reset();
+    seg_.reset();
+    clear_env();
+  }
+  // Strobe thread that only works once the rank sleeps on its futex.
+  void start_nm_when_rank_waits() {
+    auto* ctl = view_.ctl;
+    nm_->start([ctl] { return ctl->waiting.load() != 0; });
+  }
+  uint64_t posted() const { return view_.ctl->head.load(); }
+
+  std::unique_ptr<FakeSegment> seg_;
+  RankView view_;
+  std::unique_ptr<FakeNm> nm_;
+};
+
+TEST_F(ApiTest, InitWithoutEnvironmentIsNotInit) {
+  clear_env();
+  EXPECT_EQ(bcs_init(), BCS_ERR_NOT_INIT);
+  EXPECT_EQ(bcs_initialized(), 0);
+  EXPECT_EQ(bcs_send(nullptr, 0, 0, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_ERR_NOT_INIT);
+}
+
+TEST_F(ApiTest, InitRejectsBadSegment) {
+  FakeSegment bad_magic(1, 1, 8, 8);
+  bad_magic.header()->magic = 0;
+  bad_magic.export_env(0, 0);
+  EXPECT_EQ(bcs_init(), BCS_ERR_INTERNAL);
+
+  FakeSegment wrong_size(2, 1, 8, 8);
+  wrong_size.export_env(0, 0);
+  setenv("BCS_SIZE", "3", 1);
+  EXPECT_EQ(bcs_init(), BCS_ERR_INTERNAL);
+
+  FakeSegment wrong_rank(2, 1, 8, 8);
+  wrong_rank.export_env(0, 1);  // slot 0 was created for world rank 0
+  EXPECT_EQ(bcs_init(), BCS_ERR_INTERNAL);
+  EXPECT_EQ(bcs_initialized(), 0);
+}
+
+TEST_F(ApiTest, InitPublishesStateAndFinalizeMarksIt) {
+  attach(4);
+  EXPECT_EQ(bcs_initialized(), 1);
+  EXPECT_EQ(bcs_world_rank(), 0);
+  EXPECT_EQ(bcs_world_size(), 4);
+  EXPECT_EQ(bcs_slice_ns(), 500'000u);
+  EXPECT_EQ(view_.ctl->mpi_state.load(), static_cast<uint32_t>(MpiState::initialized));
+  // The fd was consumed: children of the rank must not inherit the segment.
+  EXPECT_EQ(getenv("BCS_SEGMENT_FD"), nullptr);
+  EXPECT_EQ(bcs_finalize(), BCS_OK);
+  EXPECT_EQ(view_.ctl->mpi_state.load(), static_cast<uint32_t>(MpiState::finalized));
+  EXPECT_EQ(bcs_initialized(), 0);
+}
+
+TEST_F(ApiTest, InlineSendCompletesAtPostAndCarriesTheBytes) {
+  attach(2);
+  auto buf = pattern(kInlineMax, 3);
+  const auto expect = buf;
+  bcs_request_t req = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_send(buf.data(), buf.size(), 1, 17, kContextWorld, BCS_NONBLOCKING, &req), BCS_OK);
+  std::fill(buf.begin(), buf.end(), 0);  // the buffer is reusable at once
+  int flag = 0;
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);  // no NM step happened
+  EXPECT_EQ(req, BCS_REQUEST_NULL);
+  EXPECT_EQ(st.bytes, kInlineMax);
+
+  nm_->step();
+  auto seen = nm_->seen();
+  ASSERT_EQ(seen.size(), 1u);
+  const Descriptor& d = seen[0];
+  EXPECT_EQ(d.kind, DescKind::send);
+  EXPECT_TRUE(d.flags & kDescInline);
+  EXPECT_EQ(d.peer, 1);
+  EXPECT_EQ(d.tag, 17);
+  EXPECT_EQ(d.context, kContextWorld);
+  EXPECT_EQ(d.len, kInlineMax);
+  EXPECT_EQ(d.inline_len, kInlineMax);
+  EXPECT_EQ(d.seq, 1u);
+  EXPECT_EQ(0, std::memcmp(d.payload, expect.data(), kInlineMax));
+}
+
+TEST_F(ApiTest, LargeSendWaitsForTheNodeManager) {
+  attach(2);
+  auto buf = pattern(kInlineMax + 1, 5);
+  bcs_request_t req = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_send(buf.data(), buf.size(), 1, 0, kContextWorld, BCS_NONBLOCKING, &req), BCS_OK);
+  int flag = 1;
+  ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_NE(req, BCS_REQUEST_NULL);
+  nm_->step();
+  auto seen = nm_->seen();
+  ASSERT_EQ(seen.size(), 1u);
+  EXPECT_FALSE(seen[0].flags & kDescInline);
+  EXPECT_EQ(seen[0].addr, reinterpret_cast<uintptr_t>(buf.data()));
+  EXPECT_EQ(seen[0].len, buf.size());
+  // The NM read the data: it completes the send.
+  request_complete(view_, seen[0].request, bcs_err_none, 0, 0, buf.size());
+  ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(req, BCS_REQUEST_NULL);
+}
+
+TEST_F(ApiTest, BlockingRecvIsWokenByCompletion) {
+  attach(1);
+  const auto msg = pattern(5000, 9);
+  bcs_request_t sreq = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_send(msg.data(), msg.size(), 0, 4, kContextWorld, BCS_NONBLOCKING, &sreq), BCS_OK);
+  start_nm_when_rank_waits();
+  std::vector<uint8_t> in(8000, 0);
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_recv(in.data(), in.size(), BCS_ANY_SOURCE, BCS_ANY_TAG, kContextWorld,
+                     BCS_BLOCKING, nullptr, &st),
+            BCS_OK);
+  EXPECT_EQ(st.source, 0);
+  EXPECT_EQ(st.tag, 4);
+  EXPECT_EQ(st.bytes, msg.size());
+  EXPECT_EQ(st.error, BCS_OK);
+  EXPECT_TRUE(std::equal(msg.begin(), msg.end(), in.begin()));
+  EXPECT_EQ(view_.ctl->waiting.load(), 0u);
+  // The send was completed by the same NM step.
+  ASSERT_EQ(bcs_test(&sreq, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+  EXPECT_EQ(sreq, BCS_REQUEST_NULL);
+}
+
+TEST_F(ApiTest, BlockingSendWaitsForCompletion) {
+  attach(1);
+  const auto msg = pattern(1000, 1);
+  std::vector<uint8_t> in(1000);
+  bcs_request_t rreq = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_recv(in.data(), in.size(), 0, 8, kContextWorld, BCS_NONBLOCKING, &rreq, nullptr),
+            BCS_OK);
+  start_nm_when_rank_waits();
+  ASSERT_EQ(bcs_send(msg.data(), msg.size(), 0, 8, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->stop();
+  int flag = 0;
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_test(&rreq, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(in, msg);
+}
+
+TEST_F(ApiTest, TruncationIsReportedWithTheBytesDelivered) {
+  attach(1);
+  const auto msg = pattern(300, 2);
+  bcs_request_t sreq;
+  ASSERT_EQ(bcs_send(msg.data(), msg.size(), 0, 1, kContextWorld, BCS_NONBLOCKING, &sreq), BCS_OK);
+  start_nm_when_rank_waits();
+  std::vector<uint8_t> in(100);
+  bcs_msg_status_t st{};
+  EXPECT_EQ(bcs_recv(in.data(), in.size(), 0, 1, kContextWorld, BCS_BLOCKING, nullptr, &st),
+            BCS_ERR_TRUNCATE);
+  EXPECT_EQ(st.error, BCS_ERR_TRUNCATE);
+  EXPECT_EQ(st.bytes, 100u);
+  EXPECT_TRUE(std::equal(in.begin(), in.end(), msg.begin()));
+  EXPECT_EQ(bcs_test(&sreq, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+}
+
+TEST_F(ApiTest, FullRingMakesSendWaitAndLosesNothing) {
+  attach(2, /*ring_slots=*/4);
+  std::array<int, 6> vals{};
+  std::iota(vals.begin(), vals.end(), 100);
+  std::array<bcs_request_t, 6> reqs{};
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(bcs_send(&vals[i], sizeof(int), 1, i, kContextWorld, BCS_NONBLOCKING, &reqs[i]),
+              BCS_OK);
+  EXPECT_EQ(view_.ctl->head.load() - view_.ctl->tail.load(), 4u);  // full
+  // The NM only drains once the rank sleeps: the 5th post must wait for it.
+  start_nm_when_rank_waits();
+  ASSERT_EQ(bcs_send(&vals[4], sizeof(int), 1, 4, kContextWorld, BCS_NONBLOCKING, &reqs[4]),
+            BCS_OK);
+  ASSERT_EQ(bcs_send(&vals[5], sizeof(int), 1, 5, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->stop();
+  nm_->step();
+  auto seen = nm_->seen();
+  ASSERT_EQ(seen.size(), 6u);
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_EQ(seen[i].seq, static_cast<uint64_t>(i + 1));
+    EXPECT_EQ(seen[i].tag, i);
+    int v;
+    std::memcpy(&v, seen[i].payload, sizeof v);
+    EXPECT_EQ(v, vals[i]);
+  }
+  int flag = 0;
+  ASSERT_EQ(bcs_testall(5, reqs.data(), BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+  EXPECT_EQ(flag, 1);
+}
+
+TEST_F(ApiTest, TestallAndTestany) {
+  attach(1);
+  std::array<int, 3> in{};
+  std::array<bcs_request_t, 3> reqs{};
+  for (int i = 0; i < 3; ++i)
+    ASSERT_EQ(bcs_recv(&in[i], sizeof(int), BCS_ANY_SOURCE, i + 1, kContextWorld, BCS_NONBLOCKING,
+                       &reqs[i], nullptr),
+              BCS_OK);
+  int index = 7, flag = 7;
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_testany(3, reqs.data(), BCS_NONBLOCKING, &index, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(index, -1);
+
+  const int two = 22;
+  ASSERT_EQ(bcs_send(&two, sizeof two, 0, 2, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->step();
+  ASSERT_EQ(bcs_testany(3, reqs.data(), BCS_NONBLOCKING, &index, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(index, 1);
+  EXPECT_EQ(st.tag, 2);
+  EXPECT_EQ(in[1], 22);
+  EXPECT_EQ(reqs[1], BCS_REQUEST_NULL);
+
+  // Not all complete: nothing is freed.
+  std::array<bcs_msg_status_t, 3> sts{};
+  ASSERT_EQ(bcs_testall(3, reqs.data(), BCS_NONBLOCKING, &flag, sts.data()), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_NE(reqs[0], BCS_REQUEST_NULL);
+  EXPECT_NE(reqs[2], BCS_REQUEST_NULL);
+
+  const int one = 11, three = 33;
+  ASSERT_EQ(bcs_send(&three, sizeof three, 0, 3, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_send(&one, sizeof one, 0, 1, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  start_nm_when_rank_waits();
+  ASSERT_EQ(bcs_testall(3, reqs.data(), BCS_BLOCKING, &flag, sts.data()), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  for (auto r : reqs) EXPECT_EQ(r, BCS_REQUEST_NULL);
+  EXPECT_EQ(sts[0].tag, 1);
+  EXPECT_EQ(sts[1].source, BCS_ANY_SOURCE);  // was already NULL: empty status
+  EXPECT_EQ(sts[1].bytes, 0u);
+  EXPECT_EQ(sts[2].tag, 3);
+  EXPECT_EQ(in[0], 11);
+  EXPECT_EQ(in[2], 33);
+
+  // All NULL: complete at once, no index.
+  ASSERT_EQ(bcs_testany(3, reqs.data(), BCS_BLOCKING, &index, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(index, -1);
+}
+
+TEST_F(ApiTest, RequestTableExhaustion) {
+  attach(1, 64, /*request_slots=*/8);
+  std::array<int, 8> in{};
+  std::array<bcs_request_t, 8> reqs{};
+  for (int i = 0; i < 8; ++i)
+    ASSERT_EQ(bcs_recv(&in[i], sizeof(int), 0, i, kContextWorld, BCS_NONBLOCKING, &reqs[i],
+                       nullptr),
+              BCS_OK);
+  bcs_request_t extra;
+  const int v = 1;
+  EXPECT_EQ(bcs_recv(&in[0], sizeof(int), 0, 0, kContextWorld, BCS_NONBLOCKING, &extra, nullptr),
+            BCS_ERR_NO_RESOURCES);
+  EXPECT_EQ(bcs_send(&v, sizeof v, 0, 0, kContextWorld, BCS_NONBLOCKING, &extra),
+            BCS_ERR_NO_RESOURCES);
+  const uint64_t head = posted();
+  EXPECT_EQ(head, 8u);  // failed calls posted nothing
+
+  nm_->step();
+  request_complete(view_, static_cast<uint32_t>(reqs[3]), bcs_err_none, 0, 3, 0);
+  ASSERT_EQ(bcs_test(&reqs[3], BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+  EXPECT_EQ(bcs_send(&v, sizeof v, 0, 0, kContextWorld, BCS_NONBLOCKING, &extra), BCS_OK);
+  EXPECT_EQ(bcs_test(&extra, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+}
+
+TEST_F(ApiTest, IprobeKeepsOneOutstandingAndReportsTheLastAnswer) {
+  attach(1);
+  int flag = 7;
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(posted(), 1u);
+  // Still pending: no new descriptor.
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(posted(), 1u);
+  // A different key is a different iprobe.
+  ASSERT_EQ(bcs_probe(0, 6, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(posted(), 2u);
+
+  nm_->step();  // answers: not found
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(posted(), 3u);  // asked again
+
+  std::vector<uint8_t> msg(42, 1);
+  ASSERT_EQ(bcs_send(msg.data(), msg.size(), 0, 5, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->step();  // answers: found
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(st.source, 0);
+  EXPECT_EQ(st.tag, 5);
+  EXPECT_EQ(st.bytes, 42u);
+  const uint64_t before = posted();
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);  // a found answer is consumed; a new question goes out
+  EXPECT_EQ(posted(), before + 1);
+  auto seen = nm_->seen();
+  for (const auto& d : seen) {
+    if (d.kind != DescKind::send) {
+      EXPECT_EQ(d.kind, DescKind::iprobe);
+    }
+  }
+}
+
+TEST_F(ApiTest, BlockingProbe) {
+  attach(1);
+  std::vector<uint8_t> msg(300, 2);
+  bcs_request_t sreq;
+  ASSERT_EQ(bcs_send(msg.data(), msg.size(), 0, 9, kContextWorld, BCS_NONBLOCKING, &sreq), BCS_OK);
+  start_nm_when_rank_waits();
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_probe(BCS_ANY_SOURCE, BCS_ANY_TAG, kContextWorld, BCS_BLOCKING, nullptr, &st),
+            BCS_OK);
+  EXPECT_EQ(st.tag, 9);
+  EXPECT_EQ(st.bytes, 300u);
+  std::vector<uint8_t> in(st.bytes);
+  ASSERT_EQ(bcs_recv(in.data(), in.size(), st.source, st.tag, kContextWorld, BCS_BLOCKING,
+                     nullptr, nullptr),
+            BCS_OK);
+  EXPECT_EQ(in, msg);
+  EXPECT_EQ(bcs_test(&sreq, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+}
+
+TEST_F(ApiTest, BarrierDescriptorsCountPerContext) {
+  attach(2);
+  start_nm_when_rank_waits();
+  ASSERT_EQ(bcs_barrier(kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_barrier(kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_barrier(kContextWorld + 4, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->stop();
+  // A one-rank context completes at once and posts nothing.
+  const uint64_t head = posted();
+  bcs_request_t req;
+  ASSERT_EQ(bcs_barrier(kContextSelf, BCS_NONBLOCKING, &req), BCS_OK);
+  EXPECT_EQ(posted(), head);
+  int flag = 0;
+  ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+  EXPECT_EQ(flag, 1);
+
+  auto seen = nm_->seen();
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0].kind, DescKind::barrier);
+  EXPECT_EQ(seen[0].context, kContextWorld);
+  EXPECT_EQ(seen[0].seq, 1u);
+  EXPECT_EQ(seen[1].seq, 2u);
+  EXPECT_EQ(seen[2].context, kContextWorld + 4);
+  EXPECT_EQ(seen[2].seq, 1u);
+}
+
+TEST_F(ApiTest, ArgumentErrorsPostNothing) {
+  attach(2);
+  int v = 0;
+  bcs_request_t r;
+  EXPECT_EQ(bcs_send(&v, sizeof v, 2, 0, kContextWorld, BCS_NONBLOCKING, &r), BCS_ERR_ARG);
+  EXPECT_EQ(bcs_send(&v, sizeof v, -1, 0, kContextWorld, BCS_NONBLOCKING, &r), BCS_ERR_ARG);
+  EXPECT_EQ(bcs_send(&v, sizeof v, 1, -1, kContextWorld, BCS_NONBLOCKING, &r), BCS_ERR_ARG);
+  EXPECT_EQ(bcs_send(nullptr, 4, 1, 0, kContextWorld, BCS_NONBLOCKING, &r), BCS_ERR_ARG);
+  EXPECT_EQ(bcs_send(&v, sizeof v, 1, 0, kContextWorld, BCS_NONBLOCKING, nullptr), BCS_ERR_ARG);
+  EXPECT_EQ(bcs_recv(&v, sizeof v, 5, 0, kContextWorld, BCS_NONBLOCKING, &r, nullptr), BCS_ERR_ARG);
+  r = 12345;
+  EXPECT_EQ(bcs_test(&r, BCS_NONBLOCKING, nullptr, nullptr), BCS_ERR_ARG);
+  r = 3;  // in range but free
+  EXPECT_EQ(bcs_test(&r, BCS_NONBLOCKING, nullptr, nullptr), BCS_ERR_ARG);
+  EXPECT_EQ(posted(), 0u);
+  // A NULL request is complete with an empty status.
+  r = BCS_REQUEST_NULL;
+  int flag = 0;
+  bcs_msg_status_t st{1, 2, 3, 4};
+  EXPECT_EQ(bcs_test(&r, BCS_BLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(st.source, BCS_ANY_SOURCE);
+  EXPECT_EQ(st.bytes, 0u);
+}
+
+TEST_F(ApiTest, AbortRecordsTheCodeInTheSegmentAndExits) {
+  attach(1);
+  // The death test's child shares the MAP_SHARED segment with this process.
+  EXPECT_EXIT(bcs_abort(7), ::testing::ExitedWithCode(7), "");
+  EXPECT_EQ(view_.ctl->aborted.load(), 1u);
+  EXPECT_EQ(view_.ctl->abort_code.load(), 7);
+  // Exit status is the low byte; a code whose low byte is 0 still fails.
+  EXPECT_EXIT(bcs_abort(256), ::testing::ExitedWithCode(1), "");
+  EXPECT_EQ(view_.ctl->abort_code.load(), 256);
+}
+
+}  // namespace
+}  // namespace bcs::apitest
