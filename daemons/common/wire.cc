@@ -1,0 +1,139 @@
+#include "wire.h"
+
+namespace bcs::wire {
+namespace {
+
+void put_u32s(Writer& w, const std::vector<uint32_t>& v) {
+  w.put<uint32_t>(static_cast<uint32_t>(v.size()));
+  for (auto x : v) w.put(x);
+}
+std::vector<uint32_t> get_u32s(Reader& r) {
+  auto n = r.get<uint32_t>();
+  if (n > 65536) throw std::runtime_error("wire: absurd vector length");
+  std::vector<uint32_t> v(n);
+  for (auto& x : v) x = r.get<uint32_t>();
+  return v;
+}
+
+}  // namespace
+
+std::vector<uint8_t> encode(const Strobe& s) {
+  Writer w;
+  w.put(s.slice);
+  w.put(s.phase);
+  w.put(s.job);
+  put_u32s(w, s.expect_batches);
+  w.put(s.barrier_release);
+  return std::move(w.bytes());
+}
+
+Strobe decode_strobe(std::span<const uint8_t> b) {
+  Reader r(b);
+  Strobe s;
+  s.slice = r.get<uint64_t>();
+  s.phase = r.get<Phase>();
+  s.job = r.get<uint64_t>();
+  s.expect_batches = get_u32s(r);
+  s.barrier_release = r.get<uint64_t>();
+  return s;
+}
+
+std::vector<uint8_t> encode(const Report& x) {
+  Writer w;
+  w.put(x.slice);
+  w.put(x.phase);
+  w.put(x.drained);
+  put_u32s(w, x.batches_to);
+  w.put(x.barrier_level);
+  w.put(x.has_local_barrier_ranks);
+  w.put(x.transfers_pending);
+  w.put(x.matches);
+  w.put(x.chunks);
+  w.put(x.bytes);
+  w.put(x.errors);
+  return std::move(w.bytes());
+}
+
+Report decode_report(std::span<const uint8_t> b) {
+  Reader r(b);
+  Report x;
+  x.slice = r.get<uint64_t>();
+  x.phase = r.get<Phase>();
+  x.drained = r.get<uint32_t>();
+  x.batches_to = get_u32s(r);
+  x.barrier_level = r.get<uint64_t>();
+  x.has_local_barrier_ranks = r.get<uint32_t>();
+  x.transfers_pending = r.get<uint32_t>();
+  x.matches = r.get<uint32_t>();
+  x.chunks = r.get<uint32_t>();
+  x.bytes = r.get<uint64_t>();
+  x.errors = r.get<uint32_t>();
+  return x;
+}
+
+std::vector<uint8_t> encode(const DescBatch& b) {
+  Writer w;
+  w.put(b.slice);
+  w.put(b.job);
+  w.put<uint32_t>(static_cast<uint32_t>(b.sends.size()));
+  for (const auto& s : b.sends) {
+    w.put(s.src);
+    w.put(s.dst);
+    w.put(s.context);
+    w.put(s.tag);
+    w.put(s.pair_seq);
+    w.put(s.slice);
+    w.put(s.len);
+    w.put(s.addr);
+    w.put(s.request);
+    w.put<uint8_t>(s.is_inline);
+    if (s.is_inline) w.put_bytes(s.payload);
+  }
+  return std::move(w.bytes());
+}
+
+DescBatch decode_batch(std::span<const uint8_t> bytes) {
+  Reader r(bytes);
+  DescBatch b;
+  b.slice = r.get<uint64_t>();
+  b.job = r.get<uint64_t>();
+  auto n = r.get<uint32_t>();
+  b.sends.resize(n);
+  for (auto& s : b.sends) {
+    s.src = r.get<int32_t>();
+    s.dst = r.get<int32_t>();
+    s.context = r.get<int32_t>();
+    s.tag = r.get<int32_t>();
+    s.pair_seq = r.get<uint64_t>();
+    s.slice = r.get<uint64_t>();
+    s.len = r.get<uint64_t>();
+    s.addr = r.get<uint64_t>();
+    s.request = r.get<uint32_t>();
+    s.is_inline = r.get<uint8_t>() != 0;
+    if (s.is_inline) {
+      auto p = r.get_bytes();
+      s.payload.assign(p.begin(), p.end());
+    }
+  }
+  return b;
+}
+
+std::vector<uint8_t> encode(const DmaGet& g) {
+  Writer w;
+  w.put(g);
+  return std::move(w.bytes());
+}
+
+DmaGet decode_get(std::span<const uint8_t> b) {
+  Reader r(b);
+  return r.get<DmaGet>();
+}
+
+std::vector<uint8_t> encode_data(const DmaDataHeader& h, std::span<const uint8_t> bytes) {
+  std::vector<uint8_t> out(sizeof h + bytes.size());
+  std::memcpy(out.data(), &h, sizeof h);
+  if (!bytes.empty()) std::memcpy(out.data() + sizeof h, bytes.data(), bytes.size());
+  return out;
+}
+
+}  // namespace bcs::wire

@@ -1,0 +1,158 @@
+// Messages that travel over the fabric (UCX) between the machine manager's
+// strobe sender and the node managers, and between node managers. These are
+// on the hot path, so they are flat little-endian records, not protobuf.
+#pragma once
+
+#include <cstdint>
+#include <cstring>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "bcs/matcher.h"
+
+namespace bcs::wire {
+
+// ---- events (core::EventId) and global variables (core::VarId)
+enum Event : uint16_t {
+  kEvStrobe = 1,      // MM -> NMs: (micro)strobe
+  kEvDescBatch = 2,   // NM -> NM: DEM, send descriptors for the destination's ranks
+  kEvDmaGet = 3,      // NM -> NM: P2P, "read this chunk of your rank's send buffer"
+  kEvDmaData = 4,     // NM -> NM: P2P, the bytes of a chunk
+};
+enum Var : uint16_t {
+  kVarPhase = 1,      // NM: slice * 8 + microphase, set when the microphase is done
+};
+
+// Microphases of a slice, in order (the paper's Figure 4.4).
+enum class Phase : uint8_t { dem = 0, msm = 1, p2p = 2, bbm = 3, rm = 4 };
+inline const char* phase_name(Phase p) {
+  switch (p) {
+    case Phase::dem: return "DEM";
+    case Phase::msm: return "MSM";
+    case Phase::p2p: return "P2P";
+    case Phase::bbm: return "BBM";
+    case Phase::rm: return "RM";
+  }
+  return "?";
+}
+inline int64_t phase_value(uint64_t slice, Phase p) {
+  return static_cast<int64_t>(slice * 8 + static_cast<uint64_t>(p));
+}
+
+// ---- a tiny byte writer/reader
+class Writer {
+ public:
+  template <typename T>
+  void put(const T& v) {
+    static_assert(std::is_trivially_copyable_v<T>);
+    const auto* p = reinterpret_cast<const uint8_t*>(&v);
+    buf_.insert(buf_.end(), p, p + sizeof(T));
+  }
+  void put_bytes(std::span<const uint8_t> b) {
+    put<uint64_t>(b.size());
+    buf_.insert(buf_.end(), b.begin(), b.end());
+  }
+  std::vector<uint8_t>& bytes() { return buf_; }
+
+ private:
+  std::vector<uint8_t> buf_;
+};
+
+class Reader {
+ public:
+  explicit Reader(std::span<const uint8_t> b) : b_(b) {}
+  template <typename T>
+  T get() {
+    static_assert(std::is_trivially_copyable_v<T>);
+    need(sizeof(T));
+    T v;
+    std::memcpy(&v, b_.data() + off_, sizeof(T));
+    off_ += sizeof(T);
+    return v;
+  }
+  std::span<const uint8_t> get_bytes() {
+    auto n = get<uint64_t>();
+    need(n);
+    auto s = b_.subspan(off_, n);
+    off_ += n;
+    return s;
+  }
+  std::span<const uint8_t> rest() const { return b_.subspan(off_); }
+  bool done() const { return off_ == b_.size(); }
+
+ private:
+  void need(size_t n) const {
+    if (b_.size() - off_ < n) throw std::runtime_error("wire: truncated message");
+  }
+  std::span<const uint8_t> b_;
+  size_t off_ = 0;
+};
+
+// ---- MM -> NM: a microstrobe
+struct Strobe {
+  uint64_t slice = 0;
+  Phase phase = Phase::dem;
+  uint64_t job = 0;
+  // MSM: how many descriptor batches node i receives this slice (index = node id).
+  std::vector<uint32_t> expect_batches;
+  // BBM: every barrier number up to this one is released.
+  uint64_t barrier_release = 0;
+};
+std::vector<uint8_t> encode(const Strobe& s);
+Strobe decode_strobe(std::span<const uint8_t> b);
+
+// ---- NM -> MM: the report attached to kVarPhase when a microphase is done
+struct Report {
+  uint64_t slice = 0;
+  Phase phase = Phase::dem;
+  // DEM
+  uint32_t drained = 0;                 // descriptors taken from the rings
+  std::vector<uint32_t> batches_to;     // batches sent, index = destination node id
+  uint64_t barrier_level = 0;           // every local rank reached this barrier number
+  uint32_t has_local_barrier_ranks = 0; // this node hosts ranks of the job
+  uint32_t transfers_pending = 0;       // matched transfers not fully moved yet
+  // MSM
+  uint32_t matches = 0;
+  uint32_t chunks = 0;                  // chunks scheduled for this slice's P2P
+  // P2P
+  uint64_t bytes = 0;                   // bytes moved into local receivers
+  // errors seen by the node while doing the microphase (logged by the MM)
+  uint32_t errors = 0;
+};
+std::vector<uint8_t> encode(const Report& r);
+Report decode_report(std::span<const uint8_t> b);
+
+// ---- NM -> NM: DEM batch of send descriptors
+struct DescBatch {
+  uint64_t slice = 0;
+  uint64_t job = 0;
+  std::vector<SendDesc> sends;
+};
+std::vector<uint8_t> encode(const DescBatch& b);
+DescBatch decode_batch(std::span<const uint8_t> b);
+
+// ---- NM -> NM: P2P remote read of a chunk (the receiver's DMA helper asks
+// the sender's node to read its rank's memory and ship the bytes back).
+struct DmaGet {
+  uint64_t job = 0;
+  uint64_t token = 0;       // echoed in the reply
+  int32_t src_rank = 0;     // world rank whose memory is read
+  uint32_t src_request = 0; // completed by the sender's node when `last`
+  uint64_t addr = 0;        // chunk start in the sender's address space
+  uint64_t len = 0;
+  uint8_t last = 0;
+};
+std::vector<uint8_t> encode(const DmaGet& g);
+DmaGet decode_get(std::span<const uint8_t> b);
+
+struct DmaDataHeader {
+  uint64_t token = 0;
+  int32_t error = 0;        // bcs_err_* if the read failed
+  uint32_t pad = 0;
+};
+// The reply: header followed by the bytes.
+std::vector<uint8_t> encode_data(const DmaDataHeader& h, std::span<const uint8_t> bytes);
+
+}  // namespace bcs::wire

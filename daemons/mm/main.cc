@@ -1,0 +1,160 @@
+// bcs-mm: the machine manager. Owns the slice clock (strobe sender), accepts
+// node managers and jobs, and serves the Jobs / NodeControl / Monitor gRPC
+// services (loopback by default).
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <string>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "bcs.grpc.pb.h"
+#include "manager.h"
+#include "units.h"
+
+namespace bcs::mm {
+namespace {
+
+class NodeControlService final : public v1::NodeControl::Service {
+ public:
+  explicit NodeControlService(Manager& m) : m_(m) {}
+  grpc::Status Session(grpc::ServerContext* ctx, NodeStream* stream) override {
+    return m_.node_session(ctx, stream);
+  }
+
+ private:
+  Manager& m_;
+};
+
+class JobsService final : public v1::Jobs::Service {
+ public:
+  explicit JobsService(Manager& m) : m_(m) {}
+  grpc::Status Launch(grpc::ServerContext* c, const v1::LaunchRequest* r, v1::LaunchReply* o) override {
+    return m_.launch(c, *r, o);
+  }
+  grpc::Status Attach(grpc::ServerContext* c, const v1::AttachRequest* r,
+                      grpc::ServerWriter<v1::JobEvent>* w) override {
+    return m_.attach(c, r->job_id(), w);
+  }
+  grpc::Status Kill(grpc::ServerContext* c, const v1::KillRequest* r, v1::KillReply*) override {
+    return m_.kill(c, r->job_id(), r->reason());
+  }
+  grpc::Status List(grpc::ServerContext* c, const v1::ListRequest*, v1::ListReply* o) override {
+    return m_.list(c, o);
+  }
+
+ private:
+  Manager& m_;
+};
+
+class MonitorService final : public v1::Monitor::Service {
+ public:
+  explicit MonitorService(Manager& m) : m_(m) {}
+  grpc::Status Slices(grpc::ServerContext* c, const v1::SlicesRequest* r, v1::SlicesReply* o) override {
+    return m_.slices(c, r->last(), o);
+  }
+
+ private:
+  Manager& m_;
+};
+
+bool is_loopback(const std::string& addr) {
+  return addr.rfind("127.", 0) == 0 || addr.rfind("localhost:", 0) == 0 || addr.rfind("[::1]:", 0) == 0;
+}
+
+}  // namespace
+}  // namespace bcs::mm
+
+int main(int argc, char** argv) {
+  using namespace bcs;
+  CLI::App app{"bcs-mm: the bcs machine manager"};
+  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", token, level = "warn";
+  int ready_fd = -1;
+  app.add_option("--listen", listen, "gRPC listen address (port 0: pick one)")->capture_default_str();
+  app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
+  app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
+  app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")->capture_default_str();
+  app.add_option("--token", token, "shared secret; required when not listening on loopback");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+
+  auto logger = spdlog::stderr_color_mt("bcs-mm");
+  logger->set_pattern("bcs-mm %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+
+  mm::Config cfg;
+  auto sl = parse_duration_ns(slice);
+  auto ch = parse_size_bytes(chunk);
+  if (!sl || *sl < 10'000 || *sl > 10'000'000'000ull) {
+    std::fprintf(stderr, "bcs-mm: --slice %s: expected a duration between 10us and 10s\n", slice.c_str());
+    return 2;
+  }
+  if (!ch || *ch == 0) {
+    std::fprintf(stderr, "bcs-mm: --chunk %s: expected a size such as 2MiB\n", chunk.c_str());
+    return 2;
+  }
+  cfg.slice_ns = *sl;
+  cfg.chunk_bytes = *ch;
+  cfg.token = token;
+  if (!mm::is_loopback(listen) && token.empty()) {
+    std::fprintf(stderr, "bcs-mm: listening on %s (not loopback) needs --token\n", listen.c_str());
+    return 2;
+  }
+
+  // Signals are taken synchronously by the main thread (sigwait below).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  std::string err;
+  core::FabricConfig fcfg;
+  fcfg.self = 0;
+  auto fabric = core::Fabric::create(fcfg, &err);
+  if (!fabric) {
+    std::fprintf(stderr, "bcs-mm: cannot create the fabric endpoint: %s\n", err.c_str());
+    return 1;
+  }
+  // The MM watches its own phase variable too: connect to self.
+  auto self_addr = fabric->address();
+  fabric->connect(0, self_addr);
+
+  {
+    mm::Manager manager(cfg, *fabric);
+    mm::NodeControlService nodes(manager);
+    mm::JobsService jobs(manager);
+    mm::MonitorService mon(manager);
+    int port = 0;
+    grpc::ServerBuilder b;
+    b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+    b.RegisterService(&nodes);
+    b.RegisterService(&jobs);
+    b.RegisterService(&mon);
+    auto server = b.BuildAndStart();
+    if (!server || port == 0) {
+      std::fprintf(stderr, "bcs-mm: cannot listen on %s\n", listen.c_str());
+      return 1;
+    }
+    spdlog::info("listening on {} (port {}), slice {}", listen, port, format_duration(cfg.slice_ns));
+    if (ready_fd >= 0) {
+      std::string line = std::to_string(port) + "\n";
+      [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
+      ::close(ready_fd);
+    }
+    int sig = 0;
+    sigwait(&set, &sig);
+    spdlog::info("signal {}: shutting down", sig);
+    manager.shutdown();
+    fabric->close();
+    server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
+  }
+  return 0;
+}

@@ -1,0 +1,422 @@
+#include "manager.h"
+
+#include <signal.h>
+#include <string.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+namespace bcs::mm {
+
+using namespace std::chrono_literals;
+
+Manager::Manager(const Config& cfg, core::Fabric& fabric) : cfg_(cfg), fabric_(fabric) {
+  ss_thread_ = std::thread([this] { strobe_sender(); });
+}
+
+Manager::~Manager() {
+  {
+    std::lock_guard lk(mu_);
+    stopping_ = true;
+  }
+  cv_.notify_all();
+  if (ss_thread_.joinable()) ss_thread_.join();
+}
+
+bool Manager::authorized(grpc::ServerContext* ctx) const {
+  if (cfg_.token.empty()) return true;
+  auto md = ctx->client_metadata();
+  auto it = md.find("bcs-token");
+  return it != md.end() && std::string(it->second.data(), it->second.size()) == cfg_.token;
+}
+
+void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
+  outbox_.emplace_back(n, std::move(m));
+}
+
+// Messages to node managers are queued under mu_ and written here, outside
+// it, so that a node slow to read can never block the manager's state. The
+// flush lock keeps the per-node order of messages.
+void Manager::flush() {
+  std::lock_guard fl(flush_mu_);
+  std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> out;
+  {
+    std::lock_guard lk(mu_);
+    out.swap(outbox_);
+  }
+  for (auto& [n, m] : out) n->send(m);
+}
+
+// ------------------------------------------------------------------ nodes
+void Manager::broadcast_peers_locked() {
+  ++peers_gen_;
+  v1::ManagerMsg m;
+  auto* p = m.mutable_peers();
+  p->set_generation(peers_gen_);
+  auto* self = p->add_members();
+  self->set_node_id(0);
+  auto addr = fabric_.address();
+  self->set_ucx_address(addr.data(), addr.size());
+  self->set_hostname("manager");
+  for (auto& [id, n] : nodes_) {
+    if (!n->fabric_ready) continue;
+    auto* mem = p->add_members();
+    mem->set_node_id(id);
+    mem->set_ucx_address(n->ucx_address);
+    mem->set_hostname(n->hostname);
+  }
+  for (auto& [id, n] : nodes_)
+    if (n->fabric_ready) queue_locked(n, m);
+}
+
+grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  v1::NodeMsg msg;
+  if (!stream->Read(&msg) || msg.msg_case() != v1::NodeMsg::kRegister)
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Register"};
+  auto node = std::make_shared<Node>();
+  node->stream = stream;
+  node->name = msg.register_().name();
+  node->hostname = msg.register_().hostname();
+  node->pid = msg.register_().pid();
+  {
+    std::lock_guard lk(mu_);
+    if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
+    node->id = next_node_id_++;
+    nodes_[node->id] = node;
+    v1::ManagerMsg w;
+    w.mutable_welcome()->set_node_id(node->id);
+    queue_locked(node, w);
+  }
+  flush();
+  spdlog::info("node {} registered: {} (pid {})", node->id, node->name, node->pid);
+
+  while (stream->Read(&msg)) {
+    std::unique_lock lk(mu_);
+    switch (msg.msg_case()) {
+      case v1::NodeMsg::kFabricReady: {
+        node->ucx_address = msg.fabric_ready().ucx_address();
+        const auto& a = node->ucx_address;
+        auto s = fabric_.connect(node->id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+        if (s != core::Status::ok) {
+          spdlog::error("cannot connect to node {}: {}", node->id, core::status_str(s));
+          break;
+        }
+        node->fabric_ready = true;
+        node->joined_gen = peers_gen_ + 1;
+        broadcast_peers_locked();
+        break;
+      }
+      case v1::NodeMsg::kPeersApplied:
+        node->peers_applied = std::max(node->peers_applied, msg.peers_applied().generation());
+        break;
+      case v1::NodeMsg::kJobStarted: {
+        const auto& js = msg.job_started();
+        auto it = jobs_.find(js.job_id());
+        if (it == jobs_.end()) break;
+        Job& j = *it->second;
+        j.started.push_back(node->id);
+        uint32_t k = 0;
+        for (uint32_t r = 0; r < j.rank_node.size(); ++r)
+          if (j.rank_node[r] == node->id && k < static_cast<uint32_t>(js.pids_size()))
+            j.rank_pids[r] = "pid " + std::to_string(js.pids(static_cast<int>(k++))) + " on " + node->name;
+        if (!js.error().empty()) {
+          // Its ranks never existed: account for them now.
+          for (uint32_t r = 0; r < j.rank_node.size(); ++r)
+            if (j.rank_node[r] == node->id && !j.rank_done[r]) {
+              j.rank_done[r] = true;
+              j.ranks_done++;
+            }
+          bool not_found = js.error().find("not found") != std::string::npos ||
+                           js.error().find("No such file") != std::string::npos;
+          fail_job_locked(j, not_found ? 127 : 126, js.error());
+          if (j.ranks_done == j.rank_node.size()) finish_job_locked(j);
+        }
+        break;
+      }
+      case v1::NodeMsg::kOutput: {
+        auto it = jobs_.find(msg.output().job_id());
+        if (it == jobs_.end() || it->second->exited) break;
+        v1::JobEvent ev;
+        *ev.mutable_output() = msg.output();
+        push_event_locked(*it->second, std::move(ev));
+        break;
+      }
+      case v1::NodeMsg::kRankExit: {
+        auto it = jobs_.find(msg.rank_exit().job_id());
+        if (it != jobs_.end()) rank_exit_locked(*it->second, node->id, msg.rank_exit());
+        break;
+      }
+      default:
+        break;
+    }
+    lk.unlock();
+    cv_.notify_all();
+    flush();
+  }
+  node_lost(node->id);
+  return grpc::Status::OK;
+}
+
+void Manager::node_lost(uint32_t id) {
+  {
+    std::lock_guard lk(mu_);
+    auto it = nodes_.find(id);
+    if (it == nodes_.end()) return;
+    auto node = it->second;
+    nodes_.erase(it);
+    if (!stopping_) spdlog::warn("node {} ({}) is gone", id, node->name);
+    fabric_.disconnect(id);
+    for (auto& [jid, j] : jobs_) {
+      if (j->state == Job::State::done) continue;
+      if (std::find(j->nodes.begin(), j->nodes.end(), id) == j->nodes.end()) continue;
+      fail_job_locked(*j, 1, "node manager " + node->name + " (pid " + std::to_string(node->pid) +
+                                 ") was lost");
+      // Its ranks died with it (PR_SET_PDEATHSIG): account for them.
+      for (uint32_t r = 0; r < j->rank_node.size(); ++r)
+        if (j->rank_node[r] == id && !j->rank_done[r]) {
+          j->rank_done[r] = true;
+          j->ranks_done++;
+        }
+      if (j->ranks_done == j->rank_node.size()) finish_job_locked(*j);
+    }
+    if (node->fabric_ready) broadcast_peers_locked();
+  }
+  cv_.notify_all();
+  flush();
+}
+
+// ------------------------------------------------------------------ jobs
+void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
+  j.events.push_back(std::move(ev));
+}
+
+void Manager::fail_job_locked(Job& j, int status, const std::string& message) {
+  if (j.failed || j.state == Job::State::done) return;
+  j.failed = true;
+  j.fail_status = status;
+  j.fail_message = message;
+  spdlog::info("job {} failed: {}", j.id, message);
+  v1::ManagerMsg m;
+  m.mutable_kill_job()->set_job_id(j.id);
+  m.mutable_kill_job()->set_reason(message);
+  for (uint32_t n : j.nodes)
+    if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+}
+
+void Manager::finish_job_locked(Job& j) {
+  if (j.state == Job::State::done) return;
+  j.state = Job::State::done;
+  v1::JobEvent ev;
+  auto* x = ev.mutable_exit();
+  int status = j.max_status;
+  if (j.failed) status = std::max(status, j.fail_status);
+  x->set_status(status);
+  x->set_message(j.fail_message);
+  j.events.push_back(std::move(ev));
+  j.exited = true;
+  spdlog::info("job {} ended with status {}", j.id, status);
+  v1::ManagerMsg m;
+  m.mutable_end_job()->set_job_id(j.id);
+  for (uint32_t n : j.nodes)
+    if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+}
+
+namespace {
+std::string signal_name(int sig) {
+  const char* d = ::strsignal(sig);
+  return std::to_string(sig) + (d ? std::string(" (") + d + ")" : "");
+}
+}  // namespace
+
+void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
+  (void)node;
+  const uint32_t r = e.rank();
+  if (r >= j.rank_node.size() || j.rank_done[r]) return;
+  j.rank_done[r] = true;
+  j.ranks_done++;
+  const int status = e.signal() ? 128 + e.signal() : e.exit_code();
+  if (!e.killed_by_bcs()) {
+    j.max_status = std::max(j.max_status, status);
+    std::string who = "rank " + std::to_string(r) + " (" + j.rank_pids[r] + ")";
+    if (e.aborted()) {
+      int code = e.abort_code() & 0xff;
+      fail_job_locked(j, code ? code : 1,
+                      who + " called MPI_Abort with error code " + std::to_string(e.abort_code()));
+    } else if (e.signal()) {
+      fail_job_locked(j, status, who + " was killed by signal " + signal_name(e.signal()));
+    } else if (e.exit_code() != 0) {
+      fail_job_locked(j, status, who + " exited with status " + std::to_string(e.exit_code()));
+    } else if (e.mpi_initialized() && !e.mpi_finalized()) {
+      fail_job_locked(j, 1, who + " exited without calling MPI_Finalize");
+    }
+  }
+  if (j.ranks_done == j.rank_node.size()) finish_job_locked(j);
+}
+
+grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req,
+                             v1::LaunchReply* rep) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (req.nranks() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "nranks must be at least 1"};
+  if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
+  const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
+  const auto deadline = std::chrono::steady_clock::now() +
+                        std::chrono::milliseconds(req.wait_nodes_ms() ? req.wait_nodes_ms() : 10000);
+  std::unique_lock lk(mu_);
+  // A node is usable once its fabric endpoint exists and it has connected to
+  // every other chosen node (it applied a peers table that includes them).
+  auto usable = [&](std::vector<uint32_t>* chosen) {
+    std::vector<std::shared_ptr<Node>> ready;
+    for (auto& [id, n] : nodes_)
+      if (n->fabric_ready) ready.push_back(n);
+    uint32_t k = req.nodes() ? req.nodes() : static_cast<uint32_t>(ready.size());
+    k = std::min<uint32_t>(k, req.nranks());
+    if (ready.size() < want || k == 0) return false;
+    ready.resize(k);
+    uint64_t need = 0;
+    for (auto& n : ready) need = std::max(need, n->joined_gen);
+    for (auto& n : ready)
+      if (n->peers_applied < need) return false;
+    chosen->clear();
+    for (auto& n : ready) chosen->push_back(n->id);
+    return true;
+  };
+  std::vector<uint32_t> chosen;
+  if (!cv_.wait_until(lk, deadline, [&] { return stopping_ || usable(&chosen); }))
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "only " + std::to_string(nodes_.size()) + " node manager(s) registered, " +
+                std::to_string(want) + " needed"};
+  if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
+
+  auto j = std::make_shared<Job>();
+  j->id = next_job_id_++;
+  j->req = req;
+  j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
+  j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
+  j->nodes = chosen;
+  // Cyclic placement: consecutive ranks land on different nodes, so that
+  // neighbour exchanges exercise the network path.
+  for (uint32_t r = 0; r < req.nranks(); ++r) j->rank_node.push_back(chosen[r % chosen.size()]);
+  j->rank_done.assign(req.nranks(), false);
+  j->rank_pids.assign(req.nranks(), "not started");
+  jobs_[j->id] = j;
+  queue_.push_back(j->id);
+  rep->set_job_id(j->id);
+  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s)", j->id, req.nranks(), req.program(),
+               chosen.size());
+  lk.unlock();
+  cv_.notify_all();
+  return grpc::Status::OK;
+}
+
+grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
+                             grpc::ServerWriter<v1::JobEvent>* w) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  std::shared_ptr<Job> j;
+  {
+    std::lock_guard lk(mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
+    j = it->second;
+  }
+  size_t next = 0;
+  for (;;) {
+    std::vector<v1::JobEvent> batch;
+    bool end = false;
+    {
+      std::unique_lock lk(mu_);
+      // Bounded waits so a client that went away is noticed.
+      cv_.wait_for(lk, 200ms, [&] { return j->events.size() > next; });
+      for (; next < j->events.size(); ++next) batch.push_back(j->events[next]);
+      end = j->exited && next == j->events.size();
+    }
+    for (auto& ev : batch)
+      if (!w->Write(ev)) return {grpc::StatusCode::CANCELLED, "client went away"};
+    if (end) return grpc::Status::OK;
+    if (ctx->IsCancelled()) return {grpc::StatusCode::CANCELLED, "client went away"};
+  }
+}
+
+grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  {
+    std::lock_guard lk(mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
+    Job& j = *it->second;
+    fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
+    if (j.state == Job::State::queued) {
+      queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
+      finish_job_locked(j);
+    }
+  }
+  cv_.notify_all();
+  flush();
+  return grpc::Status::OK;
+}
+
+grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  std::lock_guard lk(mu_);
+  for (auto& [id, j] : jobs_) {
+    auto* x = rep->add_jobs();
+    x->set_job_id(id);
+    x->set_program(j->req.program());
+    x->set_nranks(j->req.nranks());
+    const char* s = "queued";
+    switch (j->state) {
+      case Job::State::queued: s = "queued"; break;
+      case Job::State::starting: s = "starting"; break;
+      case Job::State::running: s = j->failed ? "failing" : "running"; break;
+      case Job::State::done: s = j->failed ? "failed" : "done"; break;
+    }
+    x->set_state(s);
+  }
+  return grpc::Status::OK;
+}
+
+grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::SlicesReply* rep) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  for (const auto& r : emds_.last(last ? last : 100)) {
+    auto* s = rep->add_slices();
+    s->set_slice(r.slice);
+    s->set_start_ns(r.start_ns);
+    s->set_period_ns(r.period_ns);
+    s->set_dem_ns(r.phase_ns[0]);
+    s->set_msm_ns(r.phase_ns[1]);
+    s->set_p2p_ns(r.phase_ns[2]);
+    s->set_bbm_ns(r.phase_ns[3]);
+    s->set_rm_ns(r.phase_ns[4]);
+    s->set_descriptors(r.descriptors);
+    s->set_chunks(r.chunks);
+    s->set_bytes(r.bytes);
+  }
+  rep->set_total_slices(emds_.total());
+  return grpc::Status::OK;
+}
+
+void Manager::shutdown() {
+  {
+    std::lock_guard lk(mu_);
+    for (auto& [id, j] : jobs_) {
+      if (j->state == Job::State::done) continue;
+      fail_job_locked(*j, 143, "the machine manager is shutting down");
+      if (j->state == Job::State::queued) finish_job_locked(*j);
+    }
+    queue_.clear();
+  }
+  cv_.notify_all();
+  flush();
+  std::unique_lock lk(mu_);
+  cv_.wait_for(lk, 3s, [&] {
+    for (auto& [id, j] : jobs_)
+      if (j->state != Job::State::done) return false;
+    return true;
+  });
+  stopping_ = true;
+  lk.unlock();
+  cv_.notify_all();
+}
+
+}  // namespace bcs::mm

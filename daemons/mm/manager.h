@@ -1,0 +1,126 @@
+// The machine manager's state: registered node managers, jobs, and the
+// strobe sender that drives every slice of the running job.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <condition_variable>
+#include <cstdint>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <grpcpp/grpcpp.h>
+
+#include "bcs.grpc.pb.h"
+#include "bcs/core.h"
+#include "bcs/emds.h"
+
+namespace bcs::mm {
+
+struct Config {
+  uint64_t slice_ns = 500'000;
+  uint64_t chunk_bytes = 2u << 20;
+  std::string token;
+  // How long a microphase may take on every node before the MM gives up on
+  // the job (a node that stopped answering but kept its control stream).
+  std::chrono::seconds phase_watchdog{30};
+};
+
+using NodeStream = grpc::ServerReaderWriter<v1::ManagerMsg, v1::NodeMsg>;
+
+struct Node {
+  uint32_t id = 0;
+  std::string name, hostname;
+  uint32_t pid = 0;
+  NodeStream* stream = nullptr;
+  std::mutex write_mu;
+  std::string ucx_address;
+  bool fabric_ready = false;
+  uint64_t joined_gen = 0;      // peers generation that first included it
+  uint64_t peers_applied = 0;
+  bool send(const v1::ManagerMsg& m) {
+    std::lock_guard lk(write_mu);
+    return stream->Write(m);
+  }
+};
+
+struct Job {
+  enum class State { queued, starting, running, done };
+  uint64_t id = 0;
+  v1::LaunchRequest req;
+  uint64_t slice_ns = 0, chunk_bytes = 0;
+  std::vector<uint32_t> nodes;      // fabric ids, sorted
+  std::vector<uint32_t> rank_node;  // world rank -> node id
+  State state = State::queued;
+  std::chrono::steady_clock::time_point start_deadline;
+  std::vector<uint32_t> started;    // nodes that answered JobStarted
+  std::vector<std::string> rank_pids; // "pid on node" per rank, for messages
+  std::vector<bool> rank_done;
+  uint32_t ranks_done = 0;
+  int max_status = 0;               // largest exit status of ranks that ended on their own
+  bool failed = false;
+  int fail_status = 0;
+  std::string fail_message;
+  std::vector<v1::JobEvent> events; // output..., then exactly one exit
+  bool exited = false;
+};
+
+class Manager {
+ public:
+  Manager(const Config& cfg, core::Fabric& fabric);
+  ~Manager();
+
+  // gRPC handlers (thread: the gRPC server's).
+  grpc::Status node_session(grpc::ServerContext* ctx, NodeStream* stream);
+  grpc::Status launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req, v1::LaunchReply* rep);
+  grpc::Status attach(grpc::ServerContext* ctx, uint64_t job_id, grpc::ServerWriter<v1::JobEvent>* w);
+  grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason);
+  grpc::Status list(grpc::ServerContext* ctx, v1::ListReply* rep);
+  grpc::Status slices(grpc::ServerContext* ctx, uint32_t last, v1::SlicesReply* rep);
+
+  // Ends every job (used on SIGTERM) and waits, bounded, for them to finish.
+  void shutdown();
+
+ private:
+  bool authorized(grpc::ServerContext* ctx) const;
+  void queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m);
+  void flush();
+  void broadcast_peers_locked();
+  void fail_job_locked(Job& j, int status, const std::string& message);
+  void finish_job_locked(Job& j);
+  void rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e);
+  void node_lost(uint32_t node_id);
+  void push_event_locked(Job& j, v1::JobEvent ev);
+
+  // The strobe sender thread: starts queued jobs and drives slices.
+  void strobe_sender();
+  bool start_job(std::shared_ptr<Job> j);
+  void run_slices(std::shared_ptr<Job> j);
+  bool wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
+                  uint64_t* retries);
+
+  const Config cfg_;
+  core::Fabric& fabric_;
+  monitor::EmdsRecorder emds_;
+
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stopping_ = false;
+  uint32_t next_node_id_ = 1;
+  uint64_t next_job_id_ = 1;
+  uint64_t peers_gen_ = 0;
+  std::map<uint32_t, std::shared_ptr<Node>> nodes_;
+  std::map<uint64_t, std::shared_ptr<Job>> jobs_;
+  std::deque<uint64_t> queue_;
+  uint64_t slice_ = 0;   // global slice counter, never reset (phase values stay monotonic)
+  std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
+  std::mutex flush_mu_;
+  std::thread ss_thread_;
+};
+
+}  // namespace bcs::mm

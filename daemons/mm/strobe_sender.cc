@@ -1,0 +1,243 @@
+// The strobe sender (SS): one thread of the machine manager that owns the
+// slice clock. For every slice it sends the strobe (= the DEM microstrobe),
+// waits with compare-and-write until every node manager of the job reports
+// the microphase done, and only then sends the next microstrobe. Microphases
+// with nothing to do anywhere are skipped, as the paper allows: the DEM
+// reports say whether there is anything to match (MSM), the MSM reports
+// whether anything is scheduled (P2P), and the barrier levels whether a
+// barrier can be released (BBM).
+#include <sys/prctl.h>
+#include <time.h>
+
+#include <algorithm>
+
+#include <spdlog/spdlog.h>
+
+#include "manager.h"
+#include "wire.h"
+
+namespace bcs::mm {
+
+using namespace std::chrono_literals;
+using wire::Phase;
+
+namespace {
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+void sleep_until_ns(uint64_t t) {
+  timespec ts;
+  ts.tv_sec = static_cast<time_t>(t / 1000000000ull);
+  ts.tv_nsec = static_cast<long>(t % 1000000000ull);
+  while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
+  }
+}
+
+}  // namespace
+
+void Manager::strobe_sender() {
+  pthread_setname_np(pthread_self(), "bcs-ss");
+  // Default timer slack makes an absolute sleep ~70 us late; 1 ns slack
+  // brings it to ~25 us (NOTES.md), which matters for 100-250 us slices.
+  prctl(PR_SET_TIMERSLACK, 1);
+  for (;;) {
+    std::shared_ptr<Job> j;
+    {
+      std::unique_lock lk(mu_);
+      cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
+      if (stopping_) return;
+      auto it = jobs_.find(queue_.front());
+      queue_.pop_front();
+      if (it == jobs_.end() || it->second->state == Job::State::done) continue;
+      j = it->second;
+    }
+    if (start_job(j)) run_slices(j);
+    // The next job starts only when every rank of this one is accounted for.
+    std::unique_lock lk(mu_);
+    cv_.wait(lk, [&] { return stopping_ || j->state == Job::State::done; });
+    if (stopping_) return;
+  }
+}
+
+bool Manager::start_job(std::shared_ptr<Job> j) {
+  {
+    std::lock_guard lk(mu_);
+    j->state = Job::State::starting;
+    v1::ManagerMsg m;
+    auto* s = m.mutable_start_job();
+    s->set_job_id(j->id);
+    s->set_program(j->req.program());
+    for (auto& a : j->req.args()) s->add_args(a);
+    for (auto& e : j->req.env()) s->add_env(e);
+    s->set_cwd(j->req.cwd());
+    s->set_nranks(j->req.nranks());
+    for (auto n : j->rank_node) s->add_rank_node(n);
+    s->mutable_slice()->set_slice_ns(j->slice_ns);
+    s->mutable_slice()->set_chunk_bytes(j->chunk_bytes);
+    for (uint32_t n : j->nodes)
+      if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+  }
+  flush();
+  std::unique_lock lk(mu_);
+  const bool answered = cv_.wait_for(lk, 30s, [&] {
+    return stopping_ || j->state == Job::State::done || j->started.size() == j->nodes.size();
+  });
+  if (stopping_ || j->state == Job::State::done) return false;
+  if (!answered) {
+    fail_job_locked(*j, 1, "the node managers did not start the job within 30 s");
+    for (uint32_t r = 0; r < j->rank_node.size(); ++r) {
+      bool started = std::find(j->started.begin(), j->started.end(), j->rank_node[r]) != j->started.end();
+      if (!started && !j->rank_done[r]) {
+        j->rank_done[r] = true;
+        j->ranks_done++;
+      }
+    }
+    if (j->ranks_done == j->rank_node.size()) finish_job_locked(*j);
+    lk.unlock();
+    cv_.notify_all();
+    flush();
+    return false;
+  }
+  if (j->failed) return false;
+  j->state = Job::State::running;
+  spdlog::info("job {} running, slice {} us, chunk budget {} bytes", j->id, j->slice_ns / 1000,
+               j->chunk_bytes);
+  return true;
+}
+
+bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
+                         uint64_t* retries) {
+  const auto t0 = std::chrono::steady_clock::now();
+  const int64_t value = wire::phase_value(slice, static_cast<Phase>(phase));
+  for (;;) {
+    uint64_t r = 0;
+    auto s = fabric_.compare_and_write(j.nodes, wire::kVarPhase, core::Cmp::ge, value,
+                                       core::Fabric::kNoWrite, {}, std::chrono::nanoseconds(50ms),
+                                       snap, &r);
+    *retries += r;
+    if (s == core::Status::ok) return true;
+    if (s != core::Status::timeout) {
+      spdlog::error("slice {}: waiting for {}: {}", slice, wire::phase_name(static_cast<Phase>(phase)),
+                    core::status_str(s));
+      return false;
+    }
+    std::lock_guard lk(mu_);
+    if (stopping_) return false;
+    for (uint32_t n : j.nodes)
+      if (!nodes_.count(n)) return false;  // node_lost() already failed the job
+    if (std::chrono::steady_clock::now() - t0 > cfg_.phase_watchdog) {
+      std::string late;
+      for (uint32_t n : j.nodes)
+        if (fabric_.var_get(wire::kVarPhase, n).value < value) late += " " + std::to_string(n);
+      fail_job_locked(j, 1, std::string("microphase ") + wire::phase_name(static_cast<Phase>(phase)) +
+                                " of slice " + std::to_string(slice) + " did not complete on node(s)" + late);
+      return false;
+    }
+  }
+}
+
+void Manager::run_slices(std::shared_ptr<Job> jp) {
+  Job& j = *jp;
+  const uint64_t slice_ns = j.slice_ns;
+  const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
+  uint64_t next = now_ns();
+  uint64_t prev_start = 0;
+  uint64_t released = 0;  // barrier numbers released so far
+  std::vector<core::VarReplica> snap;
+  bool ok = true;
+
+  auto strobe = [&](const wire::Strobe& s) {
+    auto st = fabric_.xfer_and_signal(j.nodes, wire::kEvStrobe, wire::encode(s));
+    if (st != core::Status::ok) {
+      spdlog::error("slice {}: {} microstrobe: {}", s.slice, wire::phase_name(s.phase), core::status_str(st));
+      return false;
+    }
+    return true;
+  };
+
+  while (ok) {
+    {
+      std::lock_guard lk(mu_);
+      if (stopping_ || j.state == Job::State::done) break;
+    }
+    sleep_until_ns(next);
+    const uint64_t start = now_ns();
+    monitor::SliceRecord rec;
+    rec.slice = ++slice_;
+    rec.start_ns = start;
+    rec.period_ns = prev_start ? start - prev_start : 0;
+    prev_start = start;
+
+    // DEM (the strobe itself).
+    wire::Strobe s;
+    s.slice = rec.slice;
+    s.job = j.id;
+    s.phase = Phase::dem;
+    uint64_t t = now_ns();
+    if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
+    rec.phase_ns[0] = now_ns() - t;
+    uint32_t drained = 0, pending = 0;
+    uint64_t level = UINT64_MAX;
+    bool any_ranks = false;
+    s.expect_batches.assign(max_node + 1, 0);
+    for (auto& v : snap) {
+      auto rep = wire::decode_report(v.attachment);
+      drained += rep.drained;
+      pending += rep.transfers_pending;
+      for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n) s.expect_batches[n] += rep.batches_to[n];
+      if (rep.has_local_barrier_ranks) {
+        any_ranks = true;
+        level = std::min(level, rep.barrier_level);
+      }
+    }
+    rec.descriptors = drained;
+
+    // MSM: only if something was posted or transfers are still being chunked.
+    uint32_t chunks = 0;
+    if (drained || pending) {
+      s.phase = Phase::msm;
+      t = now_ns();
+      if (!(ok = strobe(s) && wait_phase(j, s.slice, 1, &snap, &rec.retries[1]))) break;
+      rec.phase_ns[1] = now_ns() - t;
+      for (auto& v : snap) chunks += wire::decode_report(v.attachment).chunks;
+      rec.chunks = chunks;
+    }
+    // P2P: only if the MSM scheduled chunks somewhere.
+    if (chunks) {
+      s.phase = Phase::p2p;
+      t = now_ns();
+      if (!(ok = strobe(s) && wait_phase(j, s.slice, 2, &snap, &rec.retries[2]))) break;
+      rec.phase_ns[2] = now_ns() - t;
+      for (auto& v : snap) rec.bytes += wire::decode_report(v.attachment).bytes;
+    }
+    // BBM: a barrier every rank of every node has reached.
+    if (any_ranks && level != UINT64_MAX && level > released) {
+      s.phase = Phase::bbm;
+      s.barrier_release = level;
+      t = now_ns();
+      if (!(ok = strobe(s) && wait_phase(j, s.slice, 3, &snap, &rec.retries[3]))) break;
+      rec.phase_ns[3] = now_ns() - t;
+      released = level;
+    }
+    // RM: no reduction is scheduled by this version; the microphase is skipped.
+    emds_.record(rec);
+
+    // Next strobe one slice after this one; if this slice overran, at once
+    // (no burst of catch-up slices).
+    next += slice_ns;
+    const uint64_t now = now_ns();
+    if (next < now) next = now;
+  }
+  if (!ok) {
+    std::lock_guard lk(mu_);
+    if (!j.failed && !stopping_) fail_job_locked(j, 1, "the strobe protocol failed (see the manager's log)");
+  }
+  cv_.notify_all();
+  flush();
+}
+
+}  // namespace bcs::mm

@@ -1,0 +1,300 @@
+#include "job.h"
+
+#include <fcntl.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <new>
+
+#include <spdlog/spdlog.h>
+
+namespace bcs::nm {
+namespace {
+
+std::string env_get(const std::vector<std::string>& env, const std::string& key) {
+  for (const auto& kv : env)
+    if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
+      return kv.substr(key.size() + 1);
+  return {};
+}
+
+std::string join_path(const std::string& dir, const std::string& name) {
+  if (dir.empty()) return name;
+  return dir.back() == '/' ? dir + name : dir + "/" + name;
+}
+
+// Resolves the program the way a shell would, but with the *job's* PATH and
+// cwd, so that the error is reported once, clearly, instead of by every rank.
+bool resolve_program(const JobSpec& s, std::string* path, std::string* error) {
+  auto executable = [](const std::string& p) {
+    struct stat st{};
+    return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
+  };
+  if (s.program.find('/') != std::string::npos) {
+    std::string p = s.program[0] == '/' ? s.program : join_path(s.cwd, s.program);
+    if (!executable(p)) {
+      *error = "cannot execute '" + s.program + "': " +
+               (::access(p.c_str(), F_OK) == 0 ? "Permission denied or not a regular file"
+                                                 : "No such file or directory");
+      return false;
+    }
+    *path = p;
+    return true;
+  }
+  std::string search = env_get(s.env, "PATH");
+  if (search.empty()) search = "/usr/local/bin:/usr/bin:/bin";
+  size_t pos = 0;
+  while (pos <= search.size()) {
+    size_t end = search.find(':', pos);
+    if (end == std::string::npos) end = search.size();
+    std::string dir = search.substr(pos, end - pos);
+    if (dir.empty()) dir = ".";
+    if (dir[0] != '/') dir = join_path(s.cwd, dir);
+    std::string p = join_path(dir, s.program);
+    if (executable(p)) {
+      *path = p;
+      return true;
+    }
+    pos = end + 1;
+  }
+  *error = "program '" + s.program + "' not found in PATH";
+  return false;
+}
+
+void write_all_raw(int fd, const char* msg) {
+  size_t n = std::strlen(msg);
+  while (n > 0) {
+    ssize_t w = ::write(fd, msg, n);
+    if (w <= 0) return;
+    msg += w;
+    n -= static_cast<size_t>(w);
+  }
+}
+
+}  // namespace
+
+std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self, const std::string& node_name,
+                                    std::string* error) {
+  std::shared_ptr<NmJob> job(new (std::nothrow) NmJob());  // private ctor: no make_shared
+  if (!job) {
+    *error = "out of memory";
+    return nullptr;
+  }
+  job->spec_ = spec;
+  for (uint32_t r = 0; r < spec.nranks; ++r) {
+    if (spec.rank_node.at(r) != self) continue;
+    auto lr = std::make_unique<LocalRank>();
+    lr->world_rank = static_cast<int32_t>(r);
+    lr->local_index = static_cast<uint32_t>(job->ranks_.size());
+    job->local_of_world_[static_cast<int32_t>(r)] = lr->local_index;
+    job->ranks_.push_back(std::move(lr));
+  }
+
+  std::string path;
+  if (!resolve_program(spec, &path, error)) return nullptr;
+
+  // The segment: a memfd, so that it has no name to leak.
+  SegmentLayout layout;
+  layout.nlocal = static_cast<uint32_t>(job->ranks_.size());
+  std::string seg_name = "bcs-job" + std::to_string(spec.id);
+  job->memfd_.reset(static_cast<int>(::syscall(SYS_memfd_create, seg_name.c_str(), MFD_CLOEXEC)));
+  if (!job->memfd_ || ::fchmod(job->memfd_.get(), 0600) != 0 ||
+      ::ftruncate(job->memfd_.get(), static_cast<off_t>(layout.total_bytes())) != 0) {
+    *error = std::string("cannot create the job segment: ") + std::strerror(errno);
+    return nullptr;
+  }
+  void* base = ::mmap(nullptr, layout.total_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
+                      job->memfd_.get(), 0);
+  if (base == MAP_FAILED) {
+    *error = std::string("cannot map the job segment: ") + std::strerror(errno);
+    return nullptr;
+  }
+  job->seg_ = Mapping(base, layout.total_bytes());
+  // The memfd is zero-filled: every atomic starts at 0 (free requests, empty rings).
+  auto* h = static_cast<SegmentHeader*>(base);
+  h->magic = kSegmentMagic;
+  h->version = kSegmentVersion;
+  h->job_id = spec.id;
+  h->world_size = spec.nranks;
+  h->nlocal = layout.nlocal;
+  h->ring_slots = layout.ring_slots;
+  h->request_slots = layout.request_slots;
+  h->rank_area_bytes = layout.rank_area_bytes();
+  h->slice_ns = spec.slice_ns;
+  h->total_bytes = layout.total_bytes();
+  for (auto& r : job->ranks_) job->view(*r).ctl->world_rank = r->world_rank;
+
+  // Everything the children need is built before fork: after fork only
+  // async-signal-safe calls are allowed (the NM is multi-threaded).
+  std::vector<std::string> argv_s;
+  argv_s.push_back(spec.program);
+  argv_s.insert(argv_s.end(), spec.args.begin(), spec.args.end());
+  std::vector<char*> argv;
+  for (auto& a : argv_s) argv.push_back(a.data());
+  argv.push_back(nullptr);
+  const int segfd = job->memfd_.get();
+  const pid_t parent = ::getpid();
+
+  for (auto& r : job->ranks_) {
+    std::vector<std::string> env_s;
+    for (const auto& kv : spec.env)
+      if (kv.rfind("BCS_", 0) != 0) env_s.push_back(kv);
+    env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(segfd));
+    env_s.push_back("BCS_LOCAL_INDEX=" + std::to_string(r->local_index));
+    env_s.push_back("BCS_RANK=" + std::to_string(r->world_rank));
+    env_s.push_back("BCS_SIZE=" + std::to_string(spec.nranks));
+    env_s.push_back("BCS_JOB=" + std::to_string(spec.id));
+    env_s.push_back("BCS_NODE=" + node_name);
+    std::vector<char*> envp;
+    for (auto& e : env_s) envp.push_back(e.data());
+    envp.push_back(nullptr);
+    std::string exec_err = "bcs: rank " + std::to_string(r->world_rank) + ": cannot execute '" +
+                           spec.program + "'\n";
+    std::string cwd_err = "bcs: rank " + std::to_string(r->world_rank) +
+                          ": cannot change directory to '" + spec.cwd + "'\n";
+
+    int out[2], err[2];
+    if (::pipe2(out, O_CLOEXEC) != 0) {
+      *error = std::string("pipe: ") + std::strerror(errno);
+      job->kill_all();
+      return nullptr;
+    }
+    if (::pipe2(err, O_CLOEXEC) != 0) {
+      ::close(out[0]);
+      ::close(out[1]);
+      *error = std::string("pipe: ") + std::strerror(errno);
+      job->kill_all();
+      return nullptr;
+    }
+    pid_t pid = ::fork();
+    if (pid == 0) {
+      // Child. Its own process group, so terminal signals reach only `bcs`
+      // and a teardown can kill whatever the rank forked.
+      ::setpgid(0, 0);
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
+      ::dup2(out[1], 1);
+      ::dup2(err[1], 2);
+      int devnull = ::open("/dev/null", O_RDONLY);
+      if (devnull >= 0) ::dup2(devnull, 0);
+      ::fcntl(segfd, F_SETFD, 0);  // the segment survives exec
+      if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
+        write_all_raw(2, cwd_err.c_str());
+        ::_exit(126);
+      }
+      sigset_t none;
+      sigemptyset(&none);
+      ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      ::execve(path.c_str(), argv.data(), envp.data());
+      write_all_raw(2, exec_err.c_str());
+      ::_exit(errno == ENOENT ? 127 : 126);
+    }
+    ::close(out[1]);
+    ::close(err[1]);
+    if (pid < 0) {
+      ::close(out[0]);
+      ::close(err[0]);
+      *error = std::string("fork: ") + std::strerror(errno);
+      job->kill_all();
+      return nullptr;
+    }
+    r->pid = pid;
+    r->out.reset(out[0]);
+    r->err.reset(err[0]);
+    ::fcntl(out[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(err[0], F_SETFL, O_NONBLOCK);
+    r->pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    job->view(*r).ctl->pid = static_cast<uint32_t>(pid);
+    spdlog::debug("job {}: rank {} is pid {}", spec.id, r->world_rank, pid);
+  }
+  return job;
+}
+
+NmJob::~NmJob() {
+  kill_all();
+  // Reap whatever is left so no zombie outlives the job.
+  std::lock_guard lk(copy_mu_);
+  for (auto& r : ranks_)
+    if (r->pid > 0 && !r->dead) {
+      ::waitpid(r->pid, nullptr, 0);
+      r->dead = true;
+    }
+}
+
+int32_t NmJob::read(int32_t world_rank, uint64_t addr, void* dst, size_t len) {
+  std::lock_guard lk(copy_mu_);
+  LocalRank& r = local(world_rank);
+  if (r.dead) return bcs_err_peer_gone;
+  auto* p = static_cast<uint8_t*>(dst);
+  while (len > 0) {
+    struct iovec l{p, len};
+    struct iovec rm{reinterpret_cast<void*>(addr), len};
+    ssize_t n = ::process_vm_readv(r.pid, &l, 1, &rm, 1, 0);
+    if (n <= 0) {
+      spdlog::debug("process_vm_readv(rank {}): {}", world_rank, std::strerror(errno));
+      return bcs_err_peer_gone;
+    }
+    p += n;
+    addr += static_cast<uint64_t>(n);
+    len -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int32_t NmJob::write(int32_t world_rank, uint64_t addr, const void* src, size_t len) {
+  std::lock_guard lk(copy_mu_);
+  LocalRank& r = local(world_rank);
+  if (r.dead) return bcs_err_peer_gone;
+  const auto* p = static_cast<const uint8_t*>(src);
+  while (len > 0) {
+    struct iovec l{const_cast<uint8_t*>(p), len};
+    struct iovec rm{reinterpret_cast<void*>(addr), len};
+    ssize_t n = ::process_vm_writev(r.pid, &l, 1, &rm, 1, 0);
+    if (n <= 0) {
+      spdlog::debug("process_vm_writev(rank {}): {}", world_rank, std::strerror(errno));
+      return bcs_err_peer_gone;
+    }
+    p += n;
+    addr += static_cast<uint64_t>(n);
+    len -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int NmJob::reap(LocalRank& r) {
+  std::lock_guard lk(copy_mu_);
+  int status = 0;
+  if (!r.dead) {
+    r.dead = true;
+    while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+    }
+  }
+  return status;
+}
+
+void NmJob::kill_all() {
+  std::lock_guard lk(copy_mu_);
+  for (auto& r : ranks_) {
+    if (r->pid <= 0 || r->dead) continue;
+    r->killed_by_bcs = true;
+    // The rank leads its own process group: take its children with it.
+    if (::kill(-r->pid, SIGKILL) != 0) ::kill(r->pid, SIGKILL);
+  }
+}
+
+bool NmJob::all_dead() {
+  std::lock_guard lk(copy_mu_);
+  for (auto& r : ranks_)
+    if (r->pid > 0 && !r->dead) return false;
+  return true;
+}
+
+}  // namespace bcs::nm

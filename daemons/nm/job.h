@@ -1,0 +1,85 @@
+// One job's footprint on a node: its shared segment and its local ranks.
+//
+// The NM is the parent of every local rank, which is what lets its DMA
+// helper read and write the ranks' memory with cross-memory attach
+// (process_vm_readv/writev) without their help.
+#pragma once
+
+#include <sys/types.h>
+
+#include <atomic>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "bcs/segment.h"
+#include "fd.h"
+
+namespace bcs::nm {
+
+struct JobSpec {
+  uint64_t id = 0;
+  std::string program;
+  std::vector<std::string> args;
+  std::vector<std::string> env;
+  std::string cwd;
+  uint32_t nranks = 0;
+  std::vector<uint32_t> rank_node;  // world rank -> fabric node id
+  uint64_t slice_ns = 0;
+  uint64_t chunk_bytes = 0;
+};
+
+struct LocalRank {
+  int32_t world_rank = 0;
+  uint32_t local_index = 0;
+  pid_t pid = -1;
+  UniqueFd out, err, pidfd;
+  // Set (under NmJob::copy_mu) before the rank is reaped: after that its pid
+  // may be reused, so nobody may touch it any more.
+  bool dead = false;
+  std::atomic<bool> killed_by_bcs{false};
+};
+
+class NmJob {
+ public:
+  // Creates the segment and forks the local ranks (those whose rank_node is
+  // `self`). On failure returns nullptr and sets *error; nothing is left.
+  static std::shared_ptr<NmJob> start(const JobSpec& spec, uint32_t self,
+                                      const std::string& node_name, std::string* error);
+  ~NmJob();
+
+  const JobSpec& spec() const { return spec_; }
+  uint64_t id() const { return spec_.id; }
+  uint32_t node_of(int32_t world_rank) const { return spec_.rank_node.at(world_rank); }
+  bool is_local(int32_t world_rank) const { return local_of_world_.count(world_rank) != 0; }
+  LocalRank& local(int32_t world_rank) { return *ranks_[local_of_world_.at(world_rank)]; }
+  std::vector<std::unique_ptr<LocalRank>>& ranks() { return ranks_; }
+  RankView view(const LocalRank& r) { return segment_rank_view(seg_.get(), r.local_index); }
+  RankView view_of(int32_t world_rank) { return view(local(world_rank)); }
+
+  // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
+  int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);
+  int32_t write(int32_t world_rank, uint64_t addr, const void* src, size_t len);
+
+  // Reap a rank whose pidfd became readable. Returns its wait status.
+  int reap(LocalRank& r);
+  // SIGKILL every rank still alive (its whole process group).
+  void kill_all();
+  bool all_dead();
+
+ private:
+  NmJob() = default;
+  JobSpec spec_;
+  UniqueFd memfd_;
+  Mapping seg_;
+  std::vector<std::unique_ptr<LocalRank>> ranks_;
+  std::unordered_map<int32_t, uint32_t> local_of_world_;
+  // Held across every process_vm_* call and across reaping, so a pid is never
+  // used after it could have been recycled.
+  std::mutex copy_mu_;
+};
+
+}  // namespace bcs::nm

@@ -1,0 +1,395 @@
+// bcs-nm: the node manager. Registers with the machine manager, owns this
+// node's fabric endpoint (one UCX worker), spawns the local ranks of a job,
+// runs the NIC roles on every strobe, forwards the ranks' output and exits.
+//
+// Threads:
+//   main     the control stream with the MM (gRPC): register, peers, jobs
+//   bcs-sr   the strobe receiver and the helper roles (nic.h)
+//   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
+#include <signal.h>
+#include <sys/epoll.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include <CLI/CLI.hpp>
+#include <grpcpp/grpcpp.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
+
+#include "bcs.grpc.pb.h"
+#include "bcs/core.h"
+#include "fd.h"
+#include "job.h"
+#include "nic.h"
+
+namespace bcs::nm {
+namespace {
+
+using Stream = grpc::ClientReaderWriter<v1::NodeMsg, v1::ManagerMsg>;
+
+// Writes to the control stream come from the main and the I/O threads.
+class Uplink {
+ public:
+  explicit Uplink(Stream* s) : s_(s) {}
+  bool send(const v1::NodeMsg& m) {
+    std::lock_guard lk(mu_);
+    return s_->Write(m);
+  }
+
+ private:
+  std::mutex mu_;
+  Stream* s_;
+};
+
+// The I/O thread: one epoll over every rank's stdout/stderr pipe and pidfd,
+// plus a signalfd for SIGTERM/SIGINT/SIGHUP and an eventfd to stop it.
+class IoLoop {
+ public:
+  IoLoop(Uplink& up, std::function<void()> on_signal) : up_(up), on_signal_(std::move(on_signal)) {
+    ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
+    stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+    sigset_t set;
+    sigemptyset(&set);
+    sigaddset(&set, SIGTERM);
+    sigaddset(&set, SIGINT);
+    sigaddset(&set, SIGHUP);
+    sig_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    add(stop_.get(), kStop);
+    add(sig_.get(), kSignal);
+  }
+
+  // Watches every rank of `job` (called from the main thread).
+  void watch(const std::shared_ptr<NmJob>& job) {
+    std::lock_guard lk(mu_);
+    for (auto& r : job->ranks()) {
+      uint64_t id = next_id_;
+      next_id_ += 4;
+      watches_[id] = {job, r.get()};
+      add(r->out.get(), id | 0);
+      add(r->err.get(), id | 1);
+      add(r->pidfd.get(), id | 2);
+    }
+  }
+
+  void stop() {
+    uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(stop_.get(), &one, sizeof one);
+  }
+
+  void run() {
+    pthread_setname_np(pthread_self(), "bcs-io");
+    epoll_event evs[32];
+    for (;;) {
+      int n = ::epoll_wait(ep_.get(), evs, 32, -1);
+      if (n < 0 && errno == EINTR) continue;
+      for (int i = 0; i < n; ++i) {
+        uint64_t key = evs[i].data.u64;
+        if (key == kStop) return;
+        if (key == kSignal) {
+          signalfd_siginfo si;
+          while (::read(sig_.get(), &si, sizeof si) == sizeof si)
+            spdlog::info("signal {} received: shutting down", si.ssi_signo);
+          on_signal_();
+          continue;
+        }
+        handle(key);
+      }
+    }
+  }
+
+ private:
+  static constexpr uint64_t kStop = 1, kSignal = 2;
+  struct Watch {
+    std::shared_ptr<NmJob> job;
+    LocalRank* rank;
+  };
+
+  void add(int fd, uint64_t key) {
+    epoll_event ev{};
+    ev.events = EPOLLIN;
+    ev.data.u64 = key;
+    ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  // Forwards what the pipe holds now; false at EOF.
+  bool pump(Watch& w, int which) {
+    UniqueFd& fd = which == 0 ? w.rank->out : w.rank->err;
+    if (!fd) return false;
+    char buf[65536];
+    for (;;) {
+      ssize_t n = ::read(fd.get(), buf, sizeof buf);
+      if (n > 0) {
+        v1::NodeMsg m;
+        auto* o = m.mutable_output();
+        o->set_job_id(w.job->id());
+        o->set_rank(static_cast<uint32_t>(w.rank->world_rank));
+        o->set_stream(which == 0 ? v1::STDOUT : v1::STDERR);
+        o->set_data(buf, static_cast<size_t>(n));
+        up_.send(m);
+        continue;
+      }
+      if (n < 0 && errno == EINTR) continue;
+      if (n < 0 && errno == EAGAIN) return true;
+      ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, fd.get(), nullptr);
+      fd.reset();
+      return false;
+    }
+  }
+
+  void handle(uint64_t key) {
+    Watch w;
+    {
+      std::lock_guard lk(mu_);
+      auto it = watches_.find(key & ~uint64_t{3});
+      if (it == watches_.end()) return;
+      w = it->second;
+    }
+    int which = static_cast<int>(key & 3);
+    if (which < 2) {
+      pump(w, which);
+      return;
+    }
+    // The rank exited: reap it, then forward what is left in its pipes
+    // (everything it wrote before dying is there), then report the exit.
+    ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, w.rank->pidfd.get(), nullptr);
+    int status = w.job->reap(*w.rank);
+    pump(w, 0);
+    pump(w, 1);
+    // Descendants of the rank may still hold the pipes: stop listening.
+    for (UniqueFd* fd : {&w.rank->out, &w.rank->err})
+      if (*fd) {
+        ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, fd->get(), nullptr);
+        fd->reset();
+      }
+    w.rank->pidfd.reset();
+    RankView v = w.job->view(*w.rank);
+    v1::NodeMsg m;
+    auto* e = m.mutable_rank_exit();
+    e->set_job_id(w.job->id());
+    e->set_rank(static_cast<uint32_t>(w.rank->world_rank));
+    e->set_pid(static_cast<uint32_t>(w.rank->pid));
+    if (WIFSIGNALED(status)) e->set_signal(WTERMSIG(status));
+    else e->set_exit_code(WEXITSTATUS(status));
+    e->set_killed_by_bcs(w.rank->killed_by_bcs && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    auto ms = v.ctl->mpi_state.load();
+    e->set_mpi_initialized(ms != static_cast<uint32_t>(MpiState::none));
+    e->set_mpi_finalized(ms == static_cast<uint32_t>(MpiState::finalized));
+    e->set_aborted(v.ctl->aborted.load() != 0);
+    e->set_abort_code(v.ctl->abort_code.load());
+    up_.send(m);
+    std::lock_guard lk(mu_);
+    watches_.erase(key & ~uint64_t{3});
+  }
+
+  Uplink& up_;
+  std::function<void()> on_signal_;
+  UniqueFd ep_, stop_, sig_;
+  std::mutex mu_;
+  std::map<uint64_t, Watch> watches_;
+  uint64_t next_id_ = 16;
+};
+
+std::string hostname() {
+  char buf[256] = {};
+  ::gethostname(buf, sizeof buf - 1);
+  return buf;
+}
+
+int run_node(const std::string& manager, const std::string& name, const std::string& token) {
+  auto channel = grpc::CreateChannel(manager, grpc::InsecureChannelCredentials());
+  auto stub = v1::NodeControl::NewStub(channel);
+  grpc::ClientContext ctx;
+  if (!token.empty()) ctx.AddMetadata("bcs-token", token);
+  // Fail fast if the manager is not there, rather than waiting for it.
+  ctx.set_wait_for_ready(false);
+  auto stream = stub->Session(&ctx);
+  Uplink up(stream.get());
+
+  std::atomic<bool> shutting_down{false};
+  std::mutex jobs_mu;
+  std::shared_ptr<NmJob> job;  // at most one at a time (the MM runs jobs one by one)
+
+  IoLoop io(up, [&] {
+    shutting_down = true;
+    std::lock_guard lk(jobs_mu);
+    if (job) job->kill_all();
+    ctx.TryCancel();
+  });
+  std::thread io_thread([&] { io.run(); });
+
+  v1::NodeMsg reg;
+  reg.mutable_register_()->set_hostname(hostname());
+  reg.mutable_register_()->set_name(name);
+  reg.mutable_register_()->set_cores(std::thread::hardware_concurrency());
+  reg.mutable_register_()->set_pid(static_cast<uint32_t>(::getpid()));
+  up.send(reg);
+
+  std::unique_ptr<core::Fabric> fabric;
+  std::unique_ptr<Nic> nic;
+  std::thread nic_thread;
+  uint32_t self = 0;
+
+  v1::ManagerMsg msg;
+  while (stream->Read(&msg)) {
+    switch (msg.msg_case()) {
+      case v1::ManagerMsg::kWelcome: {
+        self = msg.welcome().node_id();
+        std::string err;
+        core::FabricConfig cfg;
+        cfg.self = self;
+        fabric = core::Fabric::create(cfg, &err);
+        if (!fabric) {
+          spdlog::critical("cannot create the fabric endpoint: {}", err);
+          ctx.TryCancel();
+          break;
+        }
+        nic = std::make_unique<Nic>(*fabric, self);
+        nic_thread = std::thread([&] { nic->run(); });
+        v1::NodeMsg r;
+        auto addr = fabric->address();
+        r.mutable_fabric_ready()->set_ucx_address(addr.data(), addr.size());
+        up.send(r);
+        spdlog::info("registered with {} as node {} ({})", manager, self, name);
+        break;
+      }
+      case v1::ManagerMsg::kPeers: {
+        if (!fabric) break;
+        for (const auto& mem : msg.peers().members()) {
+          const auto& a = mem.ucx_address();
+          if (fabric->connected(mem.node_id())) continue;
+          auto s = fabric->connect(mem.node_id(), {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+          if (s != core::Status::ok)
+            spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
+        }
+        v1::NodeMsg r;
+        r.mutable_peers_applied()->set_generation(msg.peers().generation());
+        up.send(r);
+        break;
+      }
+      case v1::ManagerMsg::kStartJob: {
+        const auto& sj = msg.start_job();
+        JobSpec spec;
+        spec.id = sj.job_id();
+        spec.program = sj.program();
+        spec.args.assign(sj.args().begin(), sj.args().end());
+        spec.env.assign(sj.env().begin(), sj.env().end());
+        spec.cwd = sj.cwd();
+        spec.nranks = sj.nranks();
+        spec.rank_node.assign(sj.rank_node().begin(), sj.rank_node().end());
+        spec.slice_ns = sj.slice().slice_ns();
+        spec.chunk_bytes = sj.slice().chunk_bytes();
+        v1::NodeMsg r;
+        auto* js = r.mutable_job_started();
+        js->set_job_id(spec.id);
+        std::string err;
+        std::shared_ptr<NmJob> j;
+        if (spec.rank_node.size() != spec.nranks) err = "malformed job: rank map size";
+        else if (job) err = "node is busy with job " + std::to_string(job->id());
+        else j = NmJob::start(spec, self, name, &err);
+        if (j) {
+          {
+            std::lock_guard lk(jobs_mu);
+            job = j;
+          }
+          nic->set_job(j);
+          io.watch(j);
+          for (auto& rk : j->ranks()) js->add_pids(static_cast<uint32_t>(rk->pid));
+          spdlog::info("job {}: started {} local rank(s)", spec.id, j->ranks().size());
+        } else {
+          js->set_error(err);
+          spdlog::error("job {}: {}", spec.id, err);
+        }
+        up.send(r);
+        break;
+      }
+      case v1::ManagerMsg::kKillJob: {
+        std::lock_guard lk(jobs_mu);
+        if (job && job->id() == msg.kill_job().job_id()) {
+          spdlog::info("job {}: killing local ranks ({})", job->id(), msg.kill_job().reason());
+          job->kill_all();
+        }
+        break;
+      }
+      case v1::ManagerMsg::kEndJob: {
+        std::lock_guard lk(jobs_mu);
+        if (job && job->id() == msg.end_job().job_id()) {
+          nic->set_job(nullptr);
+          job->kill_all();  // nothing should be alive; make sure
+          job.reset();      // the NIC and I/O threads drop their references too
+        }
+        break;
+      }
+      default:
+        break;
+    }
+  }
+  auto st = stream->Finish();
+  int rc = 0;
+  if (!shutting_down) {
+    spdlog::error("lost the machine manager at {}: {}", manager, st.error_message());
+    rc = 1;
+  }
+  {
+    std::lock_guard lk(jobs_mu);
+    if (job) job->kill_all();
+  }
+  if (fabric) fabric->close();
+  if (nic_thread.joinable()) nic_thread.join();
+  // Give the I/O thread the chance to reap the ranks we just killed, then stop it.
+  for (int i = 0; i < 200; ++i) {
+    std::shared_ptr<NmJob> j;
+    {
+      std::lock_guard lk(jobs_mu);
+      j = job;
+    }
+    if (!j || j->all_dead()) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  io.stop();
+  io_thread.join();
+  nic.reset();
+  {
+    std::lock_guard lk(jobs_mu);
+    job.reset();  // reaps anything left (NmJob's destructor)
+  }
+  fabric.reset();
+  return rc;
+}
+
+}  // namespace
+}  // namespace bcs::nm
+
+int main(int argc, char** argv) {
+  CLI::App app{"bcs-nm: the bcs node manager"};
+  std::string manager = "127.0.0.1:7600", name, token, level = "warn";
+  app.add_option("--manager", manager, "machine manager HOST:PORT")->capture_default_str();
+  app.add_option("--name", name, "node name (default: hostname)");
+  app.add_option("--token", token, "shared secret for a manager not on loopback");
+  app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
+  CLI11_PARSE(app, argc, argv);
+  if (name.empty()) name = bcs::nm::hostname();
+
+  auto logger = spdlog::stderr_color_mt("bcs-nm");
+  logger->set_pattern("bcs-nm[" + name + "] %^%l%$: %v");
+  spdlog::set_default_logger(logger);
+  spdlog::set_level(spdlog::level::from_str(level));
+
+  // Signals are taken by the I/O thread's signalfd: block them everywhere
+  // (threads inherit this mask; ranks reset it before exec).
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  sigaddset(&set, SIGHUP);
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return bcs::nm::run_node(manager, name, token);
+}

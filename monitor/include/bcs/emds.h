@@ -1,0 +1,47 @@
+// EMDS (the paper's "Elan MDS"): per-slice statistics gathered by the strobe
+// sender (global figures: GTDEM, GTMSM, ... GETTS) and kept in a bounded
+// ring so that the Monitor service and `bcs stats` can read them.
+#pragma once
+
+#include <cstdint>
+#include <deque>
+#include <mutex>
+#include <vector>
+
+namespace bcs::monitor {
+
+struct SliceRecord {
+  uint64_t slice = 0;
+  uint64_t start_ns = 0;    // strobe time (CLOCK_MONOTONIC)
+  uint64_t period_ns = 0;   // since the previous strobe; 0 for the first of a run
+  uint64_t phase_ns[5] = {};  // DEM, MSM, P2P, BBM, RM: global time to complete
+  uint64_t retries[5] = {};   // unsuccessful synchronisation retries (USR*)
+  uint32_t descriptors = 0;
+  uint32_t chunks = 0;
+  uint64_t bytes = 0;
+};
+
+struct PeriodSummary {
+  uint64_t count = 0;
+  uint64_t p50_ns = 0, p99_ns = 0, max_ns = 0;
+};
+
+class EmdsRecorder {
+ public:
+  explicit EmdsRecorder(size_t capacity = 1 << 16) : cap_(capacity) {}
+  void record(const SliceRecord& r);
+  std::vector<SliceRecord> last(size_t n) const;
+  uint64_t total() const;
+  // Percentiles of period_ns over the retained slices with a period.
+  PeriodSummary periods() const;
+
+ private:
+  mutable std::mutex mu_;
+  size_t cap_;
+  std::deque<SliceRecord> ring_;
+  uint64_t total_ = 0;
+};
+
+PeriodSummary summarize_periods(std::vector<uint64_t> periods);
+
+}  // namespace bcs::monitor
