@@ -1,0 +1,462 @@
+#include "commands.h"
+
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/eventfd.h>
+#include <sys/signalfd.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <climits>
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "bcs.grpc.pb.h"
+#include "cluster.h"
+#include "output.h"
+
+extern char** environ;
+
+namespace bcs::cli {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+namespace pb = bcs::v1;
+
+// How long Launch may take beyond waiting for the node managers.
+constexpr int kLaunchSlackMs = 20000;
+constexpr uint32_t kWaitNodesMs = 10000;
+// After Kill, how long to wait for the job's JobExit before giving up on it.
+constexpr auto kKillGrace = std::chrono::seconds(10);
+constexpr auto kRpcDeadline = std::chrono::seconds(10);
+
+void say(const std::string& msg) { write_all(2, "bcs: " + msg + "\n"); }
+
+std::string code_name(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "code " + std::to_string(static_cast<int>(c));
+  }
+}
+
+std::string describe(const grpc::Status& s) {
+  return s.error_message().empty() ? code_name(s.error_code())
+                                   : code_name(s.error_code()) + ": " + s.error_message();
+}
+
+std::shared_ptr<grpc::Channel> make_channel(const std::string& addr) {
+  // Insecure transport: the default is loopback; anything else is expected
+  // to be a private cluster network guarded by the shared token.
+  return grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+}
+
+void prepare(grpc::ClientContext& ctx, const std::string& token,
+             std::optional<std::chrono::milliseconds> deadline = std::nullopt) {
+  if (!token.empty()) ctx.AddMetadata("bcs-token", token);
+  if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
+}
+
+// A signal-safe way to be interrupted: SIGINT/SIGTERM/SIGHUP are blocked in
+// every thread (gRPC's included, as they inherit the mask) and read from a
+// signalfd by the watcher, which can then make RPCs - impossible in a handler.
+class SignalBlock {
+ public:
+  SignalBlock() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    sigaddset(&set_, SIGHUP);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+    fd_ = ::signalfd(-1, &set_, SFD_CLOEXEC | SFD_NONBLOCK);
+  }
+  ~SignalBlock() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  SignalBlock(const SignalBlock&) = delete;
+  SignalBlock& operator=(const SignalBlock&) = delete;
+  int fd() const { return fd_; }
+  // The pending signal number, or 0.
+  int take() {
+    signalfd_siginfo si;
+    ssize_t n = ::read(fd_, &si, sizeof si);
+    return n == static_cast<ssize_t>(sizeof si) ? static_cast<int>(si.ssi_signo) : 0;
+  }
+
+ private:
+  sigset_t set_, old_;
+  int fd_ = -1;
+};
+
+// Watches for signals and for --timeout while the main thread is blocked in
+// Launch or reading the Attach stream. It kills the job (Kill RPC) and, if
+// the job does not end in time after that, or a second signal arrives,
+// cancels the blocking call so that bcs always gets to teardown.
+class Watcher {
+ public:
+  Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const RunOptions& o)
+      : sig_(sig), stub_(stub), opts_(o), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+    thread_ = std::thread([this] { loop(); });
+  }
+  ~Watcher() { stop(); }
+  Watcher(const Watcher&) = delete;
+  Watcher& operator=(const Watcher&) = delete;
+
+  void stop() {
+    {
+      std::lock_guard lk(mu_);
+      stopping_ = true;
+      ctx_ = nullptr;
+    }
+    poke();
+    if (thread_.joinable()) thread_.join();
+    if (wake_ >= 0) ::close(wake_);
+    wake_ = -1;
+  }
+  // The call the main thread is blocked in (nullptr: none).
+  void set_context(grpc::ClientContext* ctx) {
+    std::lock_guard lk(mu_);
+    ctx_ = ctx;
+  }
+  // The job exists: a kill requested earlier is sent now; the timeout starts.
+  void job_started(uint64_t id) {
+    {
+      std::lock_guard lk(mu_);
+      job_id_ = id;
+      if (opts_.timeout_ns)
+        timeout_at_ = Clock::now() + std::chrono::nanoseconds(opts_.timeout_ns);
+    }
+    poke();
+  }
+  int signo() {
+    std::lock_guard lk(mu_);
+    return signo_;
+  }
+  bool timed_out() {
+    std::lock_guard lk(mu_);
+    return timed_out_;
+  }
+
+ private:
+  void poke() {
+    uint64_t one = 1;
+    if (wake_ >= 0) {
+      ssize_t r = ::write(wake_, &one, sizeof one);
+      (void)r;
+    }
+  }
+
+  void loop() {
+    while (true) {
+      int ms = -1;
+      {
+        std::lock_guard lk(mu_);
+        if (stopping_) return;
+        auto now = Clock::now();
+        auto until = [&](Clock::time_point t) {
+          auto d = std::chrono::ceil<std::chrono::milliseconds>(t - now).count();
+          int v = d <= 0 ? 0 : (d > INT_MAX ? INT_MAX : static_cast<int>(d));
+          ms = ms < 0 ? v : std::min(ms, v);
+        };
+        if (timeout_at_ && !kill_requested_) until(*timeout_at_);
+        if (cancel_at_) until(*cancel_at_);
+        if (kill_requested_ && !kill_sent_ && job_id_) ms = 0;
+      }
+      pollfd fds[2] = {{sig_.fd(), POLLIN, 0}, {wake_, POLLIN, 0}};
+      if (::poll(fds, 2, ms) < 0 && errno != EINTR) return;
+      if (fds[1].revents & POLLIN) {
+        uint64_t v;
+        ssize_t r = ::read(wake_, &v, sizeof v);
+        (void)r;
+      }
+
+      std::string reason;
+      uint64_t kill_id = 0;
+      {
+        std::lock_guard lk(mu_);
+        if (stopping_) return;
+        auto now = Clock::now();
+        bool cancel = false;
+        if (int s = (fds[0].revents & POLLIN) ? sig_.take() : 0) {
+          if (kill_requested_) {
+            cancel = true;  // second signal: stop waiting for the job
+          } else {
+            kill_requested_ = true;
+            signo_ = s;
+            reason_ = "interrupted";
+          }
+        }
+        if (!kill_requested_ && timeout_at_ && now >= *timeout_at_) {
+          kill_requested_ = true;
+          timed_out_ = true;
+          reason_ = "timeout after " + opts_.timeout;
+        }
+        if (kill_requested_ && !kill_sent_) {
+          if (job_id_) {
+            kill_sent_ = true;
+            kill_id = job_id_;
+            reason = reason_;
+            cancel_at_ = now + kKillGrace;
+          } else {
+            cancel = true;  // still launching: abandon Launch
+          }
+        }
+        if (cancel_at_ && now >= *cancel_at_) cancel = true;
+        // Under the lock: the main thread clears ctx_ before destroying it.
+        if (cancel && ctx_) ctx_->TryCancel();
+      }
+      if (kill_id) {
+        grpc::ClientContext kctx;
+        prepare(kctx, opts_.token, kRpcDeadline);
+        pb::KillRequest req;
+        req.set_job_id(kill_id);
+        req.set_reason(reason);
+        pb::KillReply rep;
+        grpc::Status st = stub_->Kill(&kctx, req, &rep);
+        if (!st.ok()) {
+          say("could not kill job " + std::to_string(kill_id) + ": " + describe(st));
+          std::lock_guard lk(mu_);
+          if (ctx_) ctx_->TryCancel();
+        }
+      }
+    }
+  }
+
+  SignalBlock& sig_;
+  pb::Jobs::Stub* stub_;
+  const RunOptions& opts_;
+  int wake_;
+  std::thread thread_;
+
+  std::mutex mu_;
+  bool stopping_ = false;
+  grpc::ClientContext* ctx_ = nullptr;
+  uint64_t job_id_ = 0;
+  bool kill_requested_ = false;
+  bool kill_sent_ = false;
+  bool timed_out_ = false;
+  int signo_ = 0;
+  std::string reason_;
+  std::optional<Clock::time_point> timeout_at_;
+  std::optional<Clock::time_point> cancel_at_;
+};
+
+// Launch, attach, forward output; returns bcs's exit status. Messages are
+// printed here, before the caller tears the embedded cluster down.
+int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
+  auto channel = make_channel(addr);
+  auto stub = pb::Jobs::NewStub(channel);
+  Watcher watcher(sig, stub.get(), o);
+
+  pb::LaunchRequest req;
+  req.set_program(o.program);
+  for (const auto& a : o.args) req.add_args(a);
+  for (char** e = environ; e && *e; ++e) req.add_env(*e);
+  {
+    std::string cwd(PATH_MAX, '\0');
+    if (::getcwd(cwd.data(), cwd.size())) req.set_cwd(cwd.c_str());
+  }
+  req.set_nranks(o.nranks);
+  req.set_nodes(o.effective_nodes());
+  req.set_slice_ns(o.slice_ns);
+  req.set_chunk_bytes(o.chunk_bytes);
+  req.set_wait_nodes_ms(kWaitNodesMs);
+
+  pb::LaunchReply rep;
+  grpc::Status st;
+  {
+    grpc::ClientContext ctx;
+    prepare(ctx, o.token, std::chrono::milliseconds(kWaitNodesMs + kLaunchSlackMs));
+    watcher.set_context(&ctx);
+    st = stub->Launch(&ctx, req, &rep);
+    watcher.set_context(nullptr);
+  }
+  if (!st.ok()) {
+    if (int s = watcher.signo()) {
+      say(std::string("interrupted (") + ::sigabbrev_np(s) + ") while launching the job");
+      return 128 + s;
+    }
+    if (st.error_code() == grpc::StatusCode::FAILED_PRECONDITION ||
+        st.error_code() == grpc::StatusCode::INVALID_ARGUMENT)
+      say("cannot launch " + o.program + ": " + st.error_message());
+    else
+      say("cannot launch the job on the machine manager at " + addr + ": " + describe(st));
+    return 1;
+  }
+  const uint64_t job = rep.job_id();
+  if (o.verbose) say("job " + std::to_string(job) + " launched on " + addr);
+
+  bool out_ok[2] = {true, true};
+  LineLabeler labeler(o.label, [&](int stream, std::string_view data) {
+    int i = stream == pb::STDERR ? 1 : 0;
+    // A reader that went away (bcs run ... | head) must not stop the job's
+    // other stream or the exit status from getting through.
+    if (out_ok[i]) out_ok[i] = write_all(i + 1, data);
+  });
+  std::optional<pb::JobExit> job_exit;
+  {
+    grpc::ClientContext ctx;
+    prepare(ctx, o.token);
+    watcher.set_context(&ctx);
+    watcher.job_started(job);
+    pb::AttachRequest areq;
+    areq.set_job_id(job);
+    auto reader = stub->Attach(&ctx, areq);
+    pb::JobEvent ev;
+    while (reader->Read(&ev)) {
+      if (ev.has_output()) {
+        const auto& out = ev.output();
+        labeler.feed(out.rank(), out.stream(), out.data());
+      } else if (ev.has_exit() && !job_exit) {
+        job_exit = ev.exit();
+      }
+    }
+    st = reader->Finish();
+    watcher.set_context(nullptr);
+  }
+  labeler.flush();
+  watcher.stop();
+
+  if (watcher.timed_out()) {
+    say("job " + std::to_string(job) + " timed out after " + o.timeout);
+    return 124;
+  }
+  if (int s = watcher.signo()) {
+    say("job " + std::to_string(job) + " killed: bcs was interrupted (" + ::sigabbrev_np(s) + ")");
+    return 128 + s;
+  }
+  if (!job_exit) {
+    say("lost the machine manager: " +
+        (st.ok() ? std::string("the job's event stream ended without an exit status") : describe(st)));
+    return 1;
+  }
+  if (!job_exit->message().empty()) say(job_exit->message());
+  int status = job_exit->status();
+  return status >= 0 && status <= 255 ? status : 1;
+}
+
+template <class Fn>
+int with_manager_errors(const std::string& addr, Fn&& fn) {
+  grpc::Status st = fn();
+  if (st.ok()) return 0;
+  say("machine manager at " + addr + ": " + describe(st));
+  return 1;
+}
+
+}  // namespace
+
+int run_job(const RunOptions& o) {
+  // gRPC turns SIGPIPE off too; be explicit: a closed stdout is an EPIPE.
+  ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread exists, so that every thread inherits the mask.
+  SignalBlock sig;
+  if (sig.fd() < 0) {
+    say(std::string("signalfd: ") + std::strerror(errno));
+    return 1;
+  }
+  if (o.manager) return submit(o, *o.manager, sig);
+
+  // The cluster is destroyed (torn down) on every path out of here,
+  // including exceptions.
+  EmbeddedCluster cluster;
+  try {
+    ClusterConfig cfg;
+    cfg.nodes = o.effective_nodes();
+    cfg.slice = o.slice;
+    cfg.chunk = o.chunk;
+    cfg.token = o.token;
+    cfg.verbose = o.verbose;
+    cfg.interrupt_fd = sig.fd();
+    cluster.start(cfg);
+  } catch (const StartInterrupted&) {
+    int s = sig.take();
+    say(std::string("interrupted (") + (s ? ::sigabbrev_np(s) : "?") + ") while starting the cluster");
+    cluster.teardown();
+    return 128 + (s ? s : SIGINT);
+  } catch (const ClusterError& e) {
+    say(std::string("cannot start the private cluster: ") + e.what());
+    cluster.teardown();
+    return 1;
+  }
+  int rc = submit(o, cluster.address(), sig);
+  cluster.teardown();
+  return rc;
+}
+
+int list_jobs(const JobsOptions& o) {
+  auto stub = pb::Jobs::NewStub(make_channel(o.manager));
+  pb::ListReply rep;
+  int rc = with_manager_errors(o.manager, [&] {
+    grpc::ClientContext ctx;
+    prepare(ctx, o.token, kRpcDeadline);
+    return stub->List(&ctx, pb::ListRequest{}, &rep);
+  });
+  if (rc) return rc;
+  std::printf("%8s  %-8s  %6s  %s\n", "JOB", "STATE", "RANKS", "PROGRAM");
+  for (const auto& j : rep.jobs())
+    std::printf("%8llu  %-8s  %6u  %s\n", static_cast<unsigned long long>(j.job_id()),
+                j.state().c_str(), j.nranks(), j.program().c_str());
+  return 0;
+}
+
+int kill_job(const KillOptions& o) {
+  auto stub = pb::Jobs::NewStub(make_channel(o.manager));
+  return with_manager_errors(o.manager, [&] {
+    grpc::ClientContext ctx;
+    prepare(ctx, o.token, kRpcDeadline);
+    pb::KillRequest req;
+    req.set_job_id(o.job_id);
+    req.set_reason("killed with `bcs kill`");
+    pb::KillReply rep;
+    return stub->Kill(&ctx, req, &rep);
+  });
+}
+
+int show_stats(const StatsOptions& o) {
+  auto stub = pb::Monitor::NewStub(make_channel(o.manager));
+  pb::SlicesReply rep;
+  int rc = with_manager_errors(o.manager, [&] {
+    grpc::ClientContext ctx;
+    prepare(ctx, o.token, kRpcDeadline);
+    pb::SlicesRequest req;
+    req.set_last(o.last);
+    return stub->Slices(&ctx, req, &rep);
+  });
+  if (rc) return rc;
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  std::printf("%10s %11s %9s %9s %9s %9s %11s %7s %12s\n", "slice", "period_us", "dem_us",
+              "msm_us", "p2p_us", "bbm_us", "descriptors", "chunks", "bytes");
+  for (const auto& s : rep.slices())
+    std::printf("%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu\n",
+                static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
+                us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), s.descriptors(), s.chunks(),
+                static_cast<unsigned long long>(s.bytes()));
+  std::printf("(%d of %llu slices)\n", rep.slices_size(),
+              static_cast<unsigned long long>(rep.total_slices()));
+  return 0;
+}
+
+}  // namespace bcs::cli

@@ -1,0 +1,13 @@
+// The subcommands of `bcs`; each returns the process exit status.
+#pragma once
+
+#include "options.h"
+
+namespace bcs::cli {
+
+int run_job(const RunOptions& o);
+int list_jobs(const JobsOptions& o);
+int kill_job(const KillOptions& o);
+int show_stats(const StatsOptions& o);
+
+}  // namespace bcs::cli

@@ -1,0 +1,21 @@
+// bcs: the manager CLI (run / jobs / kill / stats). See README.md.
+#include <iostream>
+#include <variant>
+
+#include "commands.h"
+#include "options.h"
+
+int main(int argc, char** argv) {
+  using namespace bcs::cli;
+  ParseResult parsed = parse_args(argc, argv, std::cout, std::cerr);
+  if (const int* code = std::get_if<int>(&parsed)) return *code;
+  return std::visit(
+      [](const auto& o) -> int {
+        using T = std::decay_t<decltype(o)>;
+        if constexpr (std::is_same_v<T, RunOptions>) return run_job(o);
+        else if constexpr (std::is_same_v<T, JobsOptions>) return list_jobs(o);
+        else if constexpr (std::is_same_v<T, KillOptions>) return kill_job(o);
+        else return show_stats(o);
+      },
+      std::get<Command>(parsed));
+}

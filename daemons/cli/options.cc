@@ -1,0 +1,203 @@
+#include "options.h"
+
+#include <CLI/CLI.hpp>
+
+#include <algorithm>
+#include <iterator>
+#include <ostream>
+
+#include "units.h"
+
+#ifndef BCS_VERSION
+#define BCS_VERSION "unknown"
+#endif
+
+namespace bcs::cli {
+
+uint32_t RunOptions::effective_nodes() const {
+  if (!nodes) return manager ? 0 : std::min<uint32_t>(1, nranks);
+  return std::min(*nodes, nranks);
+}
+
+namespace {
+
+// CLI11 validators built on daemons/common/units.h, so that "2ms" or "64KiB"
+// are checked before anything is started.
+const CLI::Validator kDuration(
+    [](std::string& s) -> std::string {
+      auto ns = parse_duration_ns(s);
+      if (!ns) return "'" + s + "' is not a duration (e.g. 500us, 2ms, 1.5s, 10m)";
+      if (*ns == 0) return "duration must be greater than zero";
+      return {};
+    },
+    "DURATION", "duration");
+
+const CLI::Validator kSize(
+    [](std::string& s) -> std::string {
+      auto b = parse_size_bytes(s);
+      if (!b) return "'" + s + "' is not a size (e.g. 65536, 64KiB, 4MiB)";
+      if (*b == 0) return "size must be greater than zero";
+      return {};
+    },
+    "SIZE", "size");
+
+const CLI::Validator kAtLeastOne(
+    [](std::string& s) -> std::string {
+      // The value has already been converted successfully when this runs on
+      // an unsigned option, but "-0" or "0" still need a clear message.
+      try {
+        if (std::stoll(s) < 1) return "must be at least 1";
+      } catch (...) {
+        return "'" + s + "' is not a positive integer";
+      }
+      return {};
+    },
+    "N>=1", "at-least-one");
+
+void add_manager_options(CLI::App* sub, std::string* manager, std::string* token) {
+  sub->add_option("--manager", *manager, "Machine manager to talk to (HOST:PORT)")
+      ->capture_default_str();
+  sub->add_option("--token", *token, "Shared token sent as 'bcs-token' metadata");
+}
+
+}  // namespace
+
+ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
+  CLI::App app{
+      "bcs: an MPI runtime built on Buffered Coscheduling.\n"
+      "Runs MPI programs on a private on-host cluster (default) or on a running\n"
+      "machine manager (bcs-mm) with its node managers (bcs-nm).",
+      "bcs"};
+  app.set_version_flag("--version", std::string("bcs ") + BCS_VERSION);
+  app.require_subcommand(1);
+  app.footer(
+      "Examples:\n"
+      "  bcs run -n 4 ./ring                 private cluster on this host, 1 node\n"
+      "  bcs run -n 8 --nodes 2 -l ./app x   2 node managers, output labelled by rank\n"
+      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app\n"
+      "  bcs jobs; bcs kill 3; bcs stats --last 50   (manager at 127.0.0.1:7600)\n"
+      "Run `bcs SUBCOMMAND --help` for the options of each subcommand.");
+
+  RunOptions run;
+  std::string slice, chunk, timeout;
+  uint32_t nodes = 0;
+  std::string manager;
+  auto* run_cmd = app.add_subcommand(
+      "run",
+      "Run a program with N ranks: bcs run -n N [OPTIONS] PROGRAM [ARGS...]\n"
+      "(everything after PROGRAM is passed to the program)");
+  run_cmd->footer(
+      "Without --manager, bcs starts a private bcs-mm and K x bcs-nm on this host\n"
+      "(found next to the bcs executable, then in PATH; BCS_MM_PATH / BCS_NM_PATH\n"
+      "override) and stops them when the job ends.\n"
+      "Exit status: the job's; 124 on --timeout; 130/143 on SIGINT/SIGTERM;\n"
+      "1 if the job could not be launched or the machine manager was lost;\n"
+      "2 for bad arguments.\n"
+      "Examples:\n"
+      "  bcs run -n 4 ./ring\n"
+      "  bcs run -n 8 --nodes 2 -l --timeout 5m ./app -x 3\n"
+      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app");
+  // Stop at PROGRAM: its own flags (even ones that look like ours, such as
+  // -l) belong to it, as with mpirun.
+  run_cmd->prefix_command();
+  run_cmd->add_option("-n,--np", run.nranks, "Number of ranks")
+      ->required()
+      ->check(kAtLeastOne);
+  auto* nodes_opt = run_cmd
+      ->add_option("--nodes", nodes,
+                   "Node managers to spread the ranks over (embedded default 1; "
+                   "with --manager default all registered); never more than N")
+      ->check(kAtLeastOne);
+  run_cmd->add_option("--slice", slice, "Time slice (strobe period), e.g. 500us, 2ms")
+      ->check(kDuration);
+  run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
+      ->check(kSize);
+  run_cmd->add_flag("-l,--label", run.label, "Prefix every output line with [RANK]");
+  run_cmd->add_option("--timeout", timeout, "Kill the job after this long (exit 124)")
+      ->check(kDuration);
+  auto* manager_opt = run_cmd->add_option(
+      "--manager", manager, "Submit to a running machine manager (HOST:PORT) instead of "
+                            "starting a private cluster");
+  run_cmd->add_option("--token", run.token, "Shared token sent as 'bcs-token' metadata");
+  run_cmd->add_flag("-v,--verbose", run.verbose,
+                    "Say what bcs does; embedded daemons log at debug level");
+
+  JobsOptions jobs;
+  auto* jobs_cmd = app.add_subcommand("jobs", "List the jobs of a running machine manager");
+  add_manager_options(jobs_cmd, &jobs.manager, &jobs.token);
+
+  KillOptions kill;
+  auto* kill_cmd = app.add_subcommand("kill", "Kill a job on a running machine manager");
+  kill_cmd->add_option("JOBID", kill.job_id, "Job id (see `bcs jobs`)")->required();
+  add_manager_options(kill_cmd, &kill.manager, &kill.token);
+
+  StatsOptions stats;
+  auto* stats_cmd = app.add_subcommand(
+      "stats", "Per-slice statistics of a running machine manager (Monitor service)");
+  stats_cmd->add_option("--last", stats.last, "How many of the most recent slices")
+      ->capture_default_str()
+      ->check(kAtLeastOne);
+  add_manager_options(stats_cmd, &stats.manager, &stats.token);
+
+  // CLI11 2.1 hands a "--" inside a prefix-command subcommand up to the
+  // root, which rejects what follows. So for `run`, split at the first "--"
+  // ourselves: words after it start the program, unless the program was
+  // already named before it (then "--" is one of the program's arguments).
+  std::vector<std::string> words(argv + (argc > 0 ? 1 : 0), argv + argc);
+  std::vector<std::string> tail;
+  bool split = false;
+  if (!words.empty() && words[0] == "run") {
+    auto dd = std::find(words.begin(), words.end(), "--");
+    if (dd != words.end()) {
+      tail.assign(dd + 1, words.end());
+      words.erase(dd, words.end());
+      split = true;
+    }
+  }
+  std::reverse(words.begin(), words.end());  // CLI11 takes them back to front
+
+  try {
+    app.parse(words);
+    if (*run_cmd) {
+      std::vector<std::string> rest = run_cmd->remaining();
+      // After "--" even a name starting with '-' is the program.
+      const bool named_after_dd = split && rest.empty();
+      if (split) {
+        if (!rest.empty()) rest.push_back("--");
+        rest.insert(rest.end(), tail.begin(), tail.end());
+      }
+      if (rest.empty()) throw CLI::RequiredError("PROGRAM");
+      // prefix_command() also parks unknown options met before PROGRAM in
+      // remaining(); those are typos, not the program.
+      if (!named_after_dd && rest.front().size() > 1 && rest.front()[0] == '-')
+        throw CLI::ExtrasError(std::vector<std::string>{rest.front()});
+      run.program = rest.front();
+      run.args.assign(rest.begin() + 1, rest.end());
+      if (*nodes_opt) run.nodes = nodes;
+      if (*manager_opt) run.manager = manager;
+      if (!slice.empty()) {
+        run.slice = slice;
+        run.slice_ns = *parse_duration_ns(slice);
+      }
+      if (!chunk.empty()) {
+        run.chunk = chunk;
+        run.chunk_bytes = *parse_size_bytes(chunk);
+      }
+      if (!timeout.empty()) {
+        run.timeout = timeout;
+        run.timeout_ns = *parse_duration_ns(timeout);
+      }
+      return Command{std::move(run)};
+    }
+    if (*jobs_cmd) return Command{std::move(jobs)};
+    if (*kill_cmd) return Command{std::move(kill)};
+    return Command{std::move(stats)};
+  } catch (const CLI::ParseError& e) {
+    int code = app.exit(e, out, err);
+    // CLI11's own codes (105, 106, ...) mean nothing to a shell user: any
+    // usage error is 2, like other Unix tools; help/version stay 0.
+    return code == 0 ? 0 : 2;
+  }
+}
+
+}  // namespace bcs::cli

@@ -1,0 +1,62 @@
+// Command line of the `bcs` manager CLI, parsed into plain structs so that
+// the parsing can be unit-tested without gRPC or child processes.
+#pragma once
+
+#include <cstdint>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace bcs::cli {
+
+inline constexpr const char* kDefaultManager = "127.0.0.1:7600";
+
+struct RunOptions {
+  uint32_t nranks = 0;
+  std::optional<uint32_t> nodes;     // --nodes as given (before min(K, N))
+  uint64_t slice_ns = 0;             // 0 = manager default
+  std::string slice;                 // as typed, forwarded to an embedded bcs-mm
+  uint64_t chunk_bytes = 0;          // 0 = manager default
+  std::string chunk;
+  bool label = false;
+  uint64_t timeout_ns = 0;           // 0 = none
+  std::string timeout;               // as typed, for "timed out after DUR"
+  std::optional<std::string> manager;  // absent = embedded private cluster
+  std::string token;
+  bool verbose = false;
+  std::string program;
+  std::vector<std::string> args;     // argv[1..] of the program
+
+  // Nodes to ask for: min(K, N) with K = --nodes (default 1 when embedded);
+  // 0 (= every registered node) with --manager and no --nodes.
+  uint32_t effective_nodes() const;
+};
+
+struct JobsOptions {
+  std::string manager = kDefaultManager;
+  std::string token;
+};
+
+struct KillOptions {
+  std::string manager = kDefaultManager;
+  std::string token;
+  uint64_t job_id = 0;
+};
+
+struct StatsOptions {
+  std::string manager = kDefaultManager;
+  std::string token;
+  uint32_t last = 20;
+};
+
+using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions>;
+
+// Either a command to execute or an exit status (help/version printed: 0,
+// bad arguments: 2, message already written to `out`/`err`).
+using ParseResult = std::variant<Command, int>;
+
+ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std::ostream& err);
+
+}  // namespace bcs::cli

@@ -1,0 +1,152 @@
+// Argument parsing of `bcs` (daemons/cli/options.h).
+#include "options.h"
+
+#include <gtest/gtest.h>
+
+#include <sstream>
+#include <string>
+#include <vector>
+
+namespace bcs::cli {
+namespace {
+
+struct Parsed {
+  ParseResult result;
+  std::string out, err;
+};
+
+Parsed parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "bcs");
+  std::vector<const char*> argv;
+  for (auto& a : args) argv.push_back(a.c_str());
+  std::ostringstream out, err;
+  Parsed p{parse_args(static_cast<int>(argv.size()), argv.data(), out, err), "", ""};
+  p.out = out.str();
+  p.err = err.str();
+  return p;
+}
+
+RunOptions run_of(const Parsed& p) {
+  const Command* c = std::get_if<Command>(&p.result);
+  EXPECT_NE(c, nullptr) << p.err;
+  if (!c || !std::holds_alternative<RunOptions>(*c)) return {};
+  return std::get<RunOptions>(*c);
+}
+
+int code_of(const Parsed& p) {
+  const int* c = std::get_if<int>(&p.result);
+  return c ? *c : -1;
+}
+
+TEST(CliOptions, ProgramArgumentsAreNotOurs) {
+  auto p = parse({"run", "-n", "2", "prog", "-l", "--foo", "-n", "7"});
+  RunOptions r = run_of(p);
+  EXPECT_EQ(r.nranks, 2u);
+  EXPECT_EQ(r.program, "prog");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"-l", "--foo", "-n", "7"}));
+  EXPECT_FALSE(r.label);
+}
+
+TEST(CliOptions, AllRunOptions) {
+  auto p = parse({"run", "-n", "8", "--nodes", "2", "--slice", "2ms", "--chunk", "64KiB", "-l",
+                  "--timeout", "1.5s", "--manager", "h:1", "--token", "t", "--verbose", "./a.out"});
+  RunOptions r = run_of(p);
+  EXPECT_EQ(r.nranks, 8u);
+  ASSERT_TRUE(r.nodes);
+  EXPECT_EQ(*r.nodes, 2u);
+  EXPECT_EQ(r.slice_ns, 2'000'000u);
+  EXPECT_EQ(r.slice, "2ms");
+  EXPECT_EQ(r.chunk_bytes, 65536u);
+  EXPECT_TRUE(r.label);
+  EXPECT_EQ(r.timeout_ns, 1'500'000'000u);
+  EXPECT_EQ(r.timeout, "1.5s");
+  ASSERT_TRUE(r.manager);
+  EXPECT_EQ(*r.manager, "h:1");
+  EXPECT_EQ(r.token, "t");
+  EXPECT_TRUE(r.verbose);
+  EXPECT_EQ(r.program, "./a.out");
+  EXPECT_TRUE(r.args.empty());
+}
+
+TEST(CliOptions, DoubleDashStartsTheProgram) {
+  RunOptions r = run_of(parse({"run", "-n", "1", "--", "prog", "--label"}));
+  EXPECT_EQ(r.program, "prog");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"--label"}));
+  EXPECT_FALSE(r.label);
+}
+
+TEST(CliOptions, DoubleDashAfterTheProgramIsTheProgramsOwn) {
+  RunOptions r = run_of(parse({"run", "-n", "1", "prog", "-x", "--", "-l", "--"}));
+  EXPECT_EQ(r.program, "prog");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"-x", "--", "-l", "--"}));
+  EXPECT_FALSE(r.label);
+  EXPECT_EQ(code_of(parse({"run", "-n", "1", "--"})), 2);
+}
+
+TEST(CliOptions, ProgramNamedLikeASubcommand) {
+  RunOptions r = run_of(parse({"run", "-n", "1", "kill", "3"}));
+  EXPECT_EQ(r.program, "kill");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"3"}));
+}
+
+TEST(CliOptions, EffectiveNodes) {
+  RunOptions r = run_of(parse({"run", "-n", "4", "p"}));
+  EXPECT_EQ(r.effective_nodes(), 1u);  // embedded default
+  r = run_of(parse({"run", "-n", "2", "--nodes", "5", "p"}));
+  EXPECT_EQ(r.effective_nodes(), 2u);  // never more nodes than ranks
+  r = run_of(parse({"run", "-n", "4", "--manager", "h:1", "p"}));
+  EXPECT_EQ(r.effective_nodes(), 0u);  // every registered node
+  r = run_of(parse({"run", "-n", "4", "--manager", "h:1", "--nodes", "3", "p"}));
+  EXPECT_EQ(r.effective_nodes(), 3u);
+}
+
+TEST(CliOptions, BadArgumentsExitTwoWithAMessage) {
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"run", "-n", "0", "p"},
+           {"run", "p"},
+           {"run", "-n", "2"},
+           {"run", "-n", "2", "--bogus", "p"},
+           {"run", "-n", "2", "--nodes", "0", "p"},
+           {"run", "-n", "2", "--slice", "3xs", "p"},
+           {"run", "-n", "2", "--chunk", "lots", "p"},
+           {"run", "-n", "x", "p"},
+           {"kill"},
+           {"kill", "notanumber"},
+           {"frobnicate"},
+           {}}) {
+    auto p = parse(args);
+    EXPECT_EQ(code_of(p), 2) << "args: " << testing::PrintToString(args);
+    EXPECT_FALSE(p.err.empty()) << testing::PrintToString(args);
+  }
+  EXPECT_NE(parse({"run", "-n", "0", "p"}).err.find("at least 1"), std::string::npos);
+  EXPECT_NE(parse({"run", "--slice", "3xs", "-n", "1", "p"}).err.find("not a duration"),
+            std::string::npos);
+}
+
+TEST(CliOptions, HelpAndVersionExitZero) {
+  auto p = parse({"--version"});
+  EXPECT_EQ(code_of(p), 0);
+  EXPECT_NE(p.out.find("bcs "), std::string::npos);
+  p = parse({"--help"});
+  EXPECT_EQ(code_of(p), 0);
+  EXPECT_NE(p.out.find("run"), std::string::npos);
+  p = parse({"run", "--help"});
+  EXPECT_EQ(code_of(p), 0);
+  EXPECT_NE(p.out.find("PROGRAM [ARGS...]"), std::string::npos);
+}
+
+TEST(CliOptions, ManagerCommands) {
+  auto p = parse({"jobs"});
+  auto& jobs = std::get<JobsOptions>(std::get<Command>(p.result));
+  EXPECT_EQ(jobs.manager, kDefaultManager);
+  p = parse({"kill", "42", "--manager", "h:9", "--token", "s"});
+  auto& k = std::get<KillOptions>(std::get<Command>(p.result));
+  EXPECT_EQ(k.job_id, 42u);
+  EXPECT_EQ(k.manager, "h:9");
+  EXPECT_EQ(k.token, "s");
+  p = parse({"stats", "--last", "5"});
+  EXPECT_EQ(std::get<StatsOptions>(std::get<Command>(p.result)).last, 5u);
+}
+
+}  // namespace
+}  // namespace bcs::cli
