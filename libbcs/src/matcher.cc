@@ -3,6 +3,7 @@
 #include "bcs/matcher.h"
 
 #include <algorithm>
+#include <climits>
 #include <tuple>
 #include <utility>
 
@@ -22,6 +23,34 @@ auto canonical_key(const SendDesc& s) {
 bool canonical_less(const SendDesc& a, const SendDesc& b) {
   return canonical_key(a) < canonical_key(b);
 }
+
+// Consumed entries are first overwritten with this rank (which desc_matches
+// can never accept, as no real rank or destination has it) and removed in one
+// pass at the end of the step. Erasing each from the middle of a deque would
+// move half the queue per match: O(n^2) bytes moved for n matches per slice,
+// which dominated the MSM at 1024 messages per slice.
+constexpr int32_t kConsumed = INT32_MIN;
+
+// Removes the consumed element `it` of `q`: at the front (the common case
+// with wildcards or in-order traffic) it is popped together with any
+// tombstones behind it, so scans never walk a growing prefix of dead
+// entries; elsewhere it becomes a tombstone and `q` is listed in `dirty`
+// (once) for compaction.
+template <typename Q, typename It, typename IsDead>
+void consume(Q& q, It it, std::vector<Q*>& dirty, IsDead is_dead, void (*kill)(typename Q::value_type&)) {
+  if (it == q.begin()) {
+    q.pop_front();
+    while (!q.empty() && is_dead(q.front())) q.pop_front();
+    return;
+  }
+  kill(*it);
+  if (std::find(dirty.begin(), dirty.end(), &q) == dirty.end()) dirty.push_back(&q);
+}
+
+bool send_dead(const SendDesc& s) { return s.dst == kConsumed; }
+bool recv_dead(const RecvDesc& r) { return r.rank == kConsumed; }
+void kill_send(SendDesc& s) { s.dst = kConsumed; }
+void kill_recv(RecvDesc& r) { r.rank = kConsumed; }
 
 ProbeResult found_result(const RecvDesc& p, const SendDesc& s) {
   ProbeResult r;
@@ -57,6 +86,7 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
 
   // Step 1: new receives and probes, in each rank's post order, against the
   // unexpected sends of that rank (oldest first = MPI non-overtaking).
+  std::vector<std::deque<SendDesc>*> dirty_unexpected;
   for (const RecvDesc& r : local_posts) {
     PerRank& pr = ranks_[r.rank];
     auto it = std::find_if(pr.unexpected.begin(), pr.unexpected.end(),
@@ -65,7 +95,7 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
       case DescKind::recv:
         if (it != pr.unexpected.end()) {
           matches_.push_back(make_match(std::move(*it), r));
-          pr.unexpected.erase(it);
+          consume(pr.unexpected, it, dirty_unexpected, send_dead, kill_send);
         } else {
           pr.posted.push_back(r);
         }
@@ -87,9 +117,14 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
     }
   }
 
+  // Compact before step 2, whose ordered insertion needs intact keys.
+  for (auto* q : dirty_unexpected)
+    std::erase_if(*q, send_dead);
+
   // Step 2: the slice's sends in canonical order, whatever order the network
   // delivered them in.
   std::sort(sends.begin(), sends.end(), canonical_less);
+  std::vector<std::deque<RecvDesc>*> dirty_posted;
   for (SendDesc& s : sends) {
     PerRank& pr = ranks_[s.dst];
     auto rit = std::find_if(pr.posted.begin(), pr.posted.end(),
@@ -99,7 +134,7 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
       // an arrival against its posted queue first, the message never becomes
       // visible to probes.
       matches_.push_back(make_match(std::move(s), *rit));
-      pr.posted.erase(rit);
+      consume(pr.posted, rit, dirty_posted, recv_dead, kill_recv);
       continue;
     }
     // Answer every waiting probe that accepts it (probes do not consume, so
@@ -121,6 +156,9 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
       pr.unexpected.insert(pos, std::move(s));
     }
   }
+
+  for (auto* q : dirty_posted)
+    std::erase_if(*q, recv_dead);
 
   // Step 3: iprobes that nothing answered complete as not-found. Ranks are
   // visited in rank order (std::map) so the result order is deterministic.

@@ -344,7 +344,9 @@ TEST(ChunkTest, RandomWorkloadCoversEveryByteOnce) {
     if (slice % 7 == 0) cs.set_budget(1 + rnd(3000));
     const bool had_work = !cs.idle();
     auto ch = cs.schedule_slice();
-    if (had_work) ASSERT_FALSE(ch.empty()) << "slice " << slice;
+    if (had_work) {
+      ASSERT_FALSE(ch.empty()) << "slice " << slice;
+    }
     uint64_t spent = 0;
     for (const Chunk& c : ch) {
       ASSERT_FALSE(finished[c.transfer]);

@@ -219,6 +219,50 @@ TEST(MatcherTest, SpecificTagSkipsOlderNonMatchingMessages) {
   EXPECT_EQ(ms[1].send.pair_seq, 3u);
 }
 
+TEST(MatcherTest, ConsumingFromTheMiddleKeepsTheRestInOrder) {
+  Matcher m;
+  // Unexpected for rank 0: src 1 #1..#4 (tags 0,1,0,1) and src 2 #1.
+  m.msm(1, {}, {send(1, 0, 0, 1, 0), send(1, 0, 1, 2, 0), send(1, 0, 0, 3, 0),
+                send(1, 0, 1, 4, 0), send(2, 0, 0, 1, 0)});
+  // Step 1 takes #2 and #4 (middle entries); step 2 then adds src 0's send
+  // of slice 1 and src 3's of slice 0 (an old slice handed in late, which
+  // must still be ordered by its slice).
+  m.msm(2, {recv(0, 1, 1, 1, 1), recv(0, 1, 1, 2, 1)}, {send(0, 0, 0, 1, 1), send(3, 0, 0, 1, 0)});
+  auto ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 2u);
+  EXPECT_EQ(ms[0].send.pair_seq, 2u);
+  EXPECT_EQ(ms[1].send.pair_seq, 4u);
+  EXPECT_EQ(m.unexpected_count(), 5u);
+  std::vector<RecvDesc> any;
+  for (uint32_t i = 0; i < 5; ++i) any.push_back(recv(0, kAnySource, kAnyTag, 10 + i, 2));
+  m.msm(3, any, {});
+  ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 5u);
+  const std::vector<std::tuple<uint64_t, int32_t, uint64_t>> want = {
+      {0, 1, 1}, {0, 1, 3}, {0, 2, 1}, {0, 3, 1}, {1, 0, 1}};
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(std::make_tuple(ms[i].send.slice, ms[i].send.src, ms[i].send.pair_seq), want[i])
+        << str(ms[i]);
+  EXPECT_EQ(m.unexpected_count(), 0u);
+}
+
+TEST(MatcherTest, PostedRecvsConsumedFromTheMiddleKeepTheRestInOrder) {
+  Matcher m;
+  m.msm(1, {recv(0, 1, 0, 1, 0), recv(0, 2, 0, 2, 0), recv(0, 1, 0, 3, 0), recv(0, 2, 0, 4, 0),
+            recv(0, kAnySource, 0, 5, 0)},
+        {});
+  m.msm(2, {}, {send(2, 0, 0, 1, 1)});  // takes request 2 (middle)
+  m.msm(3, {}, {send(2, 0, 0, 2, 2), send(1, 0, 0, 1, 2), send(1, 0, 0, 2, 2), send(1, 0, 0, 3, 2)});
+  auto ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 5u);
+  // Slice 1: src 2 #1 -> req 2. Slice 2 canonical: src 1 #1 -> 1, #2 -> 3,
+  // #3 -> 5 (the wildcard, posted after 4 but 4 wants src 2), src 2 #2 -> 4.
+  const std::vector<std::pair<int32_t, uint32_t>> want = {{2, 2}, {1, 1}, {1, 3}, {1, 5}, {2, 4}};
+  for (size_t i = 0; i < 5; ++i)
+    EXPECT_EQ(std::make_pair(ms[i].send.src, ms[i].recv.request), want[i]) << str(ms[i]);
+  EXPECT_EQ(m.posted_count(), 0u);
+}
+
 // ---------------------------------------------------------- separation
 
 TEST(MatcherTest, ContextsNeverMatchEachOther) {
