@@ -1,0 +1,456 @@
+// `bcs run` / `bcs jobs` / `bcs kill` end to end against an in-process fake
+// machine manager (a gRPC Jobs service scripted per test). The real bcs
+// executable runs as a child process; for the embedded mode it starts fake
+// daemon scripts whose "bcs-mm" reports the fake server's port.
+#include <dirent.h>
+#include <fcntl.h>
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <gtest/gtest.h>
+
+#include <chrono>
+#include <condition_variable>
+#include <filesystem>
+#include <fstream>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "bcs.grpc.pb.h"
+
+extern char** environ;
+
+namespace {
+
+namespace fs = std::filesystem;
+namespace pb = bcs::v1;
+using namespace std::chrono_literals;
+
+// Generous bound for anything the test waits on: never hang, never a
+// timing assertion.
+constexpr auto kBound = 60s;
+
+pb::JobEvent output(uint32_t rank, pb::Stream s, std::string data) {
+  pb::JobEvent ev;
+  ev.mutable_output()->set_job_id(7);
+  ev.mutable_output()->set_rank(rank);
+  ev.mutable_output()->set_stream(s);
+  ev.mutable_output()->set_data(std::move(data));
+  return ev;
+}
+
+class FakeJobs final : public pb::Jobs::Service {
+ public:
+  enum class End { kExit, kWaitForKill, kBreak };
+
+  // Script (set before the server is used).
+  std::vector<pb::JobEvent> events;
+  End end = End::kExit;
+  pb::JobExit exit;
+  grpc::Status launch_status = grpc::Status::OK;
+
+  // Observations.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::optional<pb::LaunchRequest> launch;
+  std::string token;
+  bool attached = false;
+  std::optional<std::string> kill_reason;
+  uint64_t kill_job = 0;
+
+  grpc::Status Launch(grpc::ServerContext* ctx, const pb::LaunchRequest* req,
+                      pb::LaunchReply* rep) override {
+    std::lock_guard lk(mu);
+    launch = *req;
+    auto it = ctx->client_metadata().find("bcs-token");
+    if (it != ctx->client_metadata().end()) token.assign(it->second.data(), it->second.size());
+    if (!launch_status.ok()) return launch_status;
+    rep->set_job_id(7);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Attach(grpc::ServerContext*, const pb::AttachRequest* req,
+                      grpc::ServerWriter<pb::JobEvent>* w) override {
+    if (req->job_id() != 7) return {grpc::StatusCode::NOT_FOUND, "no such job"};
+    for (const auto& ev : events) w->Write(ev);
+    std::unique_lock lk(mu);
+    attached = true;
+    cv.notify_all();
+    if (end == End::kBreak) return {grpc::StatusCode::UNAVAILABLE, "boom"};
+    pb::JobEvent ev;
+    if (end == End::kWaitForKill) {
+      if (!cv.wait_for(lk, kBound, [&] { return kill_reason.has_value(); }))
+        return {grpc::StatusCode::DEADLINE_EXCEEDED, "test: no Kill came"};
+      ev.mutable_exit()->set_status(143);
+      ev.mutable_exit()->set_message("job 7 killed: " + *kill_reason);
+    } else {
+      *ev.mutable_exit() = exit;
+    }
+    lk.unlock();
+    w->Write(ev);
+    return grpc::Status::OK;
+  }
+
+  grpc::Status Kill(grpc::ServerContext*, const pb::KillRequest* req, pb::KillReply*) override {
+    std::lock_guard lk(mu);
+    kill_reason = req->reason();
+    kill_job = req->job_id();
+    cv.notify_all();
+    return grpc::Status::OK;
+  }
+
+  grpc::Status List(grpc::ServerContext*, const pb::ListRequest*, pb::ListReply* rep) override {
+    auto* j = rep->add_jobs();
+    j->set_job_id(7);
+    j->set_program("a.out");
+    j->set_nranks(4);
+    j->set_state("running");
+    return grpc::Status::OK;
+  }
+
+  bool wait_attached() {
+    std::unique_lock lk(mu);
+    return cv.wait_for(lk, kBound, [&] { return attached; });
+  }
+};
+
+struct Result {
+  int status = -1;  // exit status, or 128+signal
+  std::string out, err;
+};
+
+std::string find_bcs() {
+  if (const char* p = std::getenv("BCS_CLI_PATH")) return p;
+  char self[4096];
+  ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return {};
+  fs::path dir = fs::path(std::string(self, static_cast<size_t>(n))).parent_path();
+  for (auto cand : {dir / "bcs", dir / "bin" / "bcs"})
+    if (::access(cand.c_str(), X_OK) == 0) return cand;
+  return {};
+}
+
+// A running `bcs` child with its stdout/stderr captured.
+class Bcs {
+ public:
+  Bcs(const std::string& exe, std::vector<std::string> args, std::vector<std::string> extra_env = {}) {
+    int o[2], e[2];
+    EXPECT_EQ(::pipe2(o, O_CLOEXEC), 0);
+    EXPECT_EQ(::pipe2(e, O_CLOEXEC), 0);
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_adddup2(&fa, o[1], 1);
+    posix_spawn_file_actions_adddup2(&fa, e[1], 2);
+    args.insert(args.begin(), exe);
+    std::vector<char*> argv;
+    for (auto& a : args) argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> env_s;
+    for (char** p = environ; *p; ++p) env_s.emplace_back(*p);
+    for (auto& x : extra_env) env_s.push_back(x);
+    std::vector<char*> envp;
+    for (auto& x : env_s) envp.push_back(x.data());
+    envp.push_back(nullptr);
+    EXPECT_EQ(::posix_spawn(&pid_, exe.c_str(), &fa, nullptr, argv.data(), envp.data()), 0);
+    posix_spawn_file_actions_destroy(&fa);
+    ::close(o[1]);
+    ::close(e[1]);
+    out_fd_ = o[0];
+    err_fd_ = e[0];
+  }
+  ~Bcs() {
+    if (pid_ > 0) {  // a failed test: do not leave it behind
+      ::kill(pid_, SIGKILL);
+      ::waitpid(pid_, nullptr, 0);
+    }
+    if (out_fd_ >= 0) ::close(out_fd_);
+    if (err_fd_ >= 0) ::close(err_fd_);
+  }
+  pid_t pid() const { return pid_; }
+
+  // Reads both pipes to EOF (bounded), then reaps bcs.
+  Result finish() {
+    Result r;
+    bool open[2] = {true, true};
+    while (open[0] || open[1]) {
+      pollfd fds[2] = {{open[0] ? out_fd_ : -1, POLLIN, 0}, {open[1] ? err_fd_ : -1, POLLIN, 0}};
+      int rc = ::poll(fds, 2, static_cast<int>(std::chrono::milliseconds(kBound).count()));
+      if (rc <= 0) {
+        ADD_FAILURE() << "bcs did not finish; stderr so far: " << r.err;
+        return r;
+      }
+      for (int i = 0; i < 2; ++i) {
+        if (!open[i] || !fds[i].revents) continue;
+        char buf[4096];
+        ssize_t n = ::read(i == 0 ? out_fd_ : err_fd_, buf, sizeof buf);
+        if (n <= 0) open[i] = false;
+        else (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(n));
+      }
+    }
+    int st = 0;
+    ::waitpid(pid_, &st, 0);
+    pid_ = -1;
+    r.status = WIFEXITED(st) ? WEXITSTATUS(st) : 128 + WTERMSIG(st);
+    return r;
+  }
+
+ private:
+  pid_t pid_ = -1;
+  int out_fd_ = -1, err_fd_ = -1;
+};
+
+// Our children that are still alive or unreaped (pids from /proc).
+std::vector<pid_t> children_of_us() {
+  std::vector<pid_t> kids;
+  DIR* d = ::opendir("/proc");
+  if (!d) return kids;
+  while (dirent* e = ::readdir(d)) {
+    pid_t pid = static_cast<pid_t>(std::atoi(e->d_name));
+    if (pid <= 0) continue;
+    std::ifstream f("/proc/" + std::string(e->d_name) + "/stat");
+    std::string s((std::istreambuf_iterator<char>(f)), {});
+    auto rp = s.rfind(')');
+    if (rp == std::string::npos) continue;
+    char state;
+    int ppid;
+    if (std::sscanf(s.c_str() + rp + 1, " %c %d", &state, &ppid) == 2 && ppid == ::getpid())
+      kids.push_back(pid);
+  }
+  ::closedir(d);
+  return kids;
+}
+
+class RunTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    exe_ = find_bcs();
+    if (exe_.empty()) GTEST_SKIP() << "bcs executable not built next to the test";
+    grpc::ServerBuilder b;
+    b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    b.RegisterService(&jobs_);
+    server_ = b.BuildAndStart();
+    ASSERT_TRUE(server_);
+    ASSERT_GT(port_, 0);
+    addr_ = "127.0.0.1:" + std::to_string(port_);
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown(std::chrono::system_clock::now() + 5s);
+  }
+  std::vector<std::string> run_args(std::vector<std::string> tail) {
+    std::vector<std::string> a{"run", "--manager", addr_};
+    a.insert(a.end(), tail.begin(), tail.end());
+    return a;
+  }
+
+  std::string exe_;
+  FakeJobs jobs_;
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string addr_;
+};
+
+TEST_F(RunTest, ForwardsLabelledOutputAndExitStatus) {
+  jobs_.events = {output(0, pb::STDOUT, "hel"), output(1, pb::STDOUT, "x\ny"),
+                  output(0, pb::STDOUT, "lo\n"), output(1, pb::STDERR, "warn\n")};
+  jobs_.exit.set_status(3);
+  jobs_.exit.set_message("rank 1 (pid 1234 on node1) exited with status 3");
+  Bcs b(exe_, run_args({"--token", "sekrit", "-n", "2", "-l", "prog", "-l", "--foo"}),
+        {"BCS_TEST_MARKER=xyz"});
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 3) << r.err;
+  EXPECT_EQ(r.out, "[1] x\n[0] hello\n[1] y\n");
+  EXPECT_NE(r.err.find("[1] warn\n"), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("bcs: rank 1 (pid 1234 on node1) exited with status 3\n"), std::string::npos)
+      << r.err;
+
+  std::lock_guard lk(jobs_.mu);
+  ASSERT_TRUE(jobs_.launch);
+  const auto& l = *jobs_.launch;
+  EXPECT_EQ(l.program(), "prog");
+  ASSERT_EQ(l.args_size(), 2);
+  EXPECT_EQ(l.args(0), "-l");
+  EXPECT_EQ(l.args(1), "--foo");
+  EXPECT_EQ(l.nranks(), 2u);
+  EXPECT_EQ(l.nodes(), 0u);  // --manager without --nodes: every node
+  EXPECT_EQ(l.wait_nodes_ms(), 10000u);
+  char cwd[4096];
+  ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
+  EXPECT_EQ(l.cwd(), cwd);
+  EXPECT_NE(std::find(l.env().begin(), l.env().end(), "BCS_TEST_MARKER=xyz"), l.env().end());
+  EXPECT_EQ(jobs_.token, "sekrit");
+}
+
+TEST_F(RunTest, UnlabelledOutputIsPassedThroughUnchanged) {
+  jobs_.events = {output(0, pb::STDOUT, "ab"), output(1, pb::STDOUT, "c"),
+                  output(0, pb::STDERR, "e")};
+  jobs_.exit.set_status(0);
+  Bcs b(exe_, run_args({"-n", "2", "--nodes", "5", "--slice", "2ms", "--chunk", "64KiB", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "abc");
+  EXPECT_EQ(r.err, "e");
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_EQ(jobs_.launch->nodes(), 2u);  // min(K, N)
+  EXPECT_EQ(jobs_.launch->slice_ns(), 2'000'000u);
+  EXPECT_EQ(jobs_.launch->chunk_bytes(), 65536u);
+  EXPECT_TRUE(jobs_.token.empty());
+}
+
+TEST_F(RunTest, TimeoutKillsTheJobAndExits124) {
+  jobs_.end = FakeJobs::End::kWaitForKill;
+  Bcs b(exe_, run_args({"-n", "1", "--timeout", "50ms", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_NE(r.err.find("bcs: job 7 timed out after 50ms"), std::string::npos) << r.err;
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_EQ(jobs_.kill_job, 7u);
+  EXPECT_EQ(jobs_.kill_reason.value_or(""), "timeout after 50ms");
+}
+
+class RunSignalTest : public RunTest, public ::testing::WithParamInterface<int> {};
+
+TEST_P(RunSignalTest, SignalKillsTheJob) {
+  jobs_.end = FakeJobs::End::kWaitForKill;
+  Bcs b(exe_, run_args({"-n", "1", "p"}));
+  ASSERT_TRUE(jobs_.wait_attached());
+  ::kill(b.pid(), GetParam());
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 128 + GetParam()) << r.err;
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_EQ(jobs_.kill_reason.value_or(""), "interrupted");
+}
+
+INSTANTIATE_TEST_SUITE_P(IntTerm, RunSignalTest, ::testing::Values(SIGINT, SIGTERM));
+
+TEST_F(RunTest, LostManagerIsReported) {
+  jobs_.events = {output(0, pb::STDOUT, "partial")};
+  jobs_.end = FakeJobs::End::kBreak;
+  Bcs b(exe_, run_args({"-n", "1", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_EQ(r.out, "partial");
+  EXPECT_NE(r.err.find("bcs: lost the machine manager: UNAVAILABLE: boom"), std::string::npos)
+      << r.err;
+}
+
+TEST_F(RunTest, LaunchRefusalIsReported) {
+  jobs_.launch_status = {grpc::StatusCode::FAILED_PRECONDITION,
+                         "only 0 of 2 node managers registered within 10000 ms"};
+  Bcs b(exe_, run_args({"-n", "2", "--nodes", "2", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("only 0 of 2 node managers registered"), std::string::npos) << r.err;
+}
+
+TEST_F(RunTest, JobsAndKill) {
+  Result r = Bcs(exe_, {"jobs", "--manager", addr_}).finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("a.out"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
+  r = Bcs(exe_, {"kill", "9", "--manager", addr_}).finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_EQ(jobs_.kill_job, 9u);
+}
+
+TEST_F(RunTest, UnreachableManagerIsAClearError) {
+  // Port 1 on loopback: nothing listens there.
+  Result r = Bcs(exe_, {"run", "--manager", "127.0.0.1:1", "-n", "1", "p"}).finish();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("bcs: cannot launch the job on the machine manager at 127.0.0.1:1"),
+            std::string::npos)
+      << r.err;
+  r = Bcs(exe_, {"jobs", "--manager", "127.0.0.1:1"}).finish();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("127.0.0.1:1"), std::string::npos) << r.err;
+}
+
+// Embedded mode with fake daemons: the fake bcs-mm reports the port of the
+// in-process fake manager. Afterwards no daemon may be left: this process is
+// made a child subreaper, so anything bcs leaked would show up as our child.
+class EmbeddedTest : public RunTest {
+ protected:
+  void SetUp() override {
+    RunTest::SetUp();
+    if (IsSkipped()) return;
+    char tmpl[] = "/tmp/bcs-cli-run-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    dir_ = tmpl;
+    std::ofstream(dir_ / "mm") << "#!/bin/bash\n"
+                                  "while [ $# -gt 0 ]; do case \"$1\" in --ready-fd) fd=$2; shift;; esac; shift; done\n"
+                                  "echo \"$FAKE_PORT\" >&$fd\n"
+                                  "eval \"exec $fd>&-\"\n"
+                                  "exec sleep 1000\n";
+    std::ofstream(dir_ / "nm") << "#!/bin/bash\nexec sleep 1000\n";
+    fs::permissions(dir_ / "mm", fs::perms::owner_all);
+    fs::permissions(dir_ / "nm", fs::perms::owner_all);
+    ASSERT_EQ(::prctl(PR_SET_CHILD_SUBREAPER, 1), 0);
+  }
+  void TearDown() override {
+    ::prctl(PR_SET_CHILD_SUBREAPER, 0);
+    std::error_code ec;
+    if (!dir_.empty()) fs::remove_all(dir_, ec);
+    RunTest::TearDown();
+  }
+  std::vector<std::string> env() {
+    return {"BCS_MM_PATH=" + (dir_ / "mm").string(), "BCS_NM_PATH=" + (dir_ / "nm").string(),
+            "FAKE_PORT=" + std::to_string(port_)};
+  }
+  void expect_nothing_left() {
+    auto kids = children_of_us();
+    EXPECT_TRUE(kids.empty()) << "left behind: " << testing::PrintToString(kids);
+    for (pid_t k : kids) {  // clean up after a failure
+      ::kill(k, SIGKILL);
+      ::waitpid(k, nullptr, 0);
+    }
+  }
+  fs::path dir_;
+};
+
+TEST_F(EmbeddedTest, RunsOnAPrivateClusterAndTearsItDown) {
+  jobs_.events = {output(0, pb::STDOUT, "hi\n")};
+  jobs_.exit.set_status(5);
+  Result r = Bcs(exe_, {"run", "-v", "-n", "3", "--nodes", "2", "p"}, env()).finish();
+  EXPECT_EQ(r.status, 5) << r.err;
+  EXPECT_EQ(r.out, "hi\n");
+  EXPECT_NE(r.err.find("started bcs-nm node2"), std::string::npos) << r.err;
+  {
+    std::lock_guard lk(jobs_.mu);
+    ASSERT_TRUE(jobs_.launch);
+    EXPECT_EQ(jobs_.launch->nodes(), 2u);
+  }
+  expect_nothing_left();
+}
+
+TEST_F(EmbeddedTest, TimeoutTearsDownToo) {
+  jobs_.end = FakeJobs::End::kWaitForKill;
+  Result r = Bcs(exe_, {"run", "-n", "1", "--timeout", "10ms", "p"}, env()).finish();
+  EXPECT_EQ(r.status, 124) << r.err;
+  expect_nothing_left();
+}
+
+TEST_F(EmbeddedTest, FailedLaunchTearsDownToo) {
+  Result r = Bcs(exe_, {"run", "-n", "1", "p"},
+                 {"BCS_MM_PATH=" + (dir_ / "mm").string(), "BCS_NM_PATH=" + (dir_ / "nm").string(),
+                  "FAKE_PORT=1"})
+                 .finish();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("cannot launch the job"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
+TEST_F(EmbeddedTest, MissingDaemonIsAClearError) {
+  Result r = Bcs(exe_, {"run", "-n", "1", "p"}, {"BCS_MM_PATH=" + (dir_ / "none").string()}).finish();
+  EXPECT_EQ(r.status, 1);
+  EXPECT_NE(r.err.find("bcs: cannot start the private cluster"), std::string::npos) << r.err;
+  expect_nothing_left();
+}
+
+}  // namespace
