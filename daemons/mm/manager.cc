@@ -166,11 +166,12 @@ void Manager::node_lost(uint32_t id) {
     if (it == nodes_.end()) return;
     auto node = it->second;
     nodes_.erase(it);
-    if (!stopping_) spdlog::warn("node {} ({}) is gone", id, node->name);
     fabric_.disconnect(id);
+    bool had_job = false;
     for (auto& [jid, j] : jobs_) {
       if (j->state == Job::State::done) continue;
       if (std::find(j->nodes.begin(), j->nodes.end(), id) == j->nodes.end()) continue;
+      had_job = true;
       fail_job_locked(*j, 1, "node manager " + node->name + " (pid " + std::to_string(node->pid) +
                                  ") was lost");
       // Its ranks died with it (PR_SET_PDEATHSIG): account for them.
@@ -181,6 +182,9 @@ void Manager::node_lost(uint32_t id) {
         }
       if (j->ranks_done == j->rank_node.size()) finish_job_locked(*j);
     }
+    // Leaving while idle is how an embedded cluster ends: not worth a warning.
+    if (had_job) spdlog::warn("node {} ({}) was lost during a job", id, node->name);
+    else spdlog::info("node {} ({}) left", id, node->name);
     if (node->fabric_ready) broadcast_peers_locked();
   }
   cv_.notify_all();
