@@ -1,0 +1,280 @@
+#include "harness.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <sys/prctl.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstring>
+#include <fstream>
+#include <sstream>
+#include <stdexcept>
+
+namespace bcs::test {
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+std::vector<std::string> build_env(const std::map<std::string, std::string>& extra) {
+  std::vector<std::string> env;
+  for (char** e = environ; *e; ++e) {
+    std::string kv(*e);
+    auto k = kv.substr(0, kv.find('='));
+    if (extra.count(k) || k == "BCS_TEST_MARKER") continue;
+    env.push_back(kv);
+  }
+  for (auto& [k, v] : extra) env.push_back(k + "=" + v);
+  env.push_back("BCS_TEST_MARKER=" + marker());
+  return env;
+}
+
+// fork+exec with the marker; stdout/stderr to the given fds (or inherited).
+pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra,
+            int out_fd, int err_fd, int ready_fd) {
+  auto env_s = build_env(extra);
+  std::vector<char*> envp, args;
+  for (auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
+  envp.push_back(nullptr);
+  for (auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
+  args.push_back(nullptr);
+  const pid_t parent = getpid();
+  pid_t pid = fork();
+  if (pid < 0) throw std::runtime_error(std::string("fork: ") + strerror(errno));
+  if (pid == 0) {
+    // If the test binary dies, its children go too.
+    prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (getppid() != parent) _exit(1);
+    int devnull = open("/dev/null", O_RDONLY);
+    dup2(devnull, 0);
+    if (out_fd >= 0) dup2(out_fd, 1);
+    if (err_fd >= 0) dup2(err_fd, 2);
+    if (ready_fd >= 0) dup2(ready_fd, 3);
+    execve(args[0], args.data(), envp.data());
+    _exit(127);
+  }
+  return pid;
+}
+
+int decode(int st) { return WIFSIGNALED(st) ? 128 + WTERMSIG(st) : WEXITSTATUS(st); }
+
+// waitpid with a deadline, without sleeping as synchronisation: a pidfd is
+// polled, so we wake exactly when the child exits.
+int wait_deadline(pid_t pid, Clock::time_point deadline) {
+  int pfd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  for (;;) {
+    int st;
+    pid_t r = waitpid(pid, &st, WNOHANG);
+    if (r == pid) {
+      if (pfd >= 0) close(pfd);
+      return decode(st);
+    }
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      if (pfd >= 0) close(pfd);
+      return -1;
+    }
+    pollfd p{pfd, POLLIN, 0};
+    poll(&p, pfd >= 0 ? 1 : 0, static_cast<int>(std::min<long>(left, 100)));
+  }
+}
+
+std::string read_file(const std::string& path) {
+  std::ifstream f(path, std::ios::binary);
+  std::stringstream ss;
+  ss << f.rdbuf();
+  return ss.str();
+}
+
+}  // namespace
+
+std::string bin(const std::string& name) { return std::string(BCS_BIN_DIR) + "/" + name; }
+std::string prog(const std::string& name) { return std::string(BCS_PROG_DIR) + "/" + name; }
+
+const std::string& marker() {
+  static const std::string m = [] {
+    timespec ts;
+    clock_gettime(CLOCK_REALTIME, &ts);
+    return "bcs-it-" + std::to_string(getpid()) + "-" + std::to_string(ts.tv_nsec);
+  }();
+  return m;
+}
+
+RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
+              const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+  int out[2], err[2];
+  if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
+  pid_t pid = spawn(argv, env, out[1], err[1], -1);
+  close(out[1]);
+  close(err[1]);
+  RunResult r;
+  const auto deadline = Clock::now() + limit;
+  pollfd fds[2] = {{out[0], POLLIN, 0}, {err[0], POLLIN, 0}};
+  int open_fds = 2;
+  char buf[65536];
+  while (open_fds > 0) {
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (left <= 0) {
+      r.timed_out = true;
+      kill(pid, SIGKILL);  // its daemons and ranks follow (PR_SET_PDEATHSIG)
+      break;
+    }
+    int n = poll(fds, 2, static_cast<int>(left));
+    if (n < 0 && errno == EINTR) continue;
+    for (int i = 0; i < 2; ++i) {
+      if (fds[i].fd < 0 || !(fds[i].revents & (POLLIN | POLLHUP | POLLERR))) continue;
+      ssize_t k = read(fds[i].fd, buf, sizeof buf);
+      if (k > 0) {
+        (i == 0 ? r.out : r.err).append(buf, static_cast<size_t>(k));
+        if (i == 0 && on_stdout) on_stdout(r.out);
+      } else {
+        close(fds[i].fd);
+        fds[i].fd = -1;
+        --open_fds;
+      }
+    }
+  }
+  for (auto& f : fds)
+    if (f.fd >= 0) close(f.fd);
+  r.status = wait_deadline(pid, Clock::now() + std::chrono::seconds(30));
+  if (r.status < 0) {
+    kill(pid, SIGKILL);
+    r.status = wait_deadline(pid, Clock::now() + std::chrono::seconds(30));
+    r.timed_out = true;
+  }
+  return r;
+}
+
+RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds limit,
+                  const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+  std::vector<std::string> argv{bin("bcs"), "run", "--timeout", std::to_string(limit.count() * 2 / 3) + "s"};
+  argv.insert(argv.end(), args.begin(), args.end());
+  return run(argv, limit, env, std::move(on_stdout));
+}
+
+Background::Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+  int p[2];
+  if (pipe2(p, O_CLOEXEC)) throw std::runtime_error("pipe");
+  pid_ = spawn(argv, env, -1, -1, p[1]);
+  close(p[1]);
+  ready_fd_ = p[0];
+}
+
+Background::~Background() {
+  stop();
+  if (ready_fd_ >= 0) close(ready_fd_);
+}
+
+std::string Background::ready_line(std::chrono::seconds limit) {
+  std::string line;
+  const auto deadline = Clock::now() + limit;
+  char c;
+  while (Clock::now() < deadline) {
+    pollfd p{ready_fd_, POLLIN, 0};
+    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    if (poll(&p, 1, static_cast<int>(std::max<long>(left, 1))) <= 0) continue;
+    if (read(ready_fd_, &c, 1) != 1) break;
+    if (c == '\n') return line;
+    line += c;
+  }
+  return "";
+}
+
+int Background::wait(std::chrono::seconds limit) {
+  if (pid_ <= 0) return status_;
+  int st = wait_deadline(pid_, Clock::now() + limit);
+  if (st >= 0) {
+    status_ = st;
+    pid_ = -1;
+  }
+  return st;
+}
+
+int Background::stop(std::chrono::seconds limit) {
+  if (pid_ <= 0) return status_;
+  kill(pid_, SIGTERM);
+  if (wait(limit) >= 0) return status_;
+  kill(pid_, SIGKILL);
+  wait(std::chrono::seconds(30));
+  return status_;
+}
+
+std::vector<pid_t> marked_with(const std::string& key, const std::string& value) {
+  std::vector<pid_t> pids;
+  const std::string m = "BCS_TEST_MARKER=" + marker();
+  const std::string kv = key + "=" + value;
+  DIR* d = opendir("/proc");
+  if (!d) return pids;
+  while (dirent* e = readdir(d)) {
+    char* end;
+    long pid = strtol(e->d_name, &end, 10);
+    if (*end || pid <= 0 || pid == getpid()) continue;
+    std::string env = read_file("/proc/" + std::string(e->d_name) + "/environ");
+    if (env.empty()) continue;  // zombies and kernel threads have none
+    bool has_marker = false, has_kv = key.empty();
+    size_t pos = 0;
+    while (pos < env.size()) {
+      size_t z = env.find('\0', pos);
+      if (z == std::string::npos) z = env.size();
+      std::string_view item(env.data() + pos, z - pos);
+      if (item == m) has_marker = true;
+      if (!key.empty() && item == kv) has_kv = true;
+      pos = z + 1;
+    }
+    if (has_marker && has_kv) pids.push_back(static_cast<pid_t>(pid));
+  }
+  closedir(d);
+  return pids;
+}
+
+std::vector<pid_t> marked_processes() { return marked_with("", ""); }
+
+std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit) {
+  // Processes killed a moment ago may still be exiting; poll /proc with a
+  // deadline (the result, not the delay, is what is asserted).
+  const auto deadline = Clock::now() + limit;
+  for (;;) {
+    auto left = marked_processes();
+    if (left.empty() || Clock::now() >= deadline) return left;
+    struct timespec ts{0, 20'000'000};
+    nanosleep(&ts, nullptr);
+  }
+}
+
+std::vector<std::string> shm_entries() {
+  std::vector<std::string> v;
+  DIR* d = opendir("/dev/shm");
+  if (!d) return v;
+  while (dirent* e = readdir(d))
+    if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) v.push_back(e->d_name);
+  closedir(d);
+  return v;
+}
+
+}  // namespace bcs::test
+
+namespace bcs::test {
+
+std::string blocker() { return std::string(BCS_BIN_DIR) + "/../tests/integration/it_block"; }
+
+size_t count(const std::string& s, const std::string& what) {
+  size_t n = 0;
+  for (size_t p = s.find(what); p != std::string::npos; p = s.find(what, p + what.size())) ++n;
+  return n;
+}
+
+bool kill_announced_rank(const std::string& out, int rank, int sig) {
+  const std::string key = "rank " + std::to_string(rank) + " pid ";
+  size_t p = out.find(key);
+  if (p == std::string::npos) return false;
+  size_t e = out.find(" blocking", p);
+  if (e == std::string::npos) return false;
+  pid_t pid = static_cast<pid_t>(std::stol(out.substr(p + key.size(), e - p - key.size())));
+  return pid > 0 && ::kill(pid, sig) == 0;
+}
+
+}  // namespace bcs::test

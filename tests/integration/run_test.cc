@@ -1,0 +1,228 @@
+// Integration tests: real `bcs run` jobs on the embedded default (a private
+// machine manager and K node managers on this host, talking UCX), running
+// real MPI programs from tests/programs. Each story checks what a user sees
+// (output, exit status, the message naming a failed rank) and that nothing
+// is left behind (processes, /dev/shm entries).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <set>
+
+#include "harness.h"
+
+using namespace std::chrono_literals;
+using bcs::test::bcs_run;
+using bcs::test::prog;
+using bcs::test::RunResult;
+using testing::HasSubstr;
+
+namespace {
+
+std::string describe(const RunResult& r) {
+  return "status " + std::to_string(r.status) + (r.timed_out ? " (TIMED OUT)" : "") + "\n--- stdout\n" +
+         r.out.substr(0, 4000) + "\n--- stderr\n" + r.err.substr(0, 4000);
+}
+
+// Every test: no process of ours survives the command, no /dev/shm entry appears.
+class Story : public testing::Test {
+ protected:
+  void SetUp() override { shm_before_ = bcs::test::shm_entries(); }
+  void TearDown() override {
+    auto left = bcs::test::wait_no_marked_processes(10s);
+    EXPECT_TRUE(left.empty()) << left.size() << " process(es) left behind, first pid " << (left.empty() ? 0 : left[0]);
+    for (pid_t p : left) kill(p, SIGKILL);
+    auto after = bcs::test::shm_entries();
+    std::set<std::string> before(shm_before_.begin(), shm_before_.end());
+    for (auto& e : after) EXPECT_TRUE(before.count(e)) << "leaked /dev/shm/" << e;
+  }
+  // A job that ended must have left nothing at the moment `bcs` returned.
+  void expect_nothing_left_now() {
+    auto left = bcs::test::marked_processes();
+    EXPECT_TRUE(left.empty()) << left.size() << " process(es) still alive when bcs returned";
+  }
+  std::vector<std::string> shm_before_;
+};
+
+// Parameter: the number of node managers.
+class OnNodes : public Story, public testing::WithParamInterface<int> {
+ protected:
+  std::vector<std::string> with_nodes(int n, std::vector<std::string> rest) {
+    std::vector<std::string> a{"-n", std::to_string(n), "--nodes", std::to_string(GetParam())};
+    a.insert(a.end(), rest.begin(), rest.end());
+    return a;
+  }
+};
+
+}  // namespace
+
+TEST_P(OnNodes, TokenTravelsAroundTheRing) {
+  auto r = bcs_run(with_nodes(4, {prog("prog_ring")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("ring ok"));
+  expect_nothing_left_now();
+}
+
+TEST_P(OnNodes, PingPongFromZeroBytesTo16MiBArrivesIntact) {
+  auto r = bcs_run(with_nodes(2, {prog("prog_pingpong")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
+}
+
+TEST_P(OnNodes, AnySourceFanInReceivesEverySenderInOrder) {
+  auto r = bcs_run(with_nodes(4, {prog("prog_fanin")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("fanin ok"));
+}
+
+TEST_P(OnNodes, ProbeThenReceiveGetsTheProbedMessage) {
+  auto r = bcs_run(with_nodes(3, {prog("prog_probe")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("probe ok"));
+}
+
+TEST_P(OnNodes, TruncationIsReportedAsMpiErrTruncate) {
+  auto r = bcs_run(with_nodes(2, {prog("prog_truncate")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("truncate ok"));
+}
+
+TEST_P(OnNodes, NonBlockingCallsAndBarriersWork) {
+  auto r = bcs_run(with_nodes(4, {prog("prog_nonblocking")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto b = bcs_run(with_nodes(4, {prog("prog_barrier")}));
+  ASSERT_EQ(b.status, 0) << describe(b);
+  auto s = bcs_run(with_nodes(4, {prog("prog_sendrecv")}));
+  ASSERT_EQ(s.status, 0) << describe(s);
+}
+
+TEST_P(OnNodes, ARankExitingWithThreeEndsTheJobWithThree) {
+  // Rank 1 exits 3 right after MPI_Init while the others wait for it.
+  auto r = bcs_run(with_nodes(4, {prog("prog_exit"), "1", "3"}));
+  EXPECT_EQ(r.status, 3) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_THAT(r.err, HasSubstr("rank 1"));
+  EXPECT_THAT(r.err, HasSubstr("exited with status 3"));
+  expect_nothing_left_now();
+}
+
+TEST_P(OnNodes, ARankKilledBySigkillEndsTheJobAndIsNamed) {
+  auto r = bcs_run(with_nodes(4, {prog("prog_kill"), "2"}));
+  EXPECT_EQ(r.status, 128 + SIGKILL) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_THAT(r.err, HasSubstr("rank 2"));
+  EXPECT_THAT(r.err, HasSubstr("signal 9"));
+  expect_nothing_left_now();
+}
+
+INSTANTIATE_TEST_SUITE_P(NodeManagers, OnNodes, testing::Values(1, 2, 4),
+                         [](const auto& info) { return std::to_string(info.param) + "nm"; });
+
+// ---------------------------------------------------------------------------
+TEST_F(Story, TheNetworkPathAloneCarriesAPingPong) {
+  // Force UCX between the node managers onto TCP (as between real hosts).
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s, {{"UCX_TLS", "tcp"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
+}
+
+TEST_F(Story, MpiAbortEndsTheJobWithItsCodeAndNamesTheRank) {
+  auto r = bcs_run({"-n", "3", "--nodes", "2", prog("prog_abort")});
+  EXPECT_EQ(r.status, 7) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("MPI_Abort"));
+  expect_nothing_left_now();
+}
+
+TEST_F(Story, AFatalMpiErrorNamesTheRankAndTheCall) {
+  auto r = bcs_run({"-n", "2", prog("prog_truncate"), "fatal"});
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("MPI_Recv"));
+  EXPECT_THAT(r.err, HasSubstr("MPI_ERR_TRUNCATE"));
+  EXPECT_THAT(r.err, HasSubstr("rank 1"));
+}
+
+TEST_F(Story, AnOutsideSigkillOfABlockedRankEndsTheJob) {
+  // Every rank of prog_block announces its pid, then waits forever in
+  // MPI_Recv. Kill rank 1 by that pid from outside, as an OOM killer would.
+  bool killed = false;
+  auto r = bcs_run({"-n", "2", "--nodes", "2", bcs::test::blocker()}, 60s, {},
+                   [&](const std::string& out) {
+                     if (!killed) killed = bcs::test::kill_announced_rank(out, 1, SIGKILL);
+                   });
+  EXPECT_TRUE(killed);
+  EXPECT_EQ(r.status, 128 + SIGKILL) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_THAT(r.err, HasSubstr("rank 1"));
+  EXPECT_THAT(r.err, HasSubstr("signal 9"));
+  expect_nothing_left_now();
+}
+
+TEST_F(Story, LabelsPrefixEveryLineWithTheRank) {
+  auto r = bcs_run({"-n", "3", "-l", "/bin/echo", "hi"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("[0] hi\n"));
+  EXPECT_THAT(r.out, HasSubstr("[1] hi\n"));
+  EXPECT_THAT(r.out, HasSubstr("[2] hi\n"));
+}
+
+TEST_F(Story, AMissingProgramIsAClearError) {
+  auto r = bcs_run({"-n", "2", "./does-not-exist-anywhere"});
+  EXPECT_EQ(r.status, 127) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("does-not-exist-anywhere"));
+}
+
+TEST_F(Story, ATimeoutEndsAHungJobAndLeavesNothing) {
+  // Both ranks wait for a message from a rank that never sends.
+  std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "2s", "-n", "2", bcs::test::blocker()};
+  auto r = bcs::test::run(argv, 60s);
+  EXPECT_EQ(r.status, 124) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_THAT(r.err, HasSubstr("timed out"));
+  expect_nothing_left_now();
+}
+
+TEST_F(Story, ARunningClusterTakesJobsOneAfterAnother) {
+  bcs::test::Background mm({bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  std::string port = mm.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "bcs-mm did not come up";
+  const std::string addr = "127.0.0.1:" + port;
+  bcs::test::Background nm1({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "a"});
+  bcs::test::Background nm2({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "b"});
+  for (int i = 0; i < 2; ++i) {
+    auto r = bcs_run({"--manager", addr, "-n", "4", "--nodes", "2", prog("prog_ring")});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("ring ok"));
+  }
+  auto j = bcs::test::run({bcs::test::bin("bcs"), "jobs", "--manager", addr}, 30s);
+  EXPECT_EQ(j.status, 0) << describe(j);
+  EXPECT_EQ(nm1.stop(), 0);
+  EXPECT_EQ(nm2.stop(), 0);
+  EXPECT_EQ(mm.stop(), 0);
+}
+
+TEST_F(Story, ADeadNodeManagerEndsTheJobPromptly) {
+  bcs::test::Background mm({bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  std::string port = mm.ready_line(30s);
+  ASSERT_FALSE(port.empty());
+  const std::string addr = "127.0.0.1:" + port;
+  bcs::test::Background nm1({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "a"});
+  bcs::test::Background nm2({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "b"});
+  // Once both ranks are blocked, SIGKILL node manager b: its rank dies with
+  // it, the job must end with a message naming the node.
+  bool killed = false;
+  auto r = bcs_run({"--manager", addr, "-n", "2", "--nodes", "2", bcs::test::blocker()}, 60s, {},
+                   [&](const std::string& out) {
+                     if (!killed && bcs::test::count(out, "blocking") == 2) {
+                       kill(nm2.pid(), SIGKILL);
+                       killed = true;
+                     }
+                   });
+  EXPECT_TRUE(killed);
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_THAT(r.err, HasSubstr("was lost"));
+  EXPECT_EQ(nm2.wait(10s), 128 + SIGKILL);
+  EXPECT_EQ(nm1.stop(), 0);
+  EXPECT_EQ(mm.stop(), 0);
+}
