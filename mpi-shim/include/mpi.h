@@ -208,12 +208,12 @@ int MPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int MPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 
 int MPI_Wait(MPI_Request *request, MPI_Status *status);
-int MPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
-int MPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int MPI_Waitall(int count, MPI_Request *array_of_requests, MPI_Status *array_of_statuses);
+int MPI_Waitany(int count, MPI_Request *array_of_requests, int *index, MPI_Status *status);
 int MPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
-int MPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-                MPI_Status array_of_statuses[]);
-int MPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+int MPI_Testall(int count, MPI_Request *array_of_requests, int *flag,
+                MPI_Status *array_of_statuses);
+int MPI_Testany(int count, MPI_Request *array_of_requests, int *index, int *flag,
                 MPI_Status *status);
 int MPI_Request_free(MPI_Request *request);
 
@@ -262,12 +262,12 @@ int PMPI_Probe(int source, int tag, MPI_Comm comm, MPI_Status *status);
 int PMPI_Iprobe(int source, int tag, MPI_Comm comm, int *flag, MPI_Status *status);
 
 int PMPI_Wait(MPI_Request *request, MPI_Status *status);
-int PMPI_Waitall(int count, MPI_Request array_of_requests[], MPI_Status array_of_statuses[]);
-int PMPI_Waitany(int count, MPI_Request array_of_requests[], int *index, MPI_Status *status);
+int PMPI_Waitall(int count, MPI_Request *array_of_requests, MPI_Status *array_of_statuses);
+int PMPI_Waitany(int count, MPI_Request *array_of_requests, int *index, MPI_Status *status);
 int PMPI_Test(MPI_Request *request, int *flag, MPI_Status *status);
-int PMPI_Testall(int count, MPI_Request array_of_requests[], int *flag,
-                 MPI_Status array_of_statuses[]);
-int PMPI_Testany(int count, MPI_Request array_of_requests[], int *index, int *flag,
+int PMPI_Testall(int count, MPI_Request *array_of_requests, int *flag,
+                 MPI_Status *array_of_statuses);
+int PMPI_Testany(int count, MPI_Request *array_of_requests, int *index, int *flag,
                  MPI_Status *status);
 int PMPI_Request_free(MPI_Request *request);
 

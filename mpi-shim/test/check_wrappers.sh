@@ -10,12 +10,12 @@ rm -rf "$work"
 mkdir -p "$work"
 fail() { echo "FAIL: $*" >&2; exit 1; }
 
-"$bindir/mpicc" -std=c99 -Wall -Wextra -Werror -pedantic -o "$work/header_c" "$srcdir/header_c.c" \
+"$bindir/mpicc" -std=c99 -O2 -Wall -Wextra -Werror -pedantic -o "$work/header_c" "$srcdir/header_c.c" \
   || fail "mpicc -std=c99 -pedantic -Werror"
 out=$(env -u BCS_SEGMENT_FD "$work/header_c") || fail "C program exited non-zero"
 [ "$out" = "c header ok" ] || fail "C program printed '$out'"
 
-"$bindir/mpicxx" -std=c++17 -Wall -Wextra -Werror -o "$work/header_cxx" "$srcdir/header_cxx.cc" \
+"$bindir/mpicxx" -std=c++17 -O2 -Wall -Wextra -Werror -o "$work/header_cxx" "$srcdir/header_cxx.cc" \
   || fail "mpicxx -std=c++17 -Werror"
 out=$(env -u BCS_SEGMENT_FD "$work/header_cxx") || fail "C++ program exited non-zero"
 [ "$out" = "c++ header ok" ] || fail "C++ program printed '$out'"
