@@ -266,34 +266,47 @@ void EmbeddedCluster::teardown(int grace_ms) {
       died_before[i] = true;
     }
   }
-  for (auto& c : children_)
-    if (!c.reaped) ::kill(c.pid, SIGTERM);
+  // Wait for children [from, to) to be reaped, bounded by `deadline`. A
+  // pidfd per child lets poll() sleep until one exits.
+  auto wait_for = [&](size_t from, size_t to, Clock::time_point deadline) {
+    while (true) {
+      std::vector<pollfd> fds;
+      std::vector<Fd> owned;
+      bool all = true;
+      for (size_t i = from; i < to; ++i) {
+        Child& c = children_[i];
+        if (c.reaped || try_reap(c)) continue;
+        all = false;
+        int pfd = static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0));
+        if (pfd < 0) continue;  // very old kernel: fall back to a short nap
+        owned.emplace_back(pfd);
+        fds.push_back({pfd, POLLIN, 0});
+      }
+      if (all) return;
+      int ms = remaining_ms(deadline);
+      if (ms == 0) return;
+      if (fds.empty()) {
+        timespec ts{0, 10'000'000};
+        ::nanosleep(&ts, nullptr);
+      } else {
+        ::poll(fds.data(), fds.size(), ms);
+      }
+    }
+  };
 
-  // Wait for all of them, bounded in total. A pidfd per child lets poll()
-  // sleep until one exits instead of waking up periodically.
+  // The manager first: on SIGTERM it kills the running job through the node
+  // managers, which must still be there to do it. Then the node managers
+  // (they may already be leaving, having lost their manager). One deadline
+  // bounds both phases.
   const auto deadline = Clock::now() + std::chrono::milliseconds(grace_ms);
-  while (true) {
-    std::vector<pollfd> fds;
-    std::vector<Fd> owned;
-    for (auto& c : children_) {
-      if (c.reaped || try_reap(c)) continue;
-      int pfd = static_cast<int>(::syscall(SYS_pidfd_open, c.pid, 0));
-      if (pfd < 0) continue;  // very old kernel: fall back to the short nap below
-      owned.emplace_back(pfd);
-      fds.push_back({pfd, POLLIN, 0});
-    }
-    bool all = true;
-    for (auto& c : children_) all = all && c.reaped;
-    if (all) break;
-    int ms = remaining_ms(deadline);
-    if (ms == 0) break;
-    if (fds.empty()) {
-      timespec ts{0, 10'000'000};
-      ::nanosleep(&ts, nullptr);
-    } else {
-      ::poll(fds.data(), fds.size(), ms);
-    }
-  }
+  const size_t n_mm = children_.empty() ? 0 : 1;
+  for (size_t i = 0; i < n_mm; ++i)
+    if (!children_[i].reaped) ::kill(children_[i].pid, SIGTERM);
+  wait_for(0, n_mm, deadline);
+  for (size_t i = n_mm; i < children_.size(); ++i)
+    if (!children_[i].reaped) ::kill(children_[i].pid, SIGTERM);
+  wait_for(0, children_.size(), deadline);
+
   for (size_t i = 0; i < children_.size(); ++i) {
     Child& c = children_[i];
     if (c.reaped) {

@@ -429,7 +429,7 @@ int kill_job(const KillOptions& o) {
     prepare(ctx, o.token, kRpcDeadline);
     pb::KillRequest req;
     req.set_job_id(o.job_id);
-    req.set_reason("killed with `bcs kill`");
+    req.set_reason("requested with `bcs kill`");
     pb::KillReply rep;
     return stub->Kill(&ctx, req, &rep);
   });

@@ -1,0 +1,26 @@
+#!/usr/bin/env bash
+# Installs what bcs needs to build and test on Debian 12 (as root, or with
+# sudo available). Idempotent: does nothing when everything is there.
+set -euo pipefail
+pkgs=(
+  build-essential cmake ninja-build pkg-config
+  libucx-dev ucx-utils
+  libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
+  libspdlog-dev libgtest-dev libgmock-dev libcli11-dev libbenchmark-dev
+  iproute2 procps
+)
+# Peers for bench/ only (never linked by bcs): BCS_WITH_PEERS=1 adds them.
+if [ "${BCS_WITH_PEERS:-0}" = 1 ]; then pkgs+=(openmpi-bin libopenmpi-dev); fi
+
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+[ ${#missing[@]} -eq 0 ] && exit 0
+
+SUDO=""
+[ "$(id -u)" -ne 0 ] && SUDO=sudo
+export DEBIAN_FRONTEND=noninteractive
+echo "bcs: installing ${missing[*]}" >&2
+$SUDO apt-get -o DPkg::Lock::Timeout=900 update -qq
+$SUDO apt-get -o DPkg::Lock::Timeout=900 install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
