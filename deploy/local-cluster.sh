@@ -37,6 +37,7 @@ starttime() {
   local stat
   stat=$(cat "/proc/$1/stat" 2>/dev/null) || return 0
   stat=${stat##*) }              # fields after "comm)", starting at field 3
+  # shellcheck disable=SC2086  # split into fields on purpose
   set -- $stat
   echo "${20}"
 }
