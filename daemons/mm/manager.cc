@@ -419,8 +419,13 @@ void Manager::shutdown() {
     return true;
   });
   stopping_ = true;
+  // Node managers that hear this exit quietly instead of reporting a lost manager.
+  v1::ManagerMsg bye;
+  bye.mutable_goodbye();
+  for (auto& [id, n] : nodes_) queue_locked(n, bye);
   lk.unlock();
   cv_.notify_all();
+  flush();
 }
 
 }  // namespace bcs::mm

@@ -318,6 +318,11 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         }
         break;
       }
+      case v1::ManagerMsg::kGoodbye:
+        spdlog::info("the machine manager is shutting down");
+        shutting_down = true;
+        ctx.TryCancel();  // end our stream now, so the MM's shutdown need not wait for it
+        break;
       case v1::ManagerMsg::kEndJob: {
         std::lock_guard lk(jobs_mu);
         if (job && job->id() == msg.end_job().job_id()) {
