@@ -155,8 +155,10 @@ wire::Report Nic::buffer_sender_dem(uint64_t slice) {
       }
     });
     drained += static_cast<uint32_t>(n);
-    // A rank blocked on a full ring sleeps on its futex: space is free now.
-    if (n) rank_wake(v);
+    // A rank that found its ring full sleeps on its futex until we make
+    // room. Only then is a wake-up due (the ring held ring_slots entries):
+    // waking on every drain would rouse ranks blocked in MPI_Recv for nothing.
+    if (n >= v.ring_slots) rank_wake(v);
   }
 
   rep.batches_to.assign(nnodes, 0);
