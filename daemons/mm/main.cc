@@ -72,12 +72,16 @@ bool is_loopback(const std::string& addr) {
 int main(int argc, char** argv) {
   using namespace bcs;
   CLI::App app{"bcs-mm: the bcs machine manager"};
-  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", token, level = "warn";
+  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token, level = "warn";
   int ready_fd = -1;
+  bool no_realtime = false;
   app.add_option("--listen", listen, "gRPC listen address (port 0: pick one)")->capture_default_str();
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
   app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
   app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")->capture_default_str();
+  app.add_option("--strobe-spin", spin, "spin this long before each strobe for an exact period (0: sleep only)")
+      ->capture_default_str();
+  app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
   app.add_option("--token", token, "shared secret; required when not listening on loopback");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -98,6 +102,13 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "bcs-mm: --chunk %s: expected a size such as 2MiB\n", chunk.c_str());
     return 2;
   }
+  auto sp = parse_duration_ns(spin);
+  if (!sp) {
+    std::fprintf(stderr, "bcs-mm: --strobe-spin %s: expected a duration such as 30us\n", spin.c_str());
+    return 2;
+  }
+  cfg.strobe_spin_ns = *sp;
+  cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
   cfg.token = token;

@@ -25,6 +25,11 @@ namespace bcs::mm {
 struct Config {
   uint64_t slice_ns = 500'000;
   uint64_t chunk_bytes = 2u << 20;
+  // The strobe sender wakes this much before a slice starts and spins to
+  // the exact time (see strobe_sender.cc). 0: sleep only.
+  uint64_t strobe_spin_ns = 30'000;
+  // Run the strobe sender at SCHED_FIFO priority when allowed.
+  bool realtime = true;
   std::string token;
   // How long a microphase may take on every node before the MM gives up on
   // the job (a node that stopped answering but kept its control stream).
