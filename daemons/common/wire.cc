@@ -129,11 +129,5 @@ DmaGet decode_get(std::span<const uint8_t> b) {
   return r.get<DmaGet>();
 }
 
-std::vector<uint8_t> encode_data(const DmaDataHeader& h, std::span<const uint8_t> bytes) {
-  std::vector<uint8_t> out(sizeof h + bytes.size());
-  std::memcpy(out.data(), &h, sizeof h);
-  if (!bytes.empty()) std::memcpy(out.data() + sizeof h, bytes.data(), bytes.size());
-  return out;
-}
 
 }  // namespace bcs::wire

@@ -152,7 +152,7 @@ struct DmaDataHeader {
   int32_t error = 0;        // bcs_err_* if the read failed
   uint32_t pad = 0;
 };
-// The reply: header followed by the bytes.
-std::vector<uint8_t> encode_data(const DmaDataHeader& h, std::span<const uint8_t> bytes);
+// The reply is this header followed by the bytes (built in place by the
+// DMA helper, see Nic::dma_serve_get).
 
 }  // namespace bcs::wire

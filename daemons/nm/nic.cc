@@ -235,9 +235,6 @@ wire::Report Nic::dma_helper_p2p(uint64_t slice) {
   auto& st = *st_;
   auto& job = *st.job;
 
-  struct Remote {
-    Chunk chunk;
-  };
   std::unordered_map<uint64_t, Chunk> remote;  // token -> chunk
 
   auto finish_chunk = [&](const Chunk& c, int32_t err) {
@@ -343,21 +340,26 @@ void Nic::dma_serve_get(core::Message&& m) {
     std::lock_guard lk(job_mu_);
     job = pending_job_;
   }
+  // The reply is built in place: header, then the rank's bytes read
+  // straight behind it (no zero-fill, no second copy of a multi-MiB chunk).
   wire::DmaDataHeader h;
   h.token = g.token;
-  std::vector<uint8_t> buf;
+  size_t n = 0;
+  std::unique_ptr<uint8_t[]> reply;
   if (!job || job->id() != g.job || !job->is_local(g.src_rank)) {
     h.error = bcs_err_peer_gone;
   } else {
-    buf.resize(g.len);
-    h.error = g.len ? job->read(g.src_rank, g.addr, buf.data(), g.len) : 0;
-    if (h.error) buf.clear();
+    reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h + g.len);
+    h.error = g.len ? job->read(g.src_rank, g.addr, reply.get() + sizeof h, g.len) : 0;
+    if (!h.error) n = g.len;
     if (g.last) {
       RankView v = job->view_of(g.src_rank);
       request_complete(v, g.src_request, h.error, g.src_rank, 0, 0);
     }
   }
-  auto s = fabric_.xfer_and_signal(m.from, wire::kEvDmaData, wire::encode_data(h, buf));
+  if (!reply) reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h);
+  std::memcpy(reply.get(), &h, sizeof h);
+  auto s = fabric_.xfer_and_signal(m.from, wire::kEvDmaData, {reply.get(), sizeof h + n});
   if (s != core::Status::ok) spdlog::error("DMA get: reply to node {}: {}", m.from, core::status_str(s));
 }
 
