@@ -15,6 +15,7 @@
 #include <cstdlib>
 #include <cstring>
 
+#include "fd.h"
 #include "output.h"
 
 namespace bcs::cli {
@@ -22,27 +23,7 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-// Owns a file descriptor.
-class Fd {
- public:
-  Fd() = default;
-  explicit Fd(int fd) : fd_(fd) {}
-  Fd(Fd&& o) noexcept : fd_(o.release()) {}
-  Fd& operator=(Fd&& o) noexcept {
-    if (this != &o) reset(o.release());
-    return *this;
-  }
-  ~Fd() { reset(); }
-  int get() const { return fd_; }
-  int release() { return std::exchange(fd_, -1); }
-  void reset(int fd = -1) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = fd;
-  }
-
- private:
-  int fd_ = -1;
-};
+using Fd = UniqueFd;  // daemons/common/fd.h
 
 std::pair<Fd, Fd> make_pipe() {
   int p[2];

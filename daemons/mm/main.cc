@@ -14,6 +14,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "manager.h"
+#include "signals.h"
 #include "units.h"
 
 namespace bcs::mm {
@@ -118,13 +119,7 @@ int main(int argc, char** argv) {
   }
 
   // Signals are taken synchronously by the main thread (sigwait below).
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  const sigset_t set = block_termination_signals();
 
   std::string err;
   core::FabricConfig fcfg;

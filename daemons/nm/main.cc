@@ -29,6 +29,7 @@
 #include "fd.h"
 #include "job.h"
 #include "nic.h"
+#include "signals.h"
 
 namespace bcs::nm {
 namespace {
@@ -56,11 +57,7 @@ class IoLoop {
   IoLoop(Uplink& up, std::function<void()> on_signal) : up_(up), on_signal_(std::move(on_signal)) {
     ep_.reset(::epoll_create1(EPOLL_CLOEXEC));
     stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
-    sigset_t set;
-    sigemptyset(&set);
-    sigaddset(&set, SIGTERM);
-    sigaddset(&set, SIGINT);
-    sigaddset(&set, SIGHUP);
+    const sigset_t set = termination_signals();
     sig_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
     add(stop_.get(), kStop);
     add(sig_.get(), kSignal);
@@ -389,12 +386,6 @@ int main(int argc, char** argv) {
 
   // Signals are taken by the I/O thread's signalfd: block them everywhere
   // (threads inherit this mask; ranks reset it before exec).
-  sigset_t set;
-  sigemptyset(&set);
-  sigaddset(&set, SIGTERM);
-  sigaddset(&set, SIGINT);
-  sigaddset(&set, SIGHUP);
-  pthread_sigmask(SIG_BLOCK, &set, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  bcs::block_termination_signals();
   return bcs::nm::run_node(manager, name, token);
 }
