@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <set>
@@ -224,5 +225,96 @@ TEST_F(Story, ADeadNodeManagerEndsTheJobPromptly) {
   EXPECT_THAT(r.err, HasSubstr("was lost"));
   EXPECT_EQ(nm2.wait(10s), 128 + SIGKILL);
   EXPECT_EQ(nm1.stop(), 0);
+  EXPECT_EQ(mm.stop(), 0);
+}
+
+// ---------------------------------------------------------------------------
+// Two "hosts": network namespaces joined by a veth pair (10.77.x.1 <-> .2).
+// The manager listens on host A's address (not loopback, so a token is
+// required); node manager a runs on host A, node manager b on host B. UCX
+// is forced onto TCP over the veth (the namespaces share /dev/shm, so
+// without UCX_TLS=tcp it would take the shared-memory shortcut).
+namespace {
+
+class TwoHosts {
+ public:
+  TwoHosts() {
+    const std::string tag = std::to_string(getpid() % 100000);
+    a_ = "bcs-it-a-" + tag;
+    b_ = "bcs-it-b-" + tag;
+    subnet_ = "10.77." + std::to_string(getpid() % 250) + ".";
+    ok_ = sh({"ip", "netns", "add", a_}) && sh({"ip", "netns", "add", b_}) &&
+          sh({"ip", "link", "add", "bcsit" + tag, "type", "veth", "peer", "name", "bcsjt" + tag}) &&
+          sh({"ip", "link", "set", "bcsit" + tag, "netns", a_}) &&
+          sh({"ip", "link", "set", "bcsjt" + tag, "netns", b_}) &&
+          sh({"ip", "-n", a_, "link", "set", "bcsit" + tag, "name", "bcs0"}) &&
+          sh({"ip", "-n", b_, "link", "set", "bcsjt" + tag, "name", "bcs0"}) &&
+          sh({"ip", "-n", a_, "addr", "add", subnet_ + "1/24", "dev", "bcs0"}) &&
+          sh({"ip", "-n", b_, "addr", "add", subnet_ + "2/24", "dev", "bcs0"}) &&
+          sh({"ip", "-n", a_, "link", "set", "bcs0", "up"}) && sh({"ip", "-n", b_, "link", "set", "bcs0", "up"}) &&
+          sh({"ip", "-n", a_, "link", "set", "lo", "up"}) && sh({"ip", "-n", b_, "link", "set", "lo", "up"});
+  }
+  ~TwoHosts() {
+    // Deleting a namespace deletes its end of the veth, and with it the pair.
+    sh({"ip", "netns", "del", a_});
+    sh({"ip", "netns", "del", b_});
+  }
+  bool ok() const { return ok_; }
+  std::string addr_a() const { return subnet_ + "1"; }
+  std::vector<std::string> on(bool host_a, std::vector<std::string> argv) const {
+    std::vector<std::string> v{"/usr/sbin/ip", "netns", "exec", host_a ? a_ : b_};
+    v.insert(v.end(), argv.begin(), argv.end());
+    return v;
+  }
+
+ private:
+  static bool sh(std::vector<std::string> argv) {
+    argv[0] = "/usr/sbin/" + argv[0];
+    return bcs::test::run(argv, 30s).status == 0;
+  }
+  std::string a_, b_, subnet_;
+  bool ok_ = false;
+};
+
+}  // namespace
+
+TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
+  if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
+  TwoHosts hosts;
+  ASSERT_TRUE(hosts.ok()) << "could not create the test network namespaces";
+  const std::map<std::string, std::string> env{{"UCX_TLS", "tcp"}, {"UCX_NET_DEVICES", "bcs0"}};
+  const std::string token = "it-" + bcs::test::marker();
+  bcs::test::Background mm(hosts.on(true, {bcs::test::bin("bcs-mm"), "--listen", hosts.addr_a() + ":0",
+                                           "--ready-fd", "3", "--token", token}),
+                           env);
+  std::string port = mm.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "bcs-mm did not come up";
+  const std::string addr = hosts.addr_a() + ":" + port;
+  bcs::test::Background nma(hosts.on(true, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token", token, "--name", "hostA"}), env);
+  bcs::test::Background nmb(hosts.on(false, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token", token, "--name", "hostB"}), env);
+
+  // Without the token the manager refuses the job.
+  auto denied = bcs::test::run(hosts.on(true, {bcs::test::bin("bcs"), "run", "--manager", addr, "-n", "1", "/bin/true"}), 60s, env);
+  EXPECT_NE(denied.status, 0) << describe(denied);
+
+  auto run_on_a = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "60s", "--manager", addr, "--token", token};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return bcs::test::run(hosts.on(true, argv), 90s, env);
+  };
+  auto where = run_on_a({"-n", "2", "--nodes", "2", "-l", "/bin/sh", "-c", "echo on $BCS_NODE"});
+  ASSERT_EQ(where.status, 0) << describe(where);
+  EXPECT_THAT(where.out, HasSubstr("on hostA"));
+  EXPECT_THAT(where.out, HasSubstr("on hostB"));
+
+  auto pp = run_on_a({"-n", "2", "--nodes", "2", prog("prog_pingpong")});
+  ASSERT_EQ(pp.status, 0) << describe(pp);
+  EXPECT_THAT(pp.out, HasSubstr("pingpong ok"));
+  auto ring = run_on_a({"-n", "4", "--nodes", "2", prog("prog_ring")});
+  ASSERT_EQ(ring.status, 0) << describe(ring);
+  EXPECT_THAT(ring.out, HasSubstr("ring ok"));
+
+  EXPECT_EQ(nma.stop(), 0);
+  EXPECT_EQ(nmb.stop(), 0);
   EXPECT_EQ(mm.stop(), 0);
 }
