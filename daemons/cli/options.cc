@@ -3,6 +3,7 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cctype>
 #include <iterator>
 #include <ostream>
 
@@ -31,6 +32,20 @@ const CLI::Validator kDuration(
       return {};
     },
     "DURATION", "duration");
+
+// A slice is micro- to milliseconds: a bare number ("500") is far more
+// likely a mistake than 500 seconds, so the slice must carry its unit, and
+// it must be one the machine manager accepts.
+const CLI::Validator kSliceDuration(
+    [](std::string& s) -> std::string {
+      if (s.empty() || !std::isalpha(static_cast<unsigned char>(s.back())))
+        return "'" + s + "' needs a unit (e.g. 250us, 1ms)";
+      auto ns = parse_duration_ns(s);
+      if (!ns) return "'" + s + "' is not a duration (e.g. 250us, 1ms)";
+      if (*ns < 10'000 || *ns > 10'000'000'000ull) return "a slice must be between 10us and 10s";
+      return {};
+    },
+    "DURATION", "slice");
 
 const CLI::Validator kSize(
     [](std::string& s) -> std::string {
@@ -109,7 +124,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "with --manager default all registered); never more than N")
       ->check(kAtLeastOne);
   run_cmd->add_option("--slice", slice, "Time slice (strobe period), e.g. 500us, 2ms")
-      ->check(kDuration);
+      ->check(kSliceDuration);
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
       ->check(kSize);
   run_cmd->add_flag("-l,--label", run.label, "Prefix every output line with [RANK]");

@@ -264,6 +264,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
   if (req.nranks() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "nranks must be at least 1"};
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
+  if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
+    return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
   const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
   const auto deadline = std::chrono::steady_clock::now() +
                         std::chrono::milliseconds(req.wait_nodes_ms() ? req.wait_nodes_ms() : 10000);

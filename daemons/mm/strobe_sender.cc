@@ -142,6 +142,7 @@ bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core
                                        snap, &r);
     *retries += r;
     if (s == core::Status::ok) return true;
+    if (s == core::Status::closed) return false;
     if (s != core::Status::timeout) {
       spdlog::error("slice {}: waiting for {}: {}", slice, wire::phase_name(static_cast<Phase>(phase)),
                     core::status_str(s));
@@ -176,6 +177,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
 
   auto strobe = [&](const wire::Strobe& s) {
     auto st = fabric_.xfer_and_signal(j.nodes, wire::kEvStrobe, wire::encode(s));
+    if (st == core::Status::closed) return false;  // shutting down: nothing to report
     if (st != core::Status::ok) {
       spdlog::error("slice {}: {} microstrobe: {}", s.slice, wire::phase_name(s.phase), core::status_str(st));
       return false;

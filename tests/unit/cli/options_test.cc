@@ -123,6 +123,15 @@ TEST(CliOptions, BadArgumentsExitTwoWithAMessage) {
             std::string::npos);
 }
 
+TEST(CliOptions, ASliceNeedsAUnitAndASaneLength) {
+  // "500" would otherwise be 500 seconds: refuse it rather than guess.
+  EXPECT_NE(parse({"run", "-n", "1", "--slice", "500", "p"}).err.find("needs a unit"), std::string::npos);
+  EXPECT_EQ(code_of(parse({"run", "-n", "1", "--slice", "5us", "p"})), 2);
+  EXPECT_EQ(code_of(parse({"run", "-n", "1", "--slice", "11s", "p"})), 2);
+  auto ok = parse({"run", "-n", "1", "--slice", "250us", "p"});
+  EXPECT_TRUE(ok.err.empty()) << ok.err;
+}
+
 TEST(CliOptions, HelpAndVersionExitZero) {
   auto p = parse({"--version"});
   EXPECT_EQ(code_of(p), 0);
