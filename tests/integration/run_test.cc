@@ -318,3 +318,31 @@ TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
   EXPECT_EQ(nmb.stop(), 0);
   EXPECT_EQ(mm.stop(), 0);
 }
+
+TEST_F(Story, ADeadMachineManagerEndsEverythingPromptly) {
+  auto mm = std::make_unique<bcs::test::Background>(
+      std::vector<std::string>{bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  std::string port = mm->ready_line(30s);
+  ASSERT_FALSE(port.empty());
+  const std::string addr = "127.0.0.1:" + port;
+  bcs::test::Background nm1({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "a"});
+  bcs::test::Background nm2({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "b"});
+  // Once both ranks are blocked, SIGKILL the manager: the client must say
+  // so, and the node managers must kill their ranks and exit.
+  bool killed = false;
+  auto r = bcs_run({"--manager", addr, "-n", "2", "--nodes", "2", bcs::test::blocker()}, 60s, {},
+                   [&](const std::string& out) {
+                     if (!killed && bcs::test::count(out, "blocking") == 2) {
+                       kill(mm->pid(), SIGKILL);
+                       killed = true;
+                     }
+                   });
+  EXPECT_TRUE(killed);
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_THAT(r.err, HasSubstr("lost the machine manager"));
+  EXPECT_EQ(mm->wait(10s), 128 + SIGKILL);
+  // A node manager that lost its manager exits non-zero, after its ranks.
+  EXPECT_EQ(nm1.wait(30s), 1);
+  EXPECT_EQ(nm2.wait(30s), 1);
+}
