@@ -114,6 +114,18 @@ TEST_F(Shim, InvalidDatatype) {
   }
 }
 
+TEST_F(Shim, AnEmptyMessageMayNameAnyDatatype) {
+  // MPICH's pt2pt/recvnull: count 0 with MPI_DATATYPE_NULL is not an error.
+  MPI_Request req;
+  EXPECT_EQ(MPI_Irecv(nullptr, 0, MPI_DATATYPE_NULL, MPI_PROC_NULL, 10, MPI_COMM_WORLD, &req), MPI_SUCCESS);
+  EXPECT_EQ(MPI_Wait(&req, &st_), MPI_SUCCESS);
+  EXPECT_EQ(st_.MPI_SOURCE, MPI_PROC_NULL);
+  EXPECT_EQ(MPI_Send(nullptr, 0, MPI_DATATYPE_NULL, MPI_PROC_NULL, 10, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(MPI_Recv(nullptr, 0, MPI_DATATYPE_NULL, MPI_PROC_NULL, 10, MPI_COMM_WORLD, &st_), MPI_SUCCESS);
+  EXPECT_EQ(st_.MPI_SOURCE, MPI_PROC_NULL);
+  EXPECT_EQ(st_.MPI_TAG, MPI_ANY_TAG);
+}
+
 TEST_F(Shim, InvalidBuffer) {
   EXPECT_EQ(MPI_Send(nullptr, 1, MPI_INT, 0, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
   EXPECT_EQ(MPI_Recv(nullptr, 4, MPI_INT, 0, 0, MPI_COMM_WORLD, &st_), MPI_ERR_BUFFER);
