@@ -333,8 +333,10 @@ int32_t bcs_world_rank(void) { return st().initialized ? st().rank : 0; }
 int32_t bcs_world_size(void) { return st().initialized ? st().size : 1; }
 uint64_t bcs_slice_ns(void) { return st().initialized ? st().slice_ns : 0; }
 
-bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
-                      bcs_mode_t mode, bcs_request_t* req) {
+namespace {
+
+bcs_status_t send_impl(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
+                       bcs_mode_t mode, bcs_request_t* req, bool sync) {
   if (!st().initialized) return BCS_ERR_NOT_INIT;
   if ((!buf && len) || !valid_peer(dest, false) || !valid_tag(tag, false) ||
       (mode == BCS_NONBLOCKING && !req))
@@ -345,7 +347,9 @@ bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, in
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = len;
-  const bool inl = len <= bcs::kInlineMax;
+  // A synchronous send must not complete before it is matched, so it never
+  // takes the inline shortcut (which completes at post).
+  const bool inl = !sync && len <= bcs::kInlineMax;
   if (inl) {
     d.flags = bcs::kDescInline;
     d.inline_len = static_cast<uint32_t>(len);
@@ -359,6 +363,18 @@ bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, in
     return BCS_OK;
   }
   return finish_blocking(idx, nullptr);
+}
+
+}  // namespace
+
+bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
+                      bcs_mode_t mode, bcs_request_t* req) {
+  return send_impl(buf, len, dest, tag, context, mode, req, false);
+}
+
+bcs_status_t bcs_ssend(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
+                       bcs_mode_t mode, bcs_request_t* req) {
+  return send_impl(buf, len, dest, tag, context, mode, req, true);
 }
 
 bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_t context,

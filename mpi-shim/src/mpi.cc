@@ -1,6 +1,7 @@
 // libmpi: MPI on top of the BCS API (the paper's Table 4.2).
 //
 //   MPI_Send / MPI_Isend        -> bcs_send (blocking / non-blocking)
+//   MPI_Ssend / MPI_Issend      -> bcs_ssend (no inline completion: done once matched)
 //   MPI_Recv / MPI_Irecv        -> bcs_recv (blocking / non-blocking)
 //   MPI_Probe / MPI_Iprobe      -> bcs_probe (blocking / non-blocking)
 //   MPI_Wait / MPI_Test         -> bcs_test (blocking / non-blocking)
@@ -536,7 +537,7 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
 
 // Non-blocking send/recv shared by Isend/Irecv/Sendrecv.
 int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
-          MPI_Comm c, MPI_Request* request) {
+          MPI_Comm c, MPI_Request* request, bool sync = false) {
   REQUIRE_RUNNING(fn);
   int comm;
   size_t bytes;
@@ -553,7 +554,8 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
   if (S().singleton) return singleton_p2p(comm, fn);
   bcs_request_t b = BCS_REQUEST_NULL;
   const int e = post_with_retry([&] {
-    return bcs_send(buf, bytes, to_world(comm, dest), tag, context_of(comm), BCS_NONBLOCKING, &b);
+    return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
+                                         BCS_NONBLOCKING, &b);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
   r.breq = b;
@@ -874,9 +876,10 @@ int PMPI_Get_elements(const MPI_Status* st, MPI_Datatype type, int* count) {
 
 // ------------------------------------------------------------ point-to-point
 
-BCS_PMPI_ALIAS(Send)
-int PMPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
-  static const char fn[] = "MPI_Send";
+namespace {
+// MPI_Send / MPI_Ssend (bcs_send / bcs_ssend, blocking).
+int send(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+         MPI_Comm c, bool sync) {
   REQUIRE_RUNNING(fn);
   int comm;
   size_t bytes;
@@ -884,11 +887,28 @@ int PMPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, 
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   if (S().singleton) return singleton_p2p(comm, fn);
   const int e = post_with_retry([&] {
-    return bcs_send(buf, bytes, to_world(comm, dest), tag, context_of(comm), BCS_BLOCKING,
-                    nullptr);
+    return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
+                                         BCS_BLOCKING, nullptr);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
   return MPI_SUCCESS;
+}
+}  // namespace
+
+BCS_PMPI_ALIAS(Send)
+int PMPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+  return send("MPI_Send", buf, count, type, dest, tag, c, false);
+}
+
+BCS_PMPI_ALIAS(Ssend)
+int PMPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+  return send("MPI_Ssend", buf, count, type, dest, tag, c, true);
+}
+
+BCS_PMPI_ALIAS(Issend)
+int PMPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+                MPI_Request* request) {
+  return isend("MPI_Issend", buf, count, type, dest, tag, c, request, true);
 }
 
 BCS_PMPI_ALIAS(Recv)

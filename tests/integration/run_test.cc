@@ -89,6 +89,12 @@ TEST_P(OnNodes, TruncationIsReportedAsMpiErrTruncate) {
   EXPECT_THAT(r.out, HasSubstr("truncate ok"));
 }
 
+TEST_P(OnNodes, SynchronousSendsCompleteOnlyOnceMatched) {
+  auto r = bcs_run(with_nodes(2, {prog("prog_ssend")}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("ssend ok"));
+}
+
 TEST_P(OnNodes, NonBlockingCallsAndBarriersWork) {
   auto r = bcs_run(with_nodes(4, {prog("prog_nonblocking")}));
   ASSERT_EQ(r.status, 0) << describe(r);

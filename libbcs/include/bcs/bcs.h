@@ -61,6 +61,11 @@ uint64_t bcs_slice_ns(void);
  * bytes are copied into the descriptor and complete at once. */
 bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
                       bcs_mode_t mode, bcs_request_t* req);
+/* Synchronous send: like bcs_send, but never completes before a matching
+ * receive exists. No inline shortcut: the request completes when the DMA
+ * helper has read the last byte for the matched receive. */
+bcs_status_t bcs_ssend(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
+                       bcs_mode_t mode, bcs_request_t* req);
 /* Receive into `buf` (capacity `cap`). Blocking: fills `st` (may be NULL). */
 bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_t context,
                       bcs_mode_t mode, bcs_request_t* req, bcs_msg_status_t* st);
