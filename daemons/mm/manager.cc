@@ -389,6 +389,7 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_slice(r.slice);
     s->set_start_ns(r.start_ns);
     s->set_period_ns(r.period_ns);
+    s->set_late_ns(r.late_ns);
     s->set_dem_ns(r.phase_ns[0]);
     s->set_msm_ns(r.phase_ns[1]);
     s->set_p2p_ns(r.phase_ns[2]);

@@ -196,6 +196,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     rec.slice = ++slice_;
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
+    rec.late_ns = start - next;
     prev_start = start;
 
     // DEM (the strobe itself).
