@@ -18,6 +18,13 @@ namespace {
 // noticed by the MM through its control stream and the job is torn down.
 constexpr auto kPhaseDataTimeout = 10s;
 constexpr size_t kStagingBytes = 4u << 20;
+// During P2P the DMA helpers of two nodes exchange remote reads whose UCX
+// rendezvous takes many round trips; a sleep and a wake-up (~20 us here) per
+// round trip made a 2 MiB chunk take milliseconds. So from a P2P
+// microstrobe to the next microstrobe the node polls (bounded) instead of
+// sleeping at once: the paper's NIC threads are active in their microphase.
+constexpr auto kP2pSpin = std::chrono::microseconds(2000);
+constexpr auto kIdleSpin = std::chrono::microseconds(10);
 }  // namespace
 
 Nic::Nic(core::Fabric& fabric, uint32_t self) : fabric_(fabric), self_(self) {
@@ -54,6 +61,7 @@ void Nic::run() {
     auto s = fabric_.test_event(wire::kEvStrobe, &m, std::chrono::nanoseconds(200ms));
     if (s == core::Status::closed) return;
     if (s == core::Status::timeout) {
+      fabric_.set_spin(kIdleSpin);  // no strobes: the job is over
       sync_job();
       continue;
     }
@@ -65,6 +73,7 @@ void Nic::run() {
     wire::Strobe strobe;
     try {
       strobe = wire::decode_strobe(m.data);
+      fabric_.set_spin(strobe.phase == Phase::p2p ? kP2pSpin : kIdleSpin);
       rep = on_strobe(strobe);
     } catch (const std::exception& e) {
       spdlog::error("strobe receiver: {}", e.what());
