@@ -261,7 +261,20 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   }
   if (!ok) {
     std::lock_guard lk(mu_);
-    if (!j.failed && !stopping_) fail_job_locked(j, 1, "the strobe protocol failed (see the manager's log)");
+    if (!j.failed && !stopping_) {
+      // The fabric may notice a dead node manager (a UCX peer error) before
+      // its control stream breaks: name the node either way.
+      std::string lost;
+      for (uint32_t n : j.nodes) {
+        if (fabric_.connected(n) && nodes_.count(n)) continue;
+        auto it = nodes_.find(n);
+        lost += (lost.empty() ? "" : ", ") +
+                (it == nodes_.end() ? "node " + std::to_string(n)
+                                    : it->second->name + " (pid " + std::to_string(it->second->pid) + ")");
+      }
+      fail_job_locked(j, 1, lost.empty() ? "the strobe protocol failed (see the manager's log)"
+                                         : "node manager " + lost + " was lost (fabric error)");
+    }
   }
   cv_.notify_all();
   flush();
