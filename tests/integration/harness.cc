@@ -235,14 +235,21 @@ std::vector<pid_t> marked_with(const std::string& key, const std::string& value)
 std::vector<pid_t> marked_processes() { return marked_with("", ""); }
 
 std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit) {
-  // Processes killed a moment ago may still be exiting; poll /proc with a
-  // deadline (the result, not the delay, is what is asserted).
+  // Processes killed a moment ago (e.g. by PR_SET_PDEATHSIG) may still be
+  // exiting: wait on their pidfds, which become readable when they exit.
   const auto deadline = Clock::now() + limit;
   for (;;) {
     auto left = marked_processes();
     if (left.empty() || Clock::now() >= deadline) return left;
-    struct timespec ts{0, 20'000'000};
-    nanosleep(&ts, nullptr);
+    std::vector<pollfd> fds;
+    for (pid_t p : left) {
+      int fd = static_cast<int>(syscall(SYS_pidfd_open, p, 0));
+      if (fd >= 0) fds.push_back({fd, POLLIN, 0});
+    }
+    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    // Wake at the first exit (then look again) or at the deadline.
+    if (!fds.empty()) poll(fds.data(), fds.size(), static_cast<int>(std::max<long>(ms, 1)));
+    for (auto& f : fds) close(f.fd);
   }
 }
 

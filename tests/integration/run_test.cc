@@ -54,6 +54,12 @@ class OnNodes : public Story, public testing::WithParamInterface<int> {
     a.insert(a.end(), rest.begin(), rest.end());
     return a;
   }
+  // Runs a test program on n ranks; it must exit 0 and print `ok_line`.
+  void expect_passes(int n, const std::string& program, const std::string& ok_line) {
+    auto r = bcs_run(with_nodes(n, {prog(program)}));
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr(ok_line));
+  }
 };
 
 }  // namespace
@@ -65,43 +71,20 @@ TEST_P(OnNodes, TokenTravelsAroundTheRing) {
   expect_nothing_left_now();
 }
 
-TEST_P(OnNodes, PingPongFromZeroBytesTo16MiBArrivesIntact) {
-  auto r = bcs_run(with_nodes(2, {prog("prog_pingpong")}));
-  ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
-}
+TEST_P(OnNodes, PingPongFromZeroBytesTo16MiBArrivesIntact) { expect_passes(2, "prog_pingpong", "pingpong ok"); }
 
-TEST_P(OnNodes, AnySourceFanInReceivesEverySenderInOrder) {
-  auto r = bcs_run(with_nodes(4, {prog("prog_fanin")}));
-  ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_THAT(r.out, HasSubstr("fanin ok"));
-}
+TEST_P(OnNodes, AnySourceFanInReceivesEverySenderInOrder) { expect_passes(4, "prog_fanin", "fanin ok"); }
 
-TEST_P(OnNodes, ProbeThenReceiveGetsTheProbedMessage) {
-  auto r = bcs_run(with_nodes(3, {prog("prog_probe")}));
-  ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_THAT(r.out, HasSubstr("probe ok"));
-}
+TEST_P(OnNodes, ProbeThenReceiveGetsTheProbedMessage) { expect_passes(3, "prog_probe", "probe ok"); }
 
-TEST_P(OnNodes, TruncationIsReportedAsMpiErrTruncate) {
-  auto r = bcs_run(with_nodes(2, {prog("prog_truncate")}));
-  ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_THAT(r.out, HasSubstr("truncate ok"));
-}
+TEST_P(OnNodes, TruncationIsReportedAsMpiErrTruncate) { expect_passes(2, "prog_truncate", "truncate ok"); }
 
-TEST_P(OnNodes, SynchronousSendsCompleteOnlyOnceMatched) {
-  auto r = bcs_run(with_nodes(2, {prog("prog_ssend")}));
-  ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_THAT(r.out, HasSubstr("ssend ok"));
-}
+TEST_P(OnNodes, SynchronousSendsCompleteOnlyOnceMatched) { expect_passes(2, "prog_ssend", "ssend ok"); }
 
 TEST_P(OnNodes, NonBlockingCallsAndBarriersWork) {
-  auto r = bcs_run(with_nodes(4, {prog("prog_nonblocking")}));
-  ASSERT_EQ(r.status, 0) << describe(r);
-  auto b = bcs_run(with_nodes(4, {prog("prog_barrier")}));
-  ASSERT_EQ(b.status, 0) << describe(b);
-  auto s = bcs_run(with_nodes(4, {prog("prog_sendrecv")}));
-  ASSERT_EQ(s.status, 0) << describe(s);
+  expect_passes(4, "prog_nonblocking", "nonblocking ok");
+  expect_passes(4, "prog_barrier", "barrier ok");
+  expect_passes(4, "prog_sendrecv", "sendrecv ok");
 }
 
 TEST_P(OnNodes, ARankExitingWithThreeEndsTheJobWithThree) {
