@@ -36,7 +36,10 @@ PeriodSummary summarize_periods(std::vector<uint64_t> p) {
   PeriodSummary s;
   if (p.empty()) return s;
   std::sort(p.begin(), p.end());
-  auto at = [&](double q) { return p[std::min(p.size() - 1, static_cast<size_t>(q * static_cast<double>(p.size() - 1) + 0.5))]; };
+  auto at = [&](double q) {
+    return p[std::min(p.size() - 1,
+                      static_cast<size_t>(q * static_cast<double>(p.size() - 1) + 0.5))];
+  };
   s.count = p.size();
   s.p50_ns = at(0.50);
   s.p99_ns = at(0.99);

@@ -129,5 +129,4 @@ DmaGet decode_get(std::span<const uint8_t> b) {
   return r.get<DmaGet>();
 }
 
-
 }  // namespace bcs::wire

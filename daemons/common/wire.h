@@ -16,24 +16,29 @@ namespace bcs::wire {
 
 // ---- events (core::EventId) and global variables (core::VarId)
 enum Event : uint16_t {
-  kEvStrobe = 1,      // MM -> NMs: (micro)strobe
-  kEvDescBatch = 2,   // NM -> NM: DEM, send descriptors for the destination's ranks
-  kEvDmaGet = 3,      // NM -> NM: P2P, "read this chunk of your rank's send buffer"
-  kEvDmaData = 4,     // NM -> NM: P2P, the bytes of a chunk
+  kEvStrobe = 1,     // MM -> NMs: (micro)strobe
+  kEvDescBatch = 2,  // NM -> NM: DEM, send descriptors for the destination's ranks
+  kEvDmaGet = 3,     // NM -> NM: P2P, "read this chunk of your rank's send buffer"
+  kEvDmaData = 4,    // NM -> NM: P2P, the bytes of a chunk
 };
 enum Var : uint16_t {
-  kVarPhase = 1,      // NM: slice * 8 + microphase, set when the microphase is done
+  kVarPhase = 1,  // NM: slice * 8 + microphase, set when the microphase is done
 };
 
 // Microphases of a slice, in order (the paper's Figure 4.4).
 enum class Phase : uint8_t { dem = 0, msm = 1, p2p = 2, bbm = 3, rm = 4 };
 inline const char* phase_name(Phase p) {
   switch (p) {
-    case Phase::dem: return "DEM";
-    case Phase::msm: return "MSM";
-    case Phase::p2p: return "P2P";
-    case Phase::bbm: return "BBM";
-    case Phase::rm: return "RM";
+    case Phase::dem:
+      return "DEM";
+    case Phase::msm:
+      return "MSM";
+    case Phase::p2p:
+      return "P2P";
+    case Phase::bbm:
+      return "BBM";
+    case Phase::rm:
+      return "RM";
   }
   return "?";
 }
@@ -108,16 +113,16 @@ struct Report {
   uint64_t slice = 0;
   Phase phase = Phase::dem;
   // DEM
-  uint32_t drained = 0;                 // descriptors taken from the rings
-  std::vector<uint32_t> batches_to;     // batches sent, index = destination node id
-  uint64_t barrier_level = 0;           // every local rank reached this barrier number
-  uint32_t has_local_barrier_ranks = 0; // this node hosts ranks of the job
-  uint32_t transfers_pending = 0;       // matched transfers not fully moved yet
+  uint32_t drained = 0;                  // descriptors taken from the rings
+  std::vector<uint32_t> batches_to;      // batches sent, index = destination node id
+  uint64_t barrier_level = 0;            // every local rank reached this barrier number
+  uint32_t has_local_barrier_ranks = 0;  // this node hosts ranks of the job
+  uint32_t transfers_pending = 0;        // matched transfers not fully moved yet
   // MSM
   uint32_t matches = 0;
-  uint32_t chunks = 0;                  // chunks scheduled for this slice's P2P
+  uint32_t chunks = 0;  // chunks scheduled for this slice's P2P
   // P2P
-  uint64_t bytes = 0;                   // bytes moved into local receivers
+  uint64_t bytes = 0;  // bytes moved into local receivers
   // errors seen by the node while doing the microphase (logged by the MM)
   uint32_t errors = 0;
 };
@@ -137,10 +142,10 @@ DescBatch decode_batch(std::span<const uint8_t> b);
 // the sender's node to read its rank's memory and ship the bytes back).
 struct DmaGet {
   uint64_t job = 0;
-  uint64_t token = 0;       // echoed in the reply
-  int32_t src_rank = 0;     // world rank whose memory is read
-  uint32_t src_request = 0; // completed by the sender's node when `last`
-  uint64_t addr = 0;        // chunk start in the sender's address space
+  uint64_t token = 0;        // echoed in the reply
+  int32_t src_rank = 0;      // world rank whose memory is read
+  uint32_t src_request = 0;  // completed by the sender's node when `last`
+  uint64_t addr = 0;         // chunk start in the sender's address space
   uint64_t len = 0;
   uint8_t last = 0;
 };
@@ -149,7 +154,7 @@ DmaGet decode_get(std::span<const uint8_t> b);
 
 struct DmaDataHeader {
   uint64_t token = 0;
-  int32_t error = 0;        // bcs_err_* if the read failed
+  int32_t error = 0;  // bcs_err_* if the read failed
   uint32_t pad = 0;
 };
 // The reply is this header followed by the bytes (built in place by the

@@ -1,16 +1,15 @@
 // bcs-mm: the machine manager. Owns the slice clock (strobe sender), accepts
 // node managers and jobs, and serves the Jobs / NodeControl / Monitor gRPC
 // services (loopback by default).
-#include <signal.h>
-#include <unistd.h>
-
-#include <cstdio>
-#include <string>
-
-#include <CLI/CLI.hpp>
 #include <grpcpp/grpcpp.h>
+#include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <string>
 
 #include "bcs.grpc.pb.h"
 #include "manager.h"
@@ -34,7 +33,8 @@ class NodeControlService final : public v1::NodeControl::Service {
 class JobsService final : public v1::Jobs::Service {
  public:
   explicit JobsService(Manager& m) : m_(m) {}
-  grpc::Status Launch(grpc::ServerContext* c, const v1::LaunchRequest* r, v1::LaunchReply* o) override {
+  grpc::Status Launch(grpc::ServerContext* c, const v1::LaunchRequest* r,
+                      v1::LaunchReply* o) override {
     return m_.launch(c, *r, o);
   }
   grpc::Status Attach(grpc::ServerContext* c, const v1::AttachRequest* r,
@@ -55,7 +55,8 @@ class JobsService final : public v1::Jobs::Service {
 class MonitorService final : public v1::Monitor::Service {
  public:
   explicit MonitorService(Manager& m) : m_(m) {}
-  grpc::Status Slices(grpc::ServerContext* c, const v1::SlicesRequest* r, v1::SlicesReply* o) override {
+  grpc::Status Slices(grpc::ServerContext* c, const v1::SlicesRequest* r,
+                      v1::SlicesReply* o) override {
     return m_.slices(c, r->last(), o);
   }
 
@@ -64,7 +65,8 @@ class MonitorService final : public v1::Monitor::Service {
 };
 
 bool is_loopback(const std::string& addr) {
-  return addr.rfind("127.", 0) == 0 || addr.rfind("localhost:", 0) == 0 || addr.rfind("[::1]:", 0) == 0;
+  return addr.rfind("127.", 0) == 0 || addr.rfind("localhost:", 0) == 0 ||
+         addr.rfind("[::1]:", 0) == 0;
 }
 
 }  // namespace
@@ -73,14 +75,18 @@ bool is_loopback(const std::string& addr) {
 int main(int argc, char** argv) {
   using namespace bcs;
   CLI::App app{"bcs-mm: the bcs machine manager"};
-  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token, level = "warn";
+  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token,
+              level = "warn";
   int ready_fd = -1;
   bool no_realtime = false;
-  app.add_option("--listen", listen, "gRPC listen address (port 0: pick one)")->capture_default_str();
+  app.add_option("--listen", listen, "gRPC listen address (port 0: pick one)")
+      ->capture_default_str();
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
   app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
-  app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")->capture_default_str();
-  app.add_option("--strobe-spin", spin, "spin this long before each strobe for an exact period (0: sleep only)")
+  app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")
+      ->capture_default_str();
+  app.add_option("--strobe-spin", spin,
+                 "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
   app.add_option("--token", token, "shared secret; required when not listening on loopback");
@@ -96,7 +102,8 @@ int main(int argc, char** argv) {
   auto sl = parse_duration_ns(slice);
   auto ch = parse_size_bytes(chunk);
   if (!sl || *sl < 10'000 || *sl > 10'000'000'000ull) {
-    std::fprintf(stderr, "bcs-mm: --slice %s: expected a duration between 10us and 10s\n", slice.c_str());
+    std::fprintf(stderr, "bcs-mm: --slice %s: expected a duration between 10us and 10s\n",
+                 slice.c_str());
     return 2;
   }
   if (!ch || *ch == 0) {
@@ -105,7 +112,8 @@ int main(int argc, char** argv) {
   }
   auto sp = parse_duration_ns(spin);
   if (!sp) {
-    std::fprintf(stderr, "bcs-mm: --strobe-spin %s: expected a duration such as 30us\n", spin.c_str());
+    std::fprintf(stderr, "bcs-mm: --strobe-spin %s: expected a duration such as 30us\n",
+                 spin.c_str());
     return 2;
   }
   cfg.strobe_spin_ns = *sp;
@@ -149,7 +157,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bcs-mm: cannot listen on %s\n", listen.c_str());
       return 1;
     }
-    spdlog::info("listening on {} (port {}), slice {}", listen, port, format_duration(cfg.slice_ns));
+    spdlog::info("listening on {} (port {}), slice {}", listen, port,
+                 format_duration(cfg.slice_ns));
     if (ready_fd >= 0) {
       std::string line = std::to_string(port) + "\n";
       [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());

@@ -1,11 +1,10 @@
 #include "manager.h"
 
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <string.h>
 
 #include <algorithm>
-
-#include <spdlog/spdlog.h>
 
 namespace bcs::mm {
 
@@ -120,7 +119,8 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         uint32_t k = 0;
         for (uint32_t r = 0; r < j.rank_node.size(); ++r)
           if (j.rank_node[r] == node->id && k < static_cast<uint32_t>(js.pids_size()))
-            j.rank_pids[r] = "pid " + std::to_string(js.pids(static_cast<int>(k++))) + " on " + node->name;
+            j.rank_pids[r] =
+                "pid " + std::to_string(js.pids(static_cast<int>(k++))) + " on " + node->name;
         if (!js.error().empty()) {
           // Its ranks never existed: account for them now.
           for (uint32_t r = 0; r < j.rank_node.size(); ++r)
@@ -172,8 +172,9 @@ void Manager::node_lost(uint32_t id) {
       if (j->state == Job::State::done) continue;
       if (std::find(j->nodes.begin(), j->nodes.end(), id) == j->nodes.end()) continue;
       had_job = true;
-      fail_job_locked(*j, 1, "node manager " + node->name + " (pid " + std::to_string(node->pid) +
-                                 ") was lost");
+      fail_job_locked(
+          *j, 1,
+          "node manager " + node->name + " (pid " + std::to_string(node->pid) + ") was lost");
       // Its ranks died with it (PR_SET_PDEATHSIG): account for them.
       for (uint32_t r = 0; r < j->rank_node.size(); ++r)
         if (j->rank_node[r] == id && !j->rank_done[r]) {
@@ -183,8 +184,10 @@ void Manager::node_lost(uint32_t id) {
       if (j->ranks_done == j->rank_node.size()) finish_job_locked(*j);
     }
     // Leaving while idle is how an embedded cluster ends: not worth a warning.
-    if (had_job) spdlog::warn("node {} ({}) was lost during a job", id, node->name);
-    else spdlog::info("node {} ({}) left", id, node->name);
+    if (had_job)
+      spdlog::warn("node {} ({}) was lost during a job", id, node->name);
+    else
+      spdlog::info("node {} ({}) left", id, node->name);
     if (node->fabric_ready) broadcast_peers_locked();
   }
   cv_.notify_all();
@@ -192,9 +195,7 @@ void Manager::node_lost(uint32_t id) {
 }
 
 // ------------------------------------------------------------------ jobs
-void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
-  j.events.push_back(std::move(ev));
-}
+void Manager::push_event_locked(Job& j, v1::JobEvent ev) { j.events.push_back(std::move(ev)); }
 
 void Manager::fail_job_locked(Job& j, int status, const std::string& message) {
   if (j.failed || j.state == Job::State::done) return;
@@ -267,8 +268,9 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
     return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
   const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
-  const auto deadline = std::chrono::steady_clock::now() +
-                        std::chrono::milliseconds(req.wait_nodes_ms() ? req.wait_nodes_ms() : 10000);
+  const auto deadline =
+      std::chrono::steady_clock::now() +
+      std::chrono::milliseconds(req.wait_nodes_ms() ? req.wait_nodes_ms() : 10000);
   std::unique_lock lk(mu_);
   // A node is usable once its fabric endpoint exists and it has connected to
   // every other chosen node (it applied a peers table that includes them).
@@ -290,9 +292,9 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   };
   std::vector<uint32_t> chosen;
   if (!cv_.wait_until(lk, deadline, [&] { return stopping_ || usable(&chosen); }))
-    return {grpc::StatusCode::FAILED_PRECONDITION,
-            "only " + std::to_string(nodes_.size()) + " node manager(s) registered, " +
-                std::to_string(want) + " needed"};
+    return {grpc::StatusCode::FAILED_PRECONDITION, "only " + std::to_string(nodes_.size()) +
+                                                       " node manager(s) registered, " +
+                                                       std::to_string(want) + " needed"};
   if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
 
   auto j = std::make_shared<Job>();
@@ -372,10 +374,18 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     x->set_nranks(j->req.nranks());
     const char* s = "queued";
     switch (j->state) {
-      case Job::State::queued: s = "queued"; break;
-      case Job::State::starting: s = "starting"; break;
-      case Job::State::running: s = j->failed ? "failing" : "running"; break;
-      case Job::State::done: s = j->failed ? "failed" : "done"; break;
+      case Job::State::queued:
+        s = "queued";
+        break;
+      case Job::State::starting:
+        s = "starting";
+        break;
+      case Job::State::running:
+        s = j->failed ? "failing" : "running";
+        break;
+      case Job::State::done:
+        s = j->failed ? "failed" : "done";
+        break;
     }
     x->set_state(s);
   }

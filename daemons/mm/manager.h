@@ -2,6 +2,8 @@
 // strobe sender that drives every slice of the running job.
 #pragma once
 
+#include <grpcpp/grpcpp.h>
+
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -13,8 +15,6 @@
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <grpcpp/grpcpp.h>
 
 #include "bcs.grpc.pb.h"
 #include "bcs/core.h"
@@ -46,7 +46,7 @@ struct Node {
   std::mutex write_mu;
   std::string ucx_address;
   bool fabric_ready = false;
-  uint64_t joined_gen = 0;      // peers generation that first included it
+  uint64_t joined_gen = 0;  // peers generation that first included it
   uint64_t peers_applied = 0;
   bool send(const v1::ManagerMsg& m) {
     std::lock_guard lk(write_mu);
@@ -63,15 +63,15 @@ struct Job {
   std::vector<uint32_t> rank_node;  // world rank -> node id
   State state = State::queued;
   std::chrono::steady_clock::time_point start_deadline;
-  std::vector<uint32_t> started;    // nodes that answered JobStarted
-  std::vector<std::string> rank_pids; // "pid on node" per rank, for messages
+  std::vector<uint32_t> started;       // nodes that answered JobStarted
+  std::vector<std::string> rank_pids;  // "pid on node" per rank, for messages
   std::vector<bool> rank_done;
   uint32_t ranks_done = 0;
-  int max_status = 0;               // largest exit status of ranks that ended on their own
+  int max_status = 0;  // largest exit status of ranks that ended on their own
   bool failed = false;
   int fail_status = 0;
   std::string fail_message;
-  std::vector<v1::JobEvent> events; // output..., then exactly one exit
+  std::vector<v1::JobEvent> events;  // output..., then exactly one exit
   bool exited = false;
 };
 
@@ -83,7 +83,8 @@ class Manager {
   // gRPC handlers (thread: the gRPC server's).
   grpc::Status node_session(grpc::ServerContext* ctx, NodeStream* stream);
   grpc::Status launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req, v1::LaunchReply* rep);
-  grpc::Status attach(grpc::ServerContext* ctx, uint64_t job_id, grpc::ServerWriter<v1::JobEvent>* w);
+  grpc::Status attach(grpc::ServerContext* ctx, uint64_t job_id,
+                      grpc::ServerWriter<v1::JobEvent>* w);
   grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason);
   grpc::Status list(grpc::ServerContext* ctx, v1::ListReply* rep);
   grpc::Status slices(grpc::ServerContext* ctx, uint32_t last, v1::SlicesReply* rep);
@@ -122,7 +123,7 @@ class Manager {
   std::map<uint32_t, std::shared_ptr<Node>> nodes_;
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
   std::deque<uint64_t> queue_;
-  uint64_t slice_ = 0;   // global slice counter, never reset (phase values stay monotonic)
+  uint64_t slice_ = 0;  // global slice counter, never reset (phase values stay monotonic)
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
   std::mutex flush_mu_;
   std::thread ss_thread_;

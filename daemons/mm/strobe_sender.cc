@@ -8,13 +8,12 @@
 // barrier can be released (BBM).
 #include <pthread.h>
 #include <sched.h>
+#include <spdlog/spdlog.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <time.h>
 
 #include <algorithm>
-
-#include <spdlog/spdlog.h>
 
 #include "manager.h"
 #include "wire.h"
@@ -112,7 +111,8 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
   if (!answered) {
     fail_job_locked(*j, 1, "the node managers did not start the job within 30 s");
     for (uint32_t r = 0; r < j->rank_node.size(); ++r) {
-      bool started = std::find(j->started.begin(), j->started.end(), j->rank_node[r]) != j->started.end();
+      bool started =
+          std::find(j->started.begin(), j->started.end(), j->rank_node[r]) != j->started.end();
       if (!started && !j->rank_done[r]) {
         j->rank_done[r] = true;
         j->ranks_done++;
@@ -144,8 +144,8 @@ bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core
     if (s == core::Status::ok) return true;
     if (s == core::Status::closed) return false;
     if (s != core::Status::timeout) {
-      spdlog::error("slice {}: waiting for {}: {}", slice, wire::phase_name(static_cast<Phase>(phase)),
-                    core::status_str(s));
+      spdlog::error("slice {}: waiting for {}: {}", slice,
+                    wire::phase_name(static_cast<Phase>(phase)), core::status_str(s));
       return false;
     }
     std::lock_guard lk(mu_);
@@ -156,8 +156,10 @@ bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core
       std::string late;
       for (uint32_t n : j.nodes)
         if (fabric_.var_get(wire::kVarPhase, n).value < value) late += " " + std::to_string(n);
-      fail_job_locked(j, 1, std::string("microphase ") + wire::phase_name(static_cast<Phase>(phase)) +
-                                " of slice " + std::to_string(slice) + " did not complete on node(s)" + late);
+      fail_job_locked(j, 1,
+                      std::string("microphase ") + wire::phase_name(static_cast<Phase>(phase)) +
+                          " of slice " + std::to_string(slice) + " did not complete on node(s)" +
+                          late);
       return false;
     }
   }
@@ -179,7 +181,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     auto st = fabric_.xfer_and_signal(j.nodes, wire::kEvStrobe, wire::encode(s));
     if (st == core::Status::closed) return false;  // shutting down: nothing to report
     if (st != core::Status::ok) {
-      spdlog::error("slice {}: {} microstrobe: {}", s.slice, wire::phase_name(s.phase), core::status_str(st));
+      spdlog::error("slice {}: {} microstrobe: {}", s.slice, wire::phase_name(s.phase),
+                    core::status_str(st));
       return false;
     }
     return true;
@@ -215,7 +218,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       auto rep = wire::decode_report(v.attachment);
       drained += rep.drained;
       pending += rep.transfers_pending;
-      for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n) s.expect_batches[n] += rep.batches_to[n];
+      for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n)
+        s.expect_batches[n] += rep.batches_to[n];
       if (rep.has_local_barrier_ranks) {
         any_ranks = true;
         level = std::min(level, rep.barrier_level);
@@ -269,11 +273,13 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         if (fabric_.connected(n) && nodes_.count(n)) continue;
         auto it = nodes_.find(n);
         lost += (lost.empty() ? "" : ", ") +
-                (it == nodes_.end() ? "node " + std::to_string(n)
-                                    : it->second->name + " (pid " + std::to_string(it->second->pid) + ")");
+                (it == nodes_.end()
+                     ? "node " + std::to_string(n)
+                     : it->second->name + " (pid " + std::to_string(it->second->pid) + ")");
       }
-      fail_job_locked(j, 1, lost.empty() ? "the strobe protocol failed (see the manager's log)"
-                                         : "node manager " + lost + " was lost (fabric error)");
+      fail_job_locked(j, 1,
+                      lost.empty() ? "the strobe protocol failed (see the manager's log)"
+                                   : "node manager " + lost + " was lost (fabric error)");
     }
   }
   cv_.notify_all();

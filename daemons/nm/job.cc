@@ -2,6 +2,7 @@
 
 #include <fcntl.h>
 #include <signal.h>
+#include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -14,8 +15,6 @@
 #include <cerrno>
 #include <cstring>
 #include <new>
-
-#include <spdlog/spdlog.h>
 
 namespace bcs::nm {
 namespace {
@@ -36,7 +35,7 @@ std::string join_path(const std::string& dir, const std::string& name) {
 // cwd, so that the error is reported once, clearly, instead of by every rank.
 bool resolve_program(const JobSpec& s, std::string* path, std::string* error) {
   auto executable = [](const std::string& p) {
-    struct stat st{};
+    struct stat st {};
     return ::stat(p.c_str(), &st) == 0 && S_ISREG(st.st_mode) && ::access(p.c_str(), X_OK) == 0;
   };
   if (s.program.find('/') != std::string::npos) {
@@ -44,7 +43,7 @@ bool resolve_program(const JobSpec& s, std::string* path, std::string* error) {
     if (!executable(p)) {
       *error = "cannot execute '" + s.program + "': " +
                (::access(p.c_str(), F_OK) == 0 ? "Permission denied or not a regular file"
-                                                 : "No such file or directory");
+                                               : "No such file or directory");
       return false;
     }
     *path = p;
@@ -82,8 +81,8 @@ void write_all_raw(int fd, const char* msg) {
 
 }  // namespace
 
-std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self, const std::string& node_name,
-                                    std::string* error) {
+std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
+                                    const std::string& node_name, std::string* error) {
   std::shared_ptr<NmJob> job(new (std::nothrow) NmJob());  // private ctor: no make_shared
   if (!job) {
     *error = "out of memory";
@@ -147,11 +146,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self, const st
   for (auto& r : job->ranks_) {
     // The job's environment, minus the variables this NM sets for the rank
     // (a job launched from inside another job must not inherit its segment).
-    static const char* const kOwn[] = {"BCS_SEGMENT_FD=", "BCS_LOCAL_INDEX=", "BCS_RANK=",
-                                       "BCS_SIZE=", "BCS_JOB=", "BCS_NODE="};
+    static const char* const kOwn[] = {
+        "BCS_SEGMENT_FD=", "BCS_LOCAL_INDEX=", "BCS_RANK=", "BCS_SIZE=", "BCS_JOB=", "BCS_NODE="};
     std::vector<std::string> env_s;
     for (const auto& kv : spec.env)
-      if (std::none_of(std::begin(kOwn), std::end(kOwn), [&](const char* k) { return kv.rfind(k, 0) == 0; }))
+      if (std::none_of(std::begin(kOwn), std::end(kOwn),
+                       [&](const char* k) { return kv.rfind(k, 0) == 0; }))
         env_s.push_back(kv);
     env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(segfd));
     env_s.push_back("BCS_LOCAL_INDEX=" + std::to_string(r->local_index));
@@ -162,8 +162,8 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self, const st
     std::vector<char*> envp;
     for (auto& e : env_s) envp.push_back(e.data());
     envp.push_back(nullptr);
-    std::string exec_err = "bcs: rank " + std::to_string(r->world_rank) + ": cannot execute '" +
-                           spec.program + "'\n";
+    std::string exec_err =
+        "bcs: rank " + std::to_string(r->world_rank) + ": cannot execute '" + spec.program + "'\n";
     std::string cwd_err = "bcs: rank " + std::to_string(r->world_rank) +
                           ": cannot change directory to '" + spec.cwd + "'\n";
 
@@ -241,8 +241,12 @@ int32_t NmJob::read(int32_t world_rank, uint64_t addr, void* dst, size_t len) {
   if (r.dead) return bcs_err_peer_gone;
   auto* p = static_cast<uint8_t*>(dst);
   while (len > 0) {
-    struct iovec l{p, len};
-    struct iovec rm{reinterpret_cast<void*>(addr), len};
+    struct iovec l {
+      p, len
+    };
+    struct iovec rm {
+      reinterpret_cast<void*>(addr), len
+    };
     ssize_t n = ::process_vm_readv(r.pid, &l, 1, &rm, 1, 0);
     if (n <= 0) {
       spdlog::debug("process_vm_readv(rank {}): {}", world_rank, std::strerror(errno));
@@ -261,8 +265,12 @@ int32_t NmJob::write(int32_t world_rank, uint64_t addr, const void* src, size_t 
   if (r.dead) return bcs_err_peer_gone;
   const auto* p = static_cast<const uint8_t*>(src);
   while (len > 0) {
-    struct iovec l{const_cast<uint8_t*>(p), len};
-    struct iovec rm{reinterpret_cast<void*>(addr), len};
+    struct iovec l {
+      const_cast<uint8_t*>(p), len
+    };
+    struct iovec rm {
+      reinterpret_cast<void*>(addr), len
+    };
     ssize_t n = ::process_vm_writev(r.pid, &l, 1, &rm, 1, 0);
     if (n <= 0) {
       spdlog::debug("process_vm_writev(rank {}): {}", world_rank, std::strerror(errno));

@@ -6,23 +6,22 @@
 //   main     the control stream with the MM (gRPC): register, peers, jobs
 //   bcs-sr   the strobe receiver and the helper roles (nic.h)
 //   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
+#include <grpcpp/grpcpp.h>
 #include <signal.h>
+#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstring>
 #include <map>
 #include <mutex>
 #include <thread>
-
-#include <CLI/CLI.hpp>
-#include <grpcpp/grpcpp.h>
-#include <spdlog/sinks/stdout_color_sinks.h>
-#include <spdlog/spdlog.h>
 
 #include "bcs.grpc.pb.h"
 #include "bcs/core.h"
@@ -173,9 +172,12 @@ class IoLoop {
     e->set_job_id(w.job->id());
     e->set_rank(static_cast<uint32_t>(w.rank->world_rank));
     e->set_pid(static_cast<uint32_t>(w.rank->pid));
-    if (WIFSIGNALED(status)) e->set_signal(WTERMSIG(status));
-    else e->set_exit_code(WEXITSTATUS(status));
-    e->set_killed_by_bcs(w.rank->killed_by_bcs && WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    if (WIFSIGNALED(status))
+      e->set_signal(WTERMSIG(status));
+    else
+      e->set_exit_code(WEXITSTATUS(status));
+    e->set_killed_by_bcs(w.rank->killed_by_bcs && WIFSIGNALED(status) &&
+                         WTERMSIG(status) == SIGKILL);
     auto ms = v.ctl->mpi_state.load();
     e->set_mpi_initialized(ms != static_cast<uint32_t>(MpiState::none));
     e->set_mpi_finalized(ms == static_cast<uint32_t>(MpiState::finalized));
@@ -262,7 +264,8 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         for (const auto& mem : msg.peers().members()) {
           const auto& a = mem.ucx_address();
           if (fabric->connected(mem.node_id())) continue;
-          auto s = fabric->connect(mem.node_id(), {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+          auto s = fabric->connect(mem.node_id(),
+                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
           if (s != core::Status::ok)
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
         }
@@ -288,9 +291,12 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         js->set_job_id(spec.id);
         std::string err;
         std::shared_ptr<NmJob> j;
-        if (spec.rank_node.size() != spec.nranks) err = "malformed job: rank map size";
-        else if (job) err = "node is busy with job " + std::to_string(job->id());
-        else j = NmJob::start(spec, self, name, &err);
+        if (spec.rank_node.size() != spec.nranks)
+          err = "malformed job: rank map size";
+        else if (job)
+          err = "node is busy with job " + std::to_string(job->id());
+        else
+          j = NmJob::start(spec, self, name, &err);
         if (j) {
           {
             std::lock_guard lk(jobs_mu);

@@ -1,10 +1,10 @@
 #include "nic.h"
 
+#include <spdlog/spdlog.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cstring>
-
-#include <spdlog/spdlog.h>
 
 namespace bcs::nm {
 
@@ -92,11 +92,16 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
   // job has no rank here) still needs a report, or the MM would wait.
   if (st_ && st_->job->id() != s.job && s.phase == Phase::dem) st_.reset();
   switch (s.phase) {
-    case Phase::dem: return buffer_sender_dem(s.slice);
-    case Phase::msm: return buffer_receiver_msm(s);
-    case Phase::p2p: return dma_helper_p2p(s.slice);
-    case Phase::bbm: return collective_helper_bbm(s);
-    case Phase::rm: return reduce_helper_rm(s.slice);
+    case Phase::dem:
+      return buffer_sender_dem(s.slice);
+    case Phase::msm:
+      return buffer_receiver_msm(s);
+    case Phase::p2p:
+      return dma_helper_p2p(s.slice);
+    case Phase::bbm:
+      return collective_helper_bbm(s);
+    case Phase::rm:
+      return reduce_helper_rm(s.slice);
   }
   return {};
 }
@@ -137,8 +142,10 @@ wire::Report Nic::buffer_sender_dem(uint64_t slice) {
             break;
           }
           uint32_t node = job.node_of(d.peer);
-          if (node == self_) st.local_sends.push_back(std::move(s));
-          else batches[node].sends.push_back(std::move(s));
+          if (node == self_)
+            st.local_sends.push_back(std::move(s));
+          else
+            batches[node].sends.push_back(std::move(s));
           break;
         }
         case DescKind::recv:
@@ -264,7 +271,9 @@ wire::Report Nic::dma_helper_p2p(uint64_t slice) {
     const Match& m = *c.match;
     if (m.send.is_inline) {
       int32_t err = 0;
-      if (c.len) err = job.write(m.recv.rank, m.recv.addr + c.offset, m.send.payload.data() + c.offset, c.len);
+      if (c.len)
+        err =
+            job.write(m.recv.rank, m.recv.addr + c.offset, m.send.payload.data() + c.offset, c.len);
       rep.bytes += c.len;
       finish_chunk(c, err);
     } else if (job.is_local(m.send.src)) {
@@ -296,7 +305,8 @@ wire::Report Nic::dma_helper_p2p(uint64_t slice) {
       g.last = c.last ? 1 : 0;
       auto s = fabric_.xfer_and_signal(job.node_of(m.send.src), wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
-        spdlog::error("P2P: remote read from node {}: {}", job.node_of(m.send.src), core::status_str(s));
+        spdlog::error("P2P: remote read from node {}: {}", job.node_of(m.send.src),
+                      core::status_str(s));
         rep.errors++;
         finish_chunk(c, bcs_err_peer_gone);
         continue;
@@ -325,7 +335,9 @@ wire::Report Nic::dma_helper_p2p(uint64_t slice) {
     int32_t err = h.error;
     const size_t n = msg.data.size() - sizeof h;
     if (!err && n != c.len) err = bcs_err_internal;
-    if (!err && n) err = job.write(c.match->recv.rank, c.match->recv.addr + c.offset, msg.data.data() + sizeof h, n);
+    if (!err && n)
+      err = job.write(c.match->recv.rank, c.match->recv.addr + c.offset, msg.data.data() + sizeof h,
+                      n);
     rep.bytes += n;
     finish_chunk(c, err);
   }
@@ -369,7 +381,8 @@ void Nic::dma_serve_get(core::Message&& m) {
   if (!reply) reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h);
   std::memcpy(reply.get(), &h, sizeof h);
   auto s = fabric_.xfer_and_signal(m.from, wire::kEvDmaData, {reply.get(), sizeof h + n});
-  if (s != core::Status::ok) spdlog::error("DMA get: reply to node {}: {}", m.from, core::status_str(s));
+  if (s != core::Status::ok)
+    spdlog::error("DMA get: reply to node {}: {}", m.from, core::status_str(s));
 }
 
 // ------------------------------------------------------------ collective helper

@@ -83,9 +83,9 @@ class Nic {
   core::Fabric& fabric_;
   const uint32_t self_;
   std::mutex job_mu_;
-  std::shared_ptr<NmJob> pending_job_;   // guarded by job_mu_
-  std::unique_ptr<NodeJobState> st_;     // NIC thread only
-  std::vector<uint8_t> staging_;         // DH bounce buffer for local copies
+  std::shared_ptr<NmJob> pending_job_;  // guarded by job_mu_
+  std::unique_ptr<NodeJobState> st_;    // NIC thread only
+  std::vector<uint8_t> staging_;        // DH bounce buffer for local copies
   uint64_t next_token_ = 1;
 };
 

@@ -74,7 +74,8 @@ int wait_deadline(pid_t pid, Clock::time_point deadline) {
       if (pfd >= 0) close(pfd);
       return decode(st);
     }
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       if (pfd >= 0) close(pfd);
       return -1;
@@ -118,7 +119,8 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
   int open_fds = 2;
   char buf[65536];
   while (open_fds > 0) {
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (left <= 0) {
       r.timed_out = true;
       kill(pid, SIGKILL);  // its daemons and ranks follow (PR_SET_PDEATHSIG)
@@ -152,12 +154,14 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
 
 RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds limit,
                   const std::map<std::string, std::string>& env, OutputHook on_stdout) {
-  std::vector<std::string> argv{bin("bcs"), "run", "--timeout", std::to_string(limit.count() * 2 / 3) + "s"};
+  std::vector<std::string> argv{bin("bcs"), "run", "--timeout",
+                                std::to_string(limit.count() * 2 / 3) + "s"};
   argv.insert(argv.end(), args.begin(), args.end());
   return run(argv, limit, env, std::move(on_stdout));
 }
 
-Background::Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env) {
+Background::Background(const std::vector<std::string>& argv,
+                       const std::map<std::string, std::string>& env) {
   int p[2];
   if (pipe2(p, O_CLOEXEC)) throw std::runtime_error("pipe");
   pid_ = spawn(argv, env, -1, -1, p[1]);
@@ -176,7 +180,8 @@ std::string Background::ready_line(std::chrono::seconds limit) {
   char c;
   while (Clock::now() < deadline) {
     pollfd p{ready_fd_, POLLIN, 0};
-    auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto left =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     if (poll(&p, 1, static_cast<int>(std::max<long>(left, 1))) <= 0) continue;
     if (read(ready_fd_, &c, 1) != 1) break;
     if (c == '\n') return line;
@@ -246,7 +251,8 @@ std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit) {
       int fd = static_cast<int>(syscall(SYS_pidfd_open, p, 0));
       if (fd >= 0) fds.push_back({fd, POLLIN, 0});
     }
-    auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
+    auto ms =
+        std::chrono::duration_cast<std::chrono::milliseconds>(deadline - Clock::now()).count();
     // Wake at the first exit (then look again) or at the deadline.
     if (!fds.empty()) poll(fds.data(), fds.size(), static_cast<int>(std::max<long>(ms, 1)));
     for (auto& f : fds) close(f.fd);

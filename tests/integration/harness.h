@@ -42,13 +42,15 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
               const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
 
 // `bcs run ARGS...` with a bcs-level --timeout below the harness limit.
-RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds limit = std::chrono::seconds(90),
+RunResult bcs_run(const std::vector<std::string>& args,
+                  std::chrono::seconds limit = std::chrono::seconds(90),
                   const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
 
 // A background process the test owns (a daemon). Killed by PID at destruction.
 class Background {
  public:
-  Background(const std::vector<std::string>& argv, const std::map<std::string, std::string>& env = {});
+  Background(const std::vector<std::string>& argv,
+             const std::map<std::string, std::string>& env = {});
   ~Background();
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;

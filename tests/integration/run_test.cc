@@ -22,8 +22,8 @@ using testing::HasSubstr;
 namespace {
 
 std::string describe(const RunResult& r) {
-  return "status " + std::to_string(r.status) + (r.timed_out ? " (TIMED OUT)" : "") + "\n--- stdout\n" +
-         r.out.substr(0, 4000) + "\n--- stderr\n" + r.err.substr(0, 4000);
+  return "status " + std::to_string(r.status) + (r.timed_out ? " (TIMED OUT)" : "") +
+         "\n--- stdout\n" + r.out.substr(0, 4000) + "\n--- stderr\n" + r.err.substr(0, 4000);
 }
 
 // Every test: no process of ours survives the command, no /dev/shm entry appears.
@@ -32,7 +32,8 @@ class Story : public testing::Test {
   void SetUp() override { shm_before_ = bcs::test::shm_entries(); }
   void TearDown() override {
     auto left = bcs::test::wait_no_marked_processes(10s);
-    EXPECT_TRUE(left.empty()) << left.size() << " process(es) left behind, first pid " << (left.empty() ? 0 : left[0]);
+    EXPECT_TRUE(left.empty()) << left.size() << " process(es) left behind, first pid "
+                              << (left.empty() ? 0 : left[0]);
     for (pid_t p : left) kill(p, SIGKILL);
     auto after = bcs::test::shm_entries();
     std::set<std::string> before(shm_before_.begin(), shm_before_.end());
@@ -71,15 +72,25 @@ TEST_P(OnNodes, TokenTravelsAroundTheRing) {
   expect_nothing_left_now();
 }
 
-TEST_P(OnNodes, PingPongFromZeroBytesTo16MiBArrivesIntact) { expect_passes(2, "prog_pingpong", "pingpong ok"); }
+TEST_P(OnNodes, PingPongFromZeroBytesTo16MiBArrivesIntact) {
+  expect_passes(2, "prog_pingpong", "pingpong ok");
+}
 
-TEST_P(OnNodes, AnySourceFanInReceivesEverySenderInOrder) { expect_passes(4, "prog_fanin", "fanin ok"); }
+TEST_P(OnNodes, AnySourceFanInReceivesEverySenderInOrder) {
+  expect_passes(4, "prog_fanin", "fanin ok");
+}
 
-TEST_P(OnNodes, ProbeThenReceiveGetsTheProbedMessage) { expect_passes(3, "prog_probe", "probe ok"); }
+TEST_P(OnNodes, ProbeThenReceiveGetsTheProbedMessage) {
+  expect_passes(3, "prog_probe", "probe ok");
+}
 
-TEST_P(OnNodes, TruncationIsReportedAsMpiErrTruncate) { expect_passes(2, "prog_truncate", "truncate ok"); }
+TEST_P(OnNodes, TruncationIsReportedAsMpiErrTruncate) {
+  expect_passes(2, "prog_truncate", "truncate ok");
+}
 
-TEST_P(OnNodes, SynchronousSendsCompleteOnlyOnceMatched) { expect_passes(2, "prog_ssend", "ssend ok"); }
+TEST_P(OnNodes, SynchronousSendsCompleteOnlyOnceMatched) {
+  expect_passes(2, "prog_ssend", "ssend ok");
+}
 
 TEST_P(OnNodes, NonBlockingCallsAndBarriersWork) {
   expect_passes(4, "prog_nonblocking", "nonblocking ok");
@@ -164,7 +175,8 @@ TEST_F(Story, AMissingProgramIsAClearError) {
 
 TEST_F(Story, ATimeoutEndsAHungJobAndLeavesNothing) {
   // Both ranks wait for a message from a rank that never sends.
-  std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "2s", "-n", "2", bcs::test::blocker()};
+  std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "2s", "-n", "2",
+                                bcs::test::blocker()};
   auto r = bcs::test::run(argv, 60s);
   EXPECT_EQ(r.status, 124) << describe(r);
   EXPECT_FALSE(r.timed_out);
@@ -173,7 +185,8 @@ TEST_F(Story, ATimeoutEndsAHungJobAndLeavesNothing) {
 }
 
 TEST_F(Story, ARunningClusterTakesJobsOneAfterAnother) {
-  bcs::test::Background mm({bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  bcs::test::Background mm(
+      {bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
   std::string port = mm.ready_line(30s);
   ASSERT_FALSE(port.empty()) << "bcs-mm did not come up";
   const std::string addr = "127.0.0.1:" + port;
@@ -192,7 +205,8 @@ TEST_F(Story, ARunningClusterTakesJobsOneAfterAnother) {
 }
 
 TEST_F(Story, ADeadNodeManagerEndsTheJobPromptly) {
-  bcs::test::Background mm({bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  bcs::test::Background mm(
+      {bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
   std::string port = mm.ready_line(30s);
   ASSERT_FALSE(port.empty());
   const std::string addr = "127.0.0.1:" + port;
@@ -240,8 +254,10 @@ class TwoHosts {
           sh({"ip", "-n", b_, "link", "set", "bcsjt" + tag, "name", "bcs0"}) &&
           sh({"ip", "-n", a_, "addr", "add", subnet_ + "1/24", "dev", "bcs0"}) &&
           sh({"ip", "-n", b_, "addr", "add", subnet_ + "2/24", "dev", "bcs0"}) &&
-          sh({"ip", "-n", a_, "link", "set", "bcs0", "up"}) && sh({"ip", "-n", b_, "link", "set", "bcs0", "up"}) &&
-          sh({"ip", "-n", a_, "link", "set", "lo", "up"}) && sh({"ip", "-n", b_, "link", "set", "lo", "up"});
+          sh({"ip", "-n", a_, "link", "set", "bcs0", "up"}) &&
+          sh({"ip", "-n", b_, "link", "set", "bcs0", "up"}) &&
+          sh({"ip", "-n", a_, "link", "set", "lo", "up"}) &&
+          sh({"ip", "-n", b_, "link", "set", "lo", "up"});
   }
   ~TwoHosts() {
     // Deleting a namespace deletes its end of the veth, and with it the pair.
@@ -273,21 +289,29 @@ TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
   ASSERT_TRUE(hosts.ok()) << "could not create the test network namespaces";
   const std::map<std::string, std::string> env{{"UCX_TLS", "tcp"}, {"UCX_NET_DEVICES", "bcs0"}};
   const std::string token = "it-" + bcs::test::marker();
-  bcs::test::Background mm(hosts.on(true, {bcs::test::bin("bcs-mm"), "--listen", hosts.addr_a() + ":0",
-                                           "--ready-fd", "3", "--token", token}),
-                           env);
+  bcs::test::Background mm(
+      hosts.on(true, {bcs::test::bin("bcs-mm"), "--listen", hosts.addr_a() + ":0", "--ready-fd",
+                      "3", "--token", token}),
+      env);
   std::string port = mm.ready_line(30s);
   ASSERT_FALSE(port.empty()) << "bcs-mm did not come up";
   const std::string addr = hosts.addr_a() + ":" + port;
-  bcs::test::Background nma(hosts.on(true, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token", token, "--name", "hostA"}), env);
-  bcs::test::Background nmb(hosts.on(false, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token", token, "--name", "hostB"}), env);
+  bcs::test::Background nma(hosts.on(true, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token",
+                                            token, "--name", "hostA"}),
+                            env);
+  bcs::test::Background nmb(hosts.on(false, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token",
+                                             token, "--name", "hostB"}),
+                            env);
 
   // Without the token the manager refuses the job.
-  auto denied = bcs::test::run(hosts.on(true, {bcs::test::bin("bcs"), "run", "--manager", addr, "-n", "1", "/bin/true"}), 60s, env);
+  auto denied = bcs::test::run(
+      hosts.on(true, {bcs::test::bin("bcs"), "run", "--manager", addr, "-n", "1", "/bin/true"}),
+      60s, env);
   EXPECT_NE(denied.status, 0) << describe(denied);
 
   auto run_on_a = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "60s", "--manager", addr, "--token", token};
+    std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "60s",
+                                  "--manager",           addr,  "--token",   token};
     argv.insert(argv.end(), args.begin(), args.end());
     return bcs::test::run(hosts.on(true, argv), 90s, env);
   };
@@ -309,8 +333,8 @@ TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
 }
 
 TEST_F(Story, ADeadMachineManagerEndsEverythingPromptly) {
-  auto mm = std::make_unique<bcs::test::Background>(
-      std::vector<std::string>{bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  auto mm = std::make_unique<bcs::test::Background>(std::vector<std::string>{
+      bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
   std::string port = mm->ready_line(30s);
   ASSERT_FALSE(port.empty());
   const std::string addr = "127.0.0.1:" + port;

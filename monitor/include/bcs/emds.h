@@ -12,9 +12,9 @@ namespace bcs::monitor {
 
 struct SliceRecord {
   uint64_t slice = 0;
-  uint64_t start_ns = 0;    // strobe time (CLOCK_MONOTONIC)
-  uint64_t period_ns = 0;   // since the previous strobe; 0 for the first of a run
-  uint64_t late_ns = 0;     // strobe time minus its scheduled time (the clock's own error)
+  uint64_t start_ns = 0;      // strobe time (CLOCK_MONOTONIC)
+  uint64_t period_ns = 0;     // since the previous strobe; 0 for the first of a run
+  uint64_t late_ns = 0;       // strobe time minus its scheduled time (the clock's own error)
   uint64_t phase_ns[5] = {};  // DEM, MSM, P2P, BBM, RM: global time to complete
   uint64_t retries[5] = {};   // unsuccessful synchronisation retries (USR*)
   uint32_t descriptors = 0;
