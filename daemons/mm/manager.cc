@@ -222,6 +222,18 @@ void Manager::finish_job_locked(Job& j) {
   j.events.push_back(std::move(ev));
   j.exited = true;
   spdlog::info("job {} ended with status {}", j.id, status);
+  // Remember a bounded number of finished jobs.
+  constexpr size_t kKeepFinished = 1000;
+  size_t finished = 0;
+  for (auto& [id, job] : jobs_) finished += job->state == Job::State::done;
+  for (auto it = jobs_.begin(); finished > kKeepFinished && it != jobs_.end();) {
+    if (it->second->state == Job::State::done && it->second.get() != &j) {
+      it = jobs_.erase(it);
+      --finished;
+    } else {
+      ++it;
+    }
+  }
   v1::ManagerMsg m;
   m.mutable_end_job()->set_job_id(j.id);
   for (uint32_t n : j.nodes)
@@ -328,20 +340,29 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
     if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
     j = it->second;
   }
-  size_t next = 0;
+  size_t next = 0;  // absolute index of the next event to send
   for (;;) {
     std::vector<v1::JobEvent> batch;
     bool end = false;
     {
       std::unique_lock lk(mu_);
       // Bounded waits so a client that went away is noticed.
-      cv_.wait_for(lk, 200ms, [&] { return j->events.size() > next; });
-      for (; next < j->events.size(); ++next) batch.push_back(j->events[next]);
-      end = j->exited && next == j->events.size();
+      cv_.wait_for(lk, 200ms, [&] { return j->events_base + j->events.size() > next; });
+      next = std::max(next, j->events_base);  // output already handed to another client
+      for (; next < j->events_base + j->events.size(); ++next)
+        batch.push_back(j->events[next - j->events_base]);
+      end = j->exited && next == j->events_base + j->events.size();
     }
     for (auto& ev : batch)
       if (!w->Write(ev)) return {grpc::StatusCode::CANCELLED, "client went away"};
-    if (end) return grpc::Status::OK;
+    if (end) {
+      // Delivered: keep only the exit, for `bcs jobs` and late attachers.
+      std::lock_guard lk(mu_);
+      const size_t drop = j->events.size() - 1;
+      j->events.erase(j->events.begin(), j->events.begin() + static_cast<std::ptrdiff_t>(drop));
+      j->events_base += drop;
+      return grpc::Status::OK;
+    }
     if (ctx->IsCancelled()) return {grpc::StatusCode::CANCELLED, "client went away"};
   }
 }

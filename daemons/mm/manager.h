@@ -71,7 +71,11 @@ struct Job {
   bool failed = false;
   int fail_status = 0;
   std::string fail_message;
-  std::vector<v1::JobEvent> events;  // output..., then exactly one exit
+  // Output..., then exactly one exit. Once a client has received the exit,
+  // the output before it is dropped (events_base counts what was dropped),
+  // so a standing manager does not keep every job's output forever.
+  std::vector<v1::JobEvent> events;
+  size_t events_base = 0;
   bool exited = false;
 };
 

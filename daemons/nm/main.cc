@@ -203,7 +203,12 @@ std::string hostname() {
 }
 
 int run_node(const std::string& manager, const std::string& name, const std::string& token) {
-  auto channel = grpc::CreateChannel(manager, grpc::InsecureChannelCredentials());
+  // Keepalive: a manager whose host hung is noticed within ~15 s.
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
+  auto channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
   auto stub = v1::NodeControl::NewStub(channel);
   grpc::ClientContext ctx;
   if (!token.empty()) ctx.AddMetadata("bcs-token", token);
