@@ -24,34 +24,6 @@ bool canonical_less(const SendDesc& a, const SendDesc& b) {
   return canonical_key(a) < canonical_key(b);
 }
 
-// Consumed entries are first overwritten with this rank (which desc_matches
-// can never accept, as no real rank or destination has it) and removed in one
-// pass at the end of the step. Erasing each from the middle of a deque would
-// move half the queue per match: O(n^2) bytes moved for n matches per slice,
-// which dominated the MSM at 1024 messages per slice.
-constexpr int32_t kConsumed = INT32_MIN;
-
-// Removes the consumed element `it` of `q`: at the front (the common case
-// with wildcards or in-order traffic) it is popped together with any
-// tombstones behind it, so scans never walk a growing prefix of dead
-// entries; elsewhere it becomes a tombstone and `q` is listed in `dirty`
-// (once) for compaction.
-template <typename Q, typename It, typename IsDead>
-void consume(Q& q, It it, std::vector<Q*>& dirty, IsDead is_dead, void (*kill)(typename Q::value_type&)) {
-  if (it == q.begin()) {
-    q.pop_front();
-    while (!q.empty() && is_dead(q.front())) q.pop_front();
-    return;
-  }
-  kill(*it);
-  if (std::find(dirty.begin(), dirty.end(), &q) == dirty.end()) dirty.push_back(&q);
-}
-
-bool send_dead(const SendDesc& s) { return s.dst == kConsumed; }
-bool recv_dead(const RecvDesc& r) { return r.rank == kConsumed; }
-void kill_send(SendDesc& s) { s.dst = kConsumed; }
-void kill_recv(RecvDesc& r) { r.rank = kConsumed; }
-
 ProbeResult found_result(const RecvDesc& p, const SendDesc& s) {
   ProbeResult r;
   r.probe = p;
@@ -78,6 +50,46 @@ bool desc_matches(const RecvDesc& r, const SendDesc& s) {
          (r.tag == kAnyTag || r.tag == s.tag) && r.rank == s.dst;
 }
 
+// ------------------------------------------------------------ queues
+
+Matcher::PerRank::Bucket Matcher::PerRank::find_unexpected(const RecvDesc& r) {
+  if (r.src != kAnySource && r.tag != kAnyTag) return unexpected.find({r.context, r.src, r.tag});
+  // A wildcard: the earliest front among the buckets it accepts. Buckets
+  // are ordered by (context, src, tag), so the context (and the source, if
+  // given) bound the range to look at.
+  auto lo = unexpected.lower_bound({r.context, r.src == kAnySource ? INT32_MIN : r.src, INT32_MIN});
+  auto hi = unexpected.upper_bound({r.context, r.src == kAnySource ? INT32_MAX : r.src, INT32_MAX});
+  Bucket best = unexpected.end();
+  for (auto it = lo; it != hi; ++it) {
+    const SendDesc& front = it->second.front();
+    if (!desc_matches(r, front)) continue;
+    if (best == unexpected.end() || canonical_less(front, best->second.front())) best = it;
+  }
+  return best;
+}
+
+SendDesc Matcher::PerRank::take_unexpected(Bucket b) {
+  SendDesc s = std::move(b->second.front());
+  b->second.pop_front();
+  if (b->second.empty()) unexpected.erase(b);  // keeps wildcard scans short
+  --unexpected_n;
+  return s;
+}
+
+void Matcher::PerRank::add_unexpected(SendDesc s) {
+  auto& q = unexpected[{s.context, s.src, s.tag}];
+  // Keep canonical order even if a caller hands in an older slice late; in
+  // the normal case this is an append.
+  if (q.empty() || !canonical_less(s, q.back())) {
+    q.push_back(std::move(s));
+  } else {
+    q.insert(std::upper_bound(q.begin(), q.end(), s, canonical_less), std::move(s));
+  }
+  ++unexpected_n;
+}
+
+// ------------------------------------------------------------ MSM
+
 void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
                   std::vector<SendDesc> sends) {
   // The slice number is implied by the descriptors themselves (their `slice`
@@ -86,26 +98,26 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
 
   // Step 1: new receives and probes, in each rank's post order, against the
   // unexpected sends of that rank (oldest first = MPI non-overtaking).
-  std::vector<std::deque<SendDesc>*> dirty_unexpected;
   for (const RecvDesc& r : local_posts) {
     PerRank& pr = ranks_[r.rank];
-    auto it = std::find_if(pr.unexpected.begin(), pr.unexpected.end(),
-                           [&](const SendDesc& s) { return desc_matches(r, s); });
+    const auto b = pr.find_unexpected(r);
+    const bool found = b != pr.unexpected.end();
     switch (r.kind) {
       case DescKind::recv:
-        if (it != pr.unexpected.end()) {
-          matches_.push_back(make_match(std::move(*it), r));
-          consume(pr.unexpected, it, dirty_unexpected, send_dead, kill_send);
+        if (found) {
+          matches_.push_back(make_match(pr.take_unexpected(b), r));
+        } else if (r.src != kAnySource && r.tag != kAnyTag) {
+          pr.posted_exact[{r.context, r.src, r.tag}].push_back({pr.next_order++, r});
         } else {
-          pr.posted.push_back(r);
+          pr.posted_wild.push_back({pr.next_order++, r});
         }
         break;
       case DescKind::probe:
       case DescKind::iprobe:
         // A probe never consumes. An unanswered iprobe waits with the blocking
         // probes until step 3 so that this slice's sends can still answer it.
-        if (it != pr.unexpected.end()) {
-          probe_results_.push_back(found_result(r, *it));
+        if (found) {
+          probe_results_.push_back(found_result(r, b->second.front()));
         } else {
           pr.probes.push_back(r);
         }
@@ -117,24 +129,31 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
     }
   }
 
-  // Compact before step 2, whose ordered insertion needs intact keys.
-  for (auto* q : dirty_unexpected)
-    std::erase_if(*q, send_dead);
-
   // Step 2: the slice's sends in canonical order, whatever order the network
   // delivered them in.
   std::sort(sends.begin(), sends.end(), canonical_less);
-  std::vector<std::deque<RecvDesc>*> dirty_posted;
   for (SendDesc& s : sends) {
     PerRank& pr = ranks_[s.dst];
-    auto rit = std::find_if(pr.posted.begin(), pr.posted.end(),
-                            [&](const RecvDesc& r) { return desc_matches(r, s); });
-    if (rit != pr.posted.end()) {
+    // The earliest posted receive that accepts it: the front of its exact
+    // bucket, or the first accepting wildcard receive, whichever was posted
+    // first.
+    auto exact = pr.posted_exact.find({s.context, s.src, s.tag});
+    auto wild = std::find_if(pr.posted_wild.begin(), pr.posted_wild.end(),
+                             [&](const Posted& p) { return desc_matches(p.recv, s); });
+    const bool have_exact = exact != pr.posted_exact.end();
+    const bool have_wild = wild != pr.posted_wild.end();
+    if (have_exact && (!have_wild || exact->second.front().order < wild->order)) {
       // Taken by the earliest posted receive: like an MPI library matching
       // an arrival against its posted queue first, the message never becomes
       // visible to probes.
-      matches_.push_back(make_match(std::move(s), *rit));
-      consume(pr.posted, rit, dirty_posted, recv_dead, kill_recv);
+      matches_.push_back(make_match(std::move(s), exact->second.front().recv));
+      exact->second.pop_front();
+      if (exact->second.empty()) pr.posted_exact.erase(exact);
+      continue;
+    }
+    if (have_wild) {
+      matches_.push_back(make_match(std::move(s), wild->recv));
+      pr.posted_wild.erase(wild);
       continue;
     }
     // Answer every waiting probe that accepts it (probes do not consume, so
@@ -147,18 +166,8 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
         ++pit;
       }
     }
-    // Keep `unexpected` in canonical order even if a caller hands in an older
-    // slice late; in the normal case this is an append.
-    if (pr.unexpected.empty() || !canonical_less(s, pr.unexpected.back())) {
-      pr.unexpected.push_back(std::move(s));
-    } else {
-      auto pos = std::upper_bound(pr.unexpected.begin(), pr.unexpected.end(), s, canonical_less);
-      pr.unexpected.insert(pos, std::move(s));
-    }
+    pr.add_unexpected(std::move(s));
   }
-
-  for (auto* q : dirty_posted)
-    std::erase_if(*q, recv_dead);
 
   // Step 3: iprobes that nothing answered complete as not-found. Ranks are
   // visited in rank order (std::map) so the result order is deterministic.
@@ -179,19 +188,20 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
 
 std::vector<Match> Matcher::take_matches() { return std::exchange(matches_, {}); }
 
-std::vector<ProbeResult> Matcher::take_probe_results() {
-  return std::exchange(probe_results_, {});
-}
+std::vector<ProbeResult> Matcher::take_probe_results() { return std::exchange(probe_results_, {}); }
 
 size_t Matcher::unexpected_count() const {
   size_t n = 0;
-  for (const auto& [rank, pr] : ranks_) n += pr.unexpected.size();
+  for (const auto& [rank, pr] : ranks_) n += pr.unexpected_n;
   return n;
 }
 
 size_t Matcher::posted_count() const {
   size_t n = 0;
-  for (const auto& [rank, pr] : ranks_) n += pr.posted.size();
+  for (const auto& [rank, pr] : ranks_) {
+    n += pr.posted_wild.size();
+    for (const auto& [key, q] : pr.posted_exact) n += q.size();
+  }
   return n;
 }
 
