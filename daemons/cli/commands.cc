@@ -1,5 +1,6 @@
 #include "commands.h"
 
+#include <algorithm>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -8,6 +9,7 @@
 #include <sys/signalfd.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -456,6 +458,21 @@ int show_stats(const StatsOptions& o) {
                 static_cast<unsigned long long>(s.bytes()), us(s.late_ns()));
   std::printf("(%d of %llu slices)\n", rep.slices_size(),
               static_cast<unsigned long long>(rep.total_slices()));
+  // The figures an operator asks first: does the clock keep its period?
+  std::vector<uint64_t> periods, late;
+  for (const auto& s : rep.slices())
+    if (s.period_ns()) {
+      periods.push_back(s.period_ns());
+      late.push_back(s.late_ns());
+    }
+  if (!periods.empty()) {
+    auto pct = [](std::vector<uint64_t> v, double q) {
+      std::sort(v.begin(), v.end());
+      return static_cast<double>(v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]) / 1e3;
+    };
+    std::printf("period: p50 %.1f us, p99 %.1f us, max %.1f us; strobe lateness p99 %.1f us\n",
+                pct(periods, 0.5), pct(periods, 0.99), pct(periods, 1.0), pct(late, 0.99));
+  }
   return 0;
 }
 
