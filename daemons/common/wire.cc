@@ -23,6 +23,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   w.put(s.phase);
   w.put(s.job);
   put_u32s(w, s.expect_batches);
+  put_u32s(w, s.expect_gets);
   w.put(s.barrier_release);
   return std::move(w.bytes());
 }
@@ -34,6 +35,7 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.phase = r.get<Phase>();
   s.job = r.get<uint64_t>();
   s.expect_batches = get_u32s(r);
+  s.expect_gets = get_u32s(r);
   s.barrier_release = r.get<uint64_t>();
   return s;
 }
@@ -49,6 +51,7 @@ std::vector<uint8_t> encode(const Report& x) {
   w.put(x.transfers_pending);
   w.put(x.matches);
   w.put(x.chunks);
+  put_u32s(w, x.gets_to);
   w.put(x.bytes);
   w.put(x.errors);
   return std::move(w.bytes());
@@ -66,6 +69,7 @@ Report decode_report(std::span<const uint8_t> b) {
   x.transfers_pending = r.get<uint32_t>();
   x.matches = r.get<uint32_t>();
   x.chunks = r.get<uint32_t>();
+  x.gets_to = get_u32s(r);
   x.bytes = r.get<uint64_t>();
   x.errors = r.get<uint32_t>();
   return x;

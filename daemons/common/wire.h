@@ -20,6 +20,7 @@ enum Event : uint16_t {
   kEvDescBatch = 2,  // NM -> NM: DEM, send descriptors for the destination's ranks
   kEvDmaGet = 3,     // NM -> NM: P2P, "read this chunk of your rank's send buffer"
   kEvDmaData = 4,    // NM -> NM: P2P, the bytes of a chunk
+  kEvDmaServed = 5,  // NM -> itself: one remote read served (counted in P2P)
 };
 enum Var : uint16_t {
   kVarPhase = 1,  // NM: slice * 8 + microphase, set when the microphase is done
@@ -102,6 +103,8 @@ struct Strobe {
   uint64_t job = 0;
   // MSM: how many descriptor batches node i receives this slice (index = node id).
   std::vector<uint32_t> expect_batches;
+  // P2P: how many remote reads (DmaGet) node i serves this slice.
+  std::vector<uint32_t> expect_gets;
   // BBM: every barrier number up to this one is released.
   uint64_t barrier_release = 0;
 };
@@ -120,7 +123,8 @@ struct Report {
   uint32_t transfers_pending = 0;        // matched transfers not fully moved yet
   // MSM
   uint32_t matches = 0;
-  uint32_t chunks = 0;  // chunks scheduled for this slice's P2P
+  uint32_t chunks = 0;            // chunks scheduled for this slice's P2P
+  std::vector<uint32_t> gets_to;  // remote reads it will send, index = node id
   // P2P
   uint64_t bytes = 0;  // bytes moved into local receivers
   // errors seen by the node while doing the microphase (logged by the MM)

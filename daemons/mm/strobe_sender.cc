@@ -234,7 +234,13 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, 1, &snap, &rec.retries[1]))) break;
       rec.phase_ns[1] = now_ns() - t;
-      for (auto& v : snap) chunks += wire::decode_report(v.attachment).chunks;
+      s.expect_gets.assign(max_node + 1, 0);
+      for (auto& v : snap) {
+        auto rep = wire::decode_report(v.attachment);
+        chunks += rep.chunks;
+        for (size_t n = 0; n < rep.gets_to.size() && n <= max_node; ++n)
+          s.expect_gets[n] += rep.gets_to[n];
+      }
       rec.chunks = chunks;
     }
     // P2P: only if the MSM scheduled chunks somewhere.

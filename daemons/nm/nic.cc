@@ -18,17 +18,27 @@ namespace {
 // noticed by the MM through its control stream and the job is torn down.
 constexpr auto kPhaseDataTimeout = 10s;
 constexpr size_t kStagingBytes = 4u << 20;
-// During P2P the DMA helpers of two nodes exchange remote reads whose UCX
-// rendezvous takes many round trips; a sleep and a wake-up (~20 us here) per
-// round trip made a 2 MiB chunk take milliseconds. So from a P2P
-// microstrobe to the next microstrobe the node polls (bounded) instead of
-// sleeping at once: the paper's NIC threads are active in their microphase.
+// During its P2P microphase a DMA helper exchanges remote reads with other
+// nodes through UCX rendezvous, which takes many round trips; a sleep and a
+// wake-up (~20 us here) per round trip made a 2 MiB chunk take milliseconds.
+// So while it still has reads to serve or chunks to receive, it polls
+// (bounded) instead of sleeping at once, as the paper's NIC threads are
+// active in their microphase. It knows exactly how much work that is (the
+// microstrobe says how many reads it serves), so it stops polling the moment
+// its part of the microphase is done: between microphases it sleeps.
 constexpr auto kP2pSpin = std::chrono::microseconds(2000);
 constexpr auto kIdleSpin = std::chrono::microseconds(10);
 }  // namespace
 
 Nic::Nic(core::Fabric& fabric, uint32_t self) : fabric_(fabric), self_(self) {
-  fabric_.set_handler(wire::kEvDmaGet, [this](core::Message&& m) { dma_serve_get(std::move(m)); });
+  // Remote reads are served from inside progress, whatever this node is
+  // waiting for (two nodes may read from each other in one microphase).
+  // Each one served is also signalled on kEvDmaServed, which the P2P
+  // microphase counts against the number the microstrobe announced.
+  fabric_.set_handler(wire::kEvDmaGet, [this](core::Message&& m) {
+    dma_serve_get(std::move(m));
+    fabric_.xfer_and_signal(self_, wire::kEvDmaServed, {});
+  });
 }
 
 Nic::~Nic() { fabric_.set_handler(wire::kEvDmaGet, nullptr); }
@@ -61,7 +71,6 @@ void Nic::run() {
     auto s = fabric_.test_event(wire::kEvStrobe, &m, std::chrono::nanoseconds(200ms));
     if (s == core::Status::closed) return;
     if (s == core::Status::timeout) {
-      fabric_.set_spin(kIdleSpin);  // no strobes: the job is over
       sync_job();
       continue;
     }
@@ -73,7 +82,6 @@ void Nic::run() {
     wire::Strobe strobe;
     try {
       strobe = wire::decode_strobe(m.data);
-      fabric_.set_spin(strobe.phase == Phase::p2p ? kP2pSpin : kIdleSpin);
       rep = on_strobe(strobe);
     } catch (const std::exception& e) {
       spdlog::error("strobe receiver: {}", e.what());
@@ -97,7 +105,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
     case Phase::msm:
       return buffer_receiver_msm(s);
     case Phase::p2p:
-      return dma_helper_p2p(s.slice);
+      return dma_helper_p2p(s);
     case Phase::bbm:
       return collective_helper_bbm(s);
     case Phase::rm:
@@ -239,15 +247,46 @@ wire::Report Nic::buffer_receiver_msm(const wire::Strobe& s) {
   for (auto& m : matches) st.scheduler.add(std::move(m));
   st.chunks = st.scheduler.schedule_slice();
   rep.chunks = static_cast<uint32_t>(st.chunks.size());
+  // Remote reads the DMA helper will send in P2P, per sender node, so that
+  // each sender knows how many to serve.
+  rep.gets_to.assign(
+      job.spec().rank_node.empty()
+          ? 0
+          : *std::max_element(job.spec().rank_node.begin(), job.spec().rank_node.end()) + 1,
+      0);
+  for (const Chunk& c : st.chunks)
+    if (!c.match->send.is_inline && !job.is_local(c.match->send.src))
+      rep.gets_to[job.node_of(c.match->send.src)]++;
   rep.transfers_pending = static_cast<uint32_t>(st.scheduler.in_flight());
   return rep;
 }
 
 // ------------------------------------------------------------ DMA helper
-wire::Report Nic::dma_helper_p2p(uint64_t slice) {
-  (void)slice;
+wire::Report Nic::dma_helper_p2p(const wire::Strobe& strobe) {
   wire::Report rep;
-  if (!st_) return rep;
+  // Remote reads this node must serve in this microphase (some may have
+  // been served already, while it waited for this microstrobe).
+  uint32_t to_serve = self_ < strobe.expect_gets.size() ? strobe.expect_gets[self_] : 0;
+  fabric_.set_spin(kP2pSpin);
+  struct IdleAfter {
+    core::Fabric& f;
+    ~IdleAfter() { f.set_spin(kIdleSpin); }
+  } idle_after{fabric_};
+  auto serve_remaining = [&] {
+    for (; to_serve > 0; --to_serve) {
+      core::Message done;
+      auto r = fabric_.test_event(wire::kEvDmaServed, &done, kPhaseDataTimeout);
+      if (r != core::Status::ok) {
+        spdlog::error("P2P: {} remote read(s) never came: {}", to_serve, core::status_str(r));
+        rep.errors++;
+        return;
+      }
+    }
+  };
+  if (!st_) {
+    serve_remaining();
+    return rep;
+  }
   auto& st = *st_;
   auto& job = *st.job;
 
@@ -342,6 +381,7 @@ wire::Report Nic::dma_helper_p2p(uint64_t slice) {
     finish_chunk(c, err);
   }
 
+  serve_remaining();
   st.chunks.clear();
   st.scheduler.finish_slice();
   rep.transfers_pending = static_cast<uint32_t>(st.scheduler.in_flight());

@@ -74,7 +74,7 @@ class Nic {
   // Roles, one per microphase.
   wire::Report buffer_sender_dem(uint64_t slice);
   wire::Report buffer_receiver_msm(const wire::Strobe& s);
-  wire::Report dma_helper_p2p(uint64_t slice);
+  wire::Report dma_helper_p2p(const wire::Strobe& s);
   wire::Report collective_helper_bbm(const wire::Strobe& s);
   wire::Report reduce_helper_rm(uint64_t slice);
   // DMA helper, sender side: serves a remote read (runs inside progress).
