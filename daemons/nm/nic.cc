@@ -18,16 +18,6 @@ namespace {
 // noticed by the MM through its control stream and the job is torn down.
 constexpr auto kPhaseDataTimeout = 10s;
 constexpr size_t kStagingBytes = 4u << 20;
-// During its P2P microphase a DMA helper exchanges remote reads with other
-// nodes through UCX rendezvous, which takes many round trips; a sleep and a
-// wake-up (~20 us here) per round trip made a 2 MiB chunk take milliseconds.
-// So while it still has reads to serve or chunks to receive, it polls
-// (bounded) instead of sleeping at once, as the paper's NIC threads are
-// active in their microphase. It knows exactly how much work that is (the
-// microstrobe says how many reads it serves), so it stops polling the moment
-// its part of the microphase is done: between microphases it sleeps.
-constexpr auto kP2pSpin = std::chrono::microseconds(2000);
-constexpr auto kIdleSpin = std::chrono::microseconds(10);
 }  // namespace
 
 Nic::Nic(core::Fabric& fabric, uint32_t self) : fabric_(fabric), self_(self) {
@@ -267,11 +257,6 @@ wire::Report Nic::dma_helper_p2p(const wire::Strobe& strobe) {
   // Remote reads this node must serve in this microphase (some may have
   // been served already, while it waited for this microstrobe).
   uint32_t to_serve = self_ < strobe.expect_gets.size() ? strobe.expect_gets[self_] : 0;
-  fabric_.set_spin(kP2pSpin);
-  struct IdleAfter {
-    core::Fabric& f;
-    ~IdleAfter() { f.set_spin(kIdleSpin); }
-  } idle_after{fabric_};
   auto serve_remaining = [&] {
     for (; to_serve > 0; --to_serve) {
       core::Message done;

@@ -186,8 +186,6 @@ struct Fabric::Impl {
   using Handler = std::shared_ptr<const std::function<void(Message&&)>>;
 
   FabricConfig cfg;
-  // The bounded spin before sleeping; cfg.spin at first, changed by set_spin().
-  std::atomic<int64_t> spin_ns{0};
   // UCX 1.13 drops its shared-memory transports (posix, sysv, cma) from any
   // endpoint created with UCP_ERR_HANDLING_MODE_PEER, leaving TCP loopback
   // between processes of one host. PEER is the safe default (a dead peer is
@@ -521,7 +519,7 @@ struct Fabric::Impl {
     std::optional<Clock::time_point> deadline;
     if (timeout) deadline = Clock::now() + *timeout;
 
-    const auto spin_end = Clock::now() + nanoseconds(spin_ns.load(std::memory_order_relaxed));
+    const auto spin_end = Clock::now() + cfg.spin;
     while (Clock::now() < spin_end) {
       progress();
       if (attempt()) return Status::ok;
@@ -670,7 +668,7 @@ struct Fabric::Impl {
                          [](const auto& op) { return op->done.load(std::memory_order_acquire); });
     };
     const auto deadline = Clock::now() + kSendTimeout;
-    const auto spin_end = Clock::now() + nanoseconds(spin_ns.load(std::memory_order_relaxed));
+    const auto spin_end = Clock::now() + cfg.spin;
     while (!all_done()) {
       progress();
       if (all_done()) break;
@@ -712,16 +710,11 @@ Fabric::~Fabric() = default;
 std::unique_ptr<Fabric> Fabric::create(const FabricConfig& cfg, std::string* error) {
   auto impl = std::make_unique<Impl>();
   impl->cfg = cfg;
-  impl->spin_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(cfg.spin).count();
   if (!impl->init(error)) return nullptr;
   return std::unique_ptr<Fabric>(new Fabric(std::move(impl)));
 }
 
 NodeId Fabric::self() const { return impl_->cfg.self; }
-
-void Fabric::set_spin(std::chrono::nanoseconds spin) {
-  impl_->spin_ns.store(spin.count(), std::memory_order_relaxed);
-}
 
 std::vector<uint8_t> Fabric::address() const { return impl_->addr; }
 

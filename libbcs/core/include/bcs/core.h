@@ -140,12 +140,6 @@ class Fabric {
                            std::vector<VarReplica>* snapshot = nullptr,
                            uint64_t* retries = nullptr);
 
-  // Changes the bounded spin of blocking calls (initially cfg.spin). A node
-  // raises it while a data-moving microphase is under way, when the next
-  // message is due within microseconds and a sleep/wake-up per message
-  // would dominate; it lowers it again when the microphase is over.
-  void set_spin(std::chrono::nanoseconds spin);
-
   // One non-blocking progress pass.
   void progress();
   // Makes every blocked test_event / compare_and_write return Status::closed.
