@@ -236,10 +236,21 @@ NmJob::~NmJob() {
 }
 
 int32_t NmJob::read(int32_t world_rank, uint64_t addr, void* dst, size_t len) {
+  return cma(world_rank, addr, dst, len, false);
+}
+
+int32_t NmJob::write(int32_t world_rank, uint64_t addr, const void* src, size_t len) {
+  return cma(world_rank, addr, const_cast<void*>(src), len, true);
+}
+
+// One cross-memory copy between our buffer and a rank's memory, looping
+// over partial transfers. Under copy_mu_, so the pid cannot be reaped (and
+// recycled) while we use it.
+int32_t NmJob::cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, bool to_rank) {
   std::lock_guard lk(copy_mu_);
   LocalRank& r = local(world_rank);
   if (r.dead) return bcs_err_peer_gone;
-  auto* p = static_cast<uint8_t*>(dst);
+  auto* p = static_cast<uint8_t*>(buf);
   while (len > 0) {
     struct iovec l {
       p, len
@@ -247,33 +258,11 @@ int32_t NmJob::read(int32_t world_rank, uint64_t addr, void* dst, size_t len) {
     struct iovec rm {
       reinterpret_cast<void*>(addr), len
     };
-    ssize_t n = ::process_vm_readv(r.pid, &l, 1, &rm, 1, 0);
+    ssize_t n = to_rank ? ::process_vm_writev(r.pid, &l, 1, &rm, 1, 0)
+                        : ::process_vm_readv(r.pid, &l, 1, &rm, 1, 0);
     if (n <= 0) {
-      spdlog::debug("process_vm_readv(rank {}): {}", world_rank, std::strerror(errno));
-      return bcs_err_peer_gone;
-    }
-    p += n;
-    addr += static_cast<uint64_t>(n);
-    len -= static_cast<size_t>(n);
-  }
-  return 0;
-}
-
-int32_t NmJob::write(int32_t world_rank, uint64_t addr, const void* src, size_t len) {
-  std::lock_guard lk(copy_mu_);
-  LocalRank& r = local(world_rank);
-  if (r.dead) return bcs_err_peer_gone;
-  const auto* p = static_cast<const uint8_t*>(src);
-  while (len > 0) {
-    struct iovec l {
-      const_cast<uint8_t*>(p), len
-    };
-    struct iovec rm {
-      reinterpret_cast<void*>(addr), len
-    };
-    ssize_t n = ::process_vm_writev(r.pid, &l, 1, &rm, 1, 0);
-    if (n <= 0) {
-      spdlog::debug("process_vm_writev(rank {}): {}", world_rank, std::strerror(errno));
+      spdlog::debug("process_vm_{}(rank {}): {}", to_rank ? "writev" : "readv", world_rank,
+                    std::strerror(errno));
       return bcs_err_peer_gone;
     }
     p += n;
@@ -284,14 +273,26 @@ int32_t NmJob::write(int32_t world_rank, uint64_t addr, const void* src, size_t 
 }
 
 int NmJob::reap(LocalRank& r) {
-  std::lock_guard lk(copy_mu_);
   int status = 0;
-  if (!r.dead) {
-    r.dead = true;
-    while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+  {
+    std::lock_guard lk(copy_mu_);
+    if (!r.dead) {
+      r.dead = true;
+      while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+      }
     }
   }
+  reaped_.notify_all();
   return status;
+}
+
+bool NmJob::wait_all_dead(std::chrono::milliseconds limit) {
+  std::unique_lock lk(copy_mu_);
+  return reaped_.wait_for(lk, limit, [&] {
+    for (auto& r : ranks_)
+      if (r->pid > 0 && !r->dead) return false;
+    return true;
+  });
 }
 
 void NmJob::kill_all() {
@@ -302,13 +303,6 @@ void NmJob::kill_all() {
     // The rank leads its own process group: take its children with it.
     if (::kill(-r->pid, SIGKILL) != 0) ::kill(r->pid, SIGKILL);
   }
-}
-
-bool NmJob::all_dead() {
-  std::lock_guard lk(copy_mu_);
-  for (auto& r : ranks_)
-    if (r->pid > 0 && !r->dead) return false;
-  return true;
 }
 
 }  // namespace bcs::nm

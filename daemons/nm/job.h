@@ -8,6 +8,8 @@
 #include <sys/types.h>
 
 #include <atomic>
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -68,7 +70,8 @@ class NmJob {
   int reap(LocalRank& r);
   // SIGKILL every rank still alive (its whole process group).
   void kill_all();
-  bool all_dead();
+  // Waits until the I/O thread has reaped every rank, or `limit` passes.
+  bool wait_all_dead(std::chrono::milliseconds limit);
 
  private:
   NmJob() = default;
@@ -80,6 +83,9 @@ class NmJob {
   // Held across every process_vm_* call and across reaping, so a pid is never
   // used after it could have been recycled.
   std::mutex copy_mu_;
+  std::condition_variable reaped_;  // notified (after copy_mu_) by reap()
+
+  int32_t cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, bool to_rank);
 };
 
 }  // namespace bcs::nm

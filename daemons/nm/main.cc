@@ -356,15 +356,15 @@ int run_node(const std::string& manager, const std::string& name, const std::str
   }
   if (fabric) fabric->close();
   if (nic_thread.joinable()) nic_thread.join();
-  // Give the I/O thread the chance to reap the ranks we just killed, then stop it.
-  for (int i = 0; i < 200; ++i) {
+  // Let the I/O thread reap the ranks we just killed (and report their
+  // exits) before stopping it; bounded, the job's destructor reaps the rest.
+  {
     std::shared_ptr<NmJob> j;
     {
       std::lock_guard lk(jobs_mu);
       j = job;
     }
-    if (!j || j->all_dead()) break;
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    if (j) j->wait_all_dead(std::chrono::seconds(2));
   }
   io.stop();
   io_thread.join();
