@@ -16,6 +16,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -81,7 +82,7 @@ struct State {
   uint64_t slice_ns = 0;
   uint64_t post_seq = 0;
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
-  std::map<int32_t, uint64_t> barrier_count;       // per context
+  std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bool initialized = false;
 };
@@ -144,7 +145,8 @@ void release_slot(uint32_t idx) {
   st().free_slots.push_back(idx);
 }
 
-// Completion done by the rank itself (inline sends, one-rank barriers).
+// Completion done by the rank itself (inline sends, one-member collectives,
+// application bypass).
 void complete_locally(uint32_t idx, uint64_t bytes) {
   RequestSlot& r = slot(idx);
   r.error = 0;
@@ -198,7 +200,7 @@ void polled_nothing() { sched_yield(); }
 // strobe and wakes waiting ranks). Nothing is ever dropped.
 void post(Descriptor& d) {
   auto& s = st();
-  d.seq = d.kind == DescKind::barrier ? d.seq : ++s.post_seq;
+  d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
   if (bcs::ring_try_post(s.view, d)) return;
   auto* ctl = s.view.ctl;
   const uint32_t slots = s.view.ring_slots;
@@ -286,7 +288,7 @@ bcs_status_t bcs_init(void) {
   s.size = static_cast<int32_t>(size);
   s.slice_ns = h->slice_ns;
   s.post_seq = 0;
-  s.barrier_count.clear();
+  s.coll_count.clear();
   s.iprobes.clear();
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
@@ -312,7 +314,7 @@ bcs_status_t bcs_finalize(void) {
   s.header = nullptr;
   s.free_slots.clear();
   s.iprobes.clear();
-  s.barrier_count.clear();
+  s.coll_count.clear();
   s.initialized = false;
   return BCS_OK;
 }
@@ -550,18 +552,158 @@ bcs_status_t bcs_testany(int n, bcs_request_t* reqs, bcs_mode_t mode, int* index
 }
 
 bcs_status_t bcs_barrier(int32_t context, bcs_mode_t mode, bcs_request_t* req) {
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_BARRIER;
+  a.context = context;
+  a.comm_size = one_rank_context(context) ? 1 : st().size;
+  return bcs_coll(&a, mode, req);
+}
+
+}  // extern "C"
+
+namespace {
+
+bool rooted(bcs_coll_t k) {
+  switch (k) {
+    case BCS_COLL_BCAST:
+    case BCS_COLL_GATHER:
+    case BCS_COLL_GATHERV:
+    case BCS_COLL_SCATTER:
+    case BCS_COLL_SCATTERV:
+    case BCS_COLL_REDUCE:
+      return true;
+    default:
+      return false;
+  }
+}
+
+bool is_reduction(bcs_coll_t k) {
+  return k == BCS_COLL_REDUCE || k == BCS_COLL_ALLREDUCE || k == BCS_COLL_REDUCE_SCATTER ||
+         k == BCS_COLL_SCAN || k == BCS_COLL_EXSCAN;
+}
+
+// Arguments that can be checked without the other members.
+bool coll_args_valid(const bcs_coll_args_t* a) {
+  if (!a || a->kind < BCS_COLL_BARRIER || a->kind > BCS_COLL_EXSCAN || a->comm_size < 1)
+    return false;
+  if (rooted(a->kind) && (a->root < 0 || a->root >= a->comm_size)) return false;
+  if (is_reduction(a->kind)) {
+    const size_t es = bcs_dtype_size(a->dtype);
+    if (!es || !bcs_op_supported(a->op, a->dtype)) return false;
+    if (a->count > UINT64_MAX / es) return false;
+  }
+  // Arrays every member needs whatever its role (a root's arrays of
+  // GATHERV/SCATTERV are checked by the node manager, which reads them).
+  if (a->kind == BCS_COLL_REDUCE_SCATTER && !a->rcounts) return false;
+  if ((a->kind == BCS_COLL_ALLGATHERV || a->kind == BCS_COLL_ALLTOALLV) &&
+      (!a->rcounts || !a->rdispls))
+    return false;
+  if (a->kind == BCS_COLL_ALLTOALLV && (!a->scounts || !a->sdispls)) return false;
+  return true;
+}
+
+uint64_t vec_at(const uint64_t* v, int i) { return v ? v[i] : 0; }
+
+}  // namespace
+
+extern "C" {
+
+bcs_status_t bcs_coll_local(const bcs_coll_args_t* a) {
+  if (!coll_args_valid(a) || a->comm_size != 1) return BCS_ERR_ARG;
+  const auto* sb = static_cast<const uint8_t*>(a->sendbuf);
+  auto* rb = static_cast<uint8_t*>(a->recvbuf);
+  const bool in_place = (a->flags & BCS_COLL_IN_PLACE) != 0;
+  // memmove: MPI_IN_PLACE maps sendbuf onto recvbuf for several kinds.
+  auto copy = [](uint8_t* to, const uint8_t* from, uint64_t n) {
+    if (n && to != from) std::memmove(to, from, n);
+  };
+  switch (a->kind) {
+    case BCS_COLL_BARRIER:
+    case BCS_COLL_BCAST:  // the root's buffer is the result
+    case BCS_COLL_EXSCAN:  // member 0's receive buffer is left untouched
+      return BCS_OK;
+    case BCS_COLL_GATHER:
+    case BCS_COLL_SCATTER:
+    case BCS_COLL_ALLGATHER:
+    case BCS_COLL_ALLTOALL:
+      if (!in_place) copy(rb, sb, std::min(a->sbytes, a->rbytes));
+      return a->sbytes > a->rbytes ? BCS_ERR_TRUNCATE : BCS_OK;
+    case BCS_COLL_GATHERV:
+    case BCS_COLL_ALLGATHERV:
+      if (!in_place) copy(rb + vec_at(a->rdispls, 0), sb, std::min(a->sbytes, vec_at(a->rcounts, 0)));
+      return a->sbytes > vec_at(a->rcounts, 0) ? BCS_ERR_TRUNCATE : BCS_OK;
+    case BCS_COLL_SCATTERV:
+      if (!in_place)
+        copy(rb, sb + vec_at(a->sdispls, 0), std::min(vec_at(a->scounts, 0), a->rbytes));
+      return vec_at(a->scounts, 0) > a->rbytes ? BCS_ERR_TRUNCATE : BCS_OK;
+    case BCS_COLL_ALLTOALLV:
+      copy(rb + vec_at(a->rdispls, 0), sb + vec_at(a->sdispls, 0),
+           std::min(vec_at(a->scounts, 0), vec_at(a->rcounts, 0)));
+      return vec_at(a->scounts, 0) > vec_at(a->rcounts, 0) ? BCS_ERR_TRUNCATE : BCS_OK;
+    case BCS_COLL_REDUCE:
+    case BCS_COLL_ALLREDUCE:
+    case BCS_COLL_SCAN:
+      copy(rb, sb, a->count * bcs_dtype_size(a->dtype));
+      return BCS_OK;
+    case BCS_COLL_REDUCE_SCATTER:
+      copy(rb, sb, vec_at(a->rcounts, 0) * bcs_dtype_size(a->dtype));
+      return BCS_OK;
+  }
+  return BCS_ERR_ARG;
+}
+
+bcs_status_t bcs_coll(const bcs_coll_args_t* a, bcs_mode_t mode, bcs_request_t* req) {
   auto& s = st();
   if (!s.initialized) return BCS_ERR_NOT_INIT;
-  if (mode == BCS_NONBLOCKING && !req) return BCS_ERR_ARG;
+  if (!coll_args_valid(a) || (mode == BCS_NONBLOCKING && !req)) return BCS_ERR_ARG;
+  if (a->comm_size > s.size) return BCS_ERR_ARG;
   uint32_t idx;
-  if (!alloc_slot(DescKind::barrier, &idx)) return BCS_ERR_NO_RESOURCES;
-  if (one_rank_context(context)) {
+  if (!alloc_slot(DescKind::coll, &idx)) return BCS_ERR_NO_RESOURCES;
+  if (a->comm_size == 1) {
+    const bcs_status_t e = bcs_coll_local(a);
     complete_locally(idx, 0);
+    slot(idx).error = e;
   } else {
-    Descriptor d = make_desc(DescKind::barrier, context, 0, 0);
+    Descriptor d = make_desc(DescKind::coll, a->context, 0, 0);
     d.request = idx;
-    d.seq = ++s.barrier_count[context];
+    d.seq = ++s.coll_count[a->context];
+    bcs::CollArgs c{};
+    c.kind = static_cast<uint8_t>(a->kind);
+    c.op = static_cast<uint8_t>(a->op);
+    c.dtype = static_cast<uint8_t>(a->dtype);
+    c.flags = static_cast<uint8_t>(a->flags);
+    c.comm_size = a->comm_size;
+    c.root = a->root;
+    c.comm_rank = -1;  // filled in by the node manager from its own tables
+    c.sendbuf = reinterpret_cast<uintptr_t>(a->sendbuf);
+    c.recvbuf = reinterpret_cast<uintptr_t>(a->recvbuf);
+    c.sbytes = a->sbytes;
+    c.rbytes = a->rbytes;
+    c.count = a->count;
+    c.scounts = reinterpret_cast<uintptr_t>(a->scounts);
+    c.sdispls = reinterpret_cast<uintptr_t>(a->sdispls);
+    c.rcounts = reinterpret_cast<uintptr_t>(a->rcounts);
+    c.rdispls = reinterpret_cast<uintptr_t>(a->rdispls);
+    // Application bypass (paper 000): a member that only contributes data
+    // small enough for the descriptor hands it over and is done; the node
+    // managers finish the operation without it. (Its rank in the
+    // communicator is known here for the world; other communicators are
+    // never bypassed.)
+    const bool world = a->context == bcs::kContextWorld + 1;
+    const bool send_only =
+        world && ((a->kind == BCS_COLL_BCAST && a->root == s.rank) ||
+                  ((a->kind == BCS_COLL_REDUCE || a->kind == BCS_COLL_GATHER ||
+                    a->kind == BCS_COLL_GATHERV) &&
+                   a->root != s.rank));
+    const bool bypass = send_only && a->sbytes <= bcs::kCollInlineMax;
+    if (bypass) {
+      d.flags = bcs::kDescInline | bcs::kDescNoComplete;
+      d.inline_len = static_cast<uint32_t>(a->sbytes);
+      if (a->sbytes) std::memcpy(d.payload + bcs::kCollInlineOffset, a->sendbuf, a->sbytes);
+    }
+    std::memcpy(d.payload, &c, sizeof c);
     post(d);
+    if (bypass) complete_locally(idx, 0);
   }
   if (mode == BCS_NONBLOCKING) {
     *req = static_cast<bcs_request_t>(idx);

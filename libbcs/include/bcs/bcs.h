@@ -26,6 +26,7 @@ typedef enum {
   BCS_ERR_ARG = 4,        /* invalid argument */
   BCS_ERR_NO_RESOURCES = 5, /* request table full */
   BCS_ERR_NOT_INIT = 6,   /* not started under a bcs node manager */
+  BCS_ERR_COLL_MISMATCH = 7, /* members called different collectives (or roots, counts, ops) */
 } bcs_status_t;
 
 #define BCS_ANY_SOURCE (-1)
@@ -86,9 +87,122 @@ bcs_status_t bcs_testall(int n, bcs_request_t* reqs, bcs_mode_t mode, int* flag,
  * (non-blocking) or when all are BCS_REQUEST_NULL. */
 bcs_status_t bcs_testany(int n, bcs_request_t* reqs, bcs_mode_t mode, int* index, int* flag,
                          bcs_msg_status_t* st);
-/* Barrier over `context` (nprocs ranks: only the world context goes through
- * the NM; a one-rank context completes at once). */
+/* Barrier over the communicator whose *collective* context is `context`
+ * (the point-to-point context + 1). A one-rank context completes at once.
+ * Same as bcs_coll with kind BCS_COLL_BARRIER over every rank of the job
+ * (or the one rank of MPI_COMM_SELF). */
 bcs_status_t bcs_barrier(int32_t context, bcs_mode_t mode, bcs_request_t* req);
+
+/* ------------------------------------------------------------ collectives
+ *
+ * Collectives are run by the node managers (the paper's collective helper
+ * in the BBM microphase and reduce helper in the RM microphase), never by
+ * the ranks: a rank posts one descriptor and, if blocking, sleeps until its
+ * node manager completes it. Every member of the communicator must call the
+ * same collectives in the same order; they are matched by (context,
+ * per-context collective sequence number), never by tag, so they never mix
+ * with point-to-point traffic. Ranks and roots are communicator ranks. */
+
+typedef enum {
+  BCS_COLL_BARRIER = 1,
+  BCS_COLL_BCAST = 2,          /* root's sendbuf (sbytes) -> every recvbuf */
+  BCS_COLL_GATHER = 3,         /* sendbuf (sbytes) -> root recvbuf + i*rbytes */
+  BCS_COLL_GATHERV = 4,        /* sendbuf (sbytes) -> root recvbuf + rdispls[i] (rcounts[i]) */
+  BCS_COLL_SCATTER = 5,        /* root sendbuf + i*sbytes -> recvbuf (rbytes) */
+  BCS_COLL_SCATTERV = 6,       /* root sendbuf + sdispls[i] (scounts[i]) -> recvbuf (rbytes) */
+  BCS_COLL_ALLGATHER = 7,      /* sendbuf (sbytes) -> every recvbuf + i*rbytes */
+  BCS_COLL_ALLGATHERV = 8,     /* sendbuf (sbytes) -> every recvbuf + rdispls[i] (rcounts[i]) */
+  BCS_COLL_ALLTOALL = 9,       /* sendbuf + j*sbytes of i -> recvbuf + i*rbytes of j */
+  BCS_COLL_ALLTOALLV = 10,     /* sendbuf + sdispls[j] (scounts[j]) of i -> recvbuf + rdispls[i] of j */
+  BCS_COLL_REDUCE = 11,        /* op over every sendbuf (count elements) -> root recvbuf */
+  BCS_COLL_ALLREDUCE = 12,     /* op over every sendbuf -> every recvbuf */
+  BCS_COLL_REDUCE_SCATTER = 13,/* op over every sendbuf (sum of rcounts[] elements);
+                                  member i gets elements [sum rcounts[<i], +rcounts[i]) */
+  BCS_COLL_SCAN = 14,          /* member i gets op over sendbufs of members 0..i */
+  BCS_COLL_EXSCAN = 15,        /* member i>0 gets op over members 0..i-1; member 0: untouched */
+} bcs_coll_t;
+
+/* Reduction operations (MPI's predefined ops). */
+typedef enum {
+  BCS_OP_SUM = 1, BCS_OP_PROD, BCS_OP_MIN, BCS_OP_MAX,
+  BCS_OP_LAND, BCS_OP_LOR, BCS_OP_LXOR,
+  BCS_OP_BAND, BCS_OP_BOR, BCS_OP_BXOR,
+  BCS_OP_MINLOC, BCS_OP_MAXLOC,
+  BCS_OP_REPLACE, BCS_OP_NO_OP,
+} bcs_op_t;
+
+/* Element types of reductions, by machine representation (the shim maps
+ * MPI's C names onto these: MPI_LONG -> INT64 on LP64, MPI_CHAR -> INT8). */
+typedef enum {
+  BCS_DT_INT8 = 1, BCS_DT_INT16, BCS_DT_INT32, BCS_DT_INT64,
+  BCS_DT_UINT8, BCS_DT_UINT16, BCS_DT_UINT32, BCS_DT_UINT64,
+  BCS_DT_FLOAT, BCS_DT_DOUBLE, BCS_DT_LONG_DOUBLE,
+  BCS_DT_C_FLOAT_COMPLEX, BCS_DT_C_DOUBLE_COMPLEX, BCS_DT_C_LONG_DOUBLE_COMPLEX,
+  BCS_DT_BOOL,   /* C _Bool / C++ bool: logical ops only */
+  BCS_DT_BYTE,   /* MPI_BYTE: bitwise ops only */
+  /* MINLOC/MAXLOC pair types, laid out as the C structs {T value; int index;} */
+  BCS_DT_FLOAT_INT, BCS_DT_DOUBLE_INT, BCS_DT_LONG_INT, BCS_DT_2INT, BCS_DT_SHORT_INT,
+  BCS_DT_LONG_DOUBLE_INT,
+  BCS_DT_LAST_ = BCS_DT_LONG_DOUBLE_INT
+} bcs_dtype_t;
+
+/* Flags of a collective. */
+#define BCS_COLL_IN_PLACE 0x1u /* gather/scatter root: own block already in place */
+
+typedef struct {
+  bcs_coll_t kind;
+  int32_t context;     /* the communicator's collective context */
+  int32_t comm_size;   /* members of the communicator */
+  int32_t root;        /* rooted kinds: communicator rank of the root (0 otherwise) */
+  const void* sendbuf;
+  void* recvbuf;
+  uint64_t sbytes;     /* bytes of one block sent (bcast: the message;
+                          reductions: count * bcs_dtype_size(dtype)) */
+  uint64_t rbytes;     /* bytes of one block received */
+  uint64_t count;      /* reductions: elements in sendbuf */
+  bcs_op_t op;         /* reductions */
+  bcs_dtype_t dtype;   /* reductions */
+  uint32_t flags;      /* BCS_COLL_IN_PLACE */
+  /* V kinds and REDUCE_SCATTER: comm_size entries each, in bytes (counts of
+   * REDUCE_SCATTER: elements). Read by the node manager while the
+   * collective runs: they must stay valid until it completes. Counts are
+   * at most 1 GiB each; displacements are offsets from the buffer taken
+   * modulo 2^64 (a negative int64 works, and with a NULL buffer they are
+   * absolute addresses). */
+  const uint64_t* scounts;
+  const uint64_t* sdispls;
+  const uint64_t* rcounts;
+  const uint64_t* rdispls;
+} bcs_coll_args_t;
+
+/* Posts a collective. Returns BCS_ERR_ARG for arguments that are wrong on
+ * their own; the request's error tells BCS_ERR_TRUNCATE (a block longer
+ * than its receive space), BCS_ERR_COLL_MISMATCH (members disagree), or
+ * BCS_ERR_PEER / BCS_ERR_INTERNAL. Blocking: returns when this rank's part is complete
+ * (its buffers may be reused). Non-blocking: *req completes the same way,
+ * and the node managers progress it while the rank computes. A rank whose
+ * part only sends data small enough to travel inside the descriptor (bcast
+ * root, reduce and gather non-roots) is complete at once: the runtime
+ * finishes the operation without it (application bypass). */
+bcs_status_t bcs_coll(const bcs_coll_args_t* args, bcs_mode_t mode, bcs_request_t* req);
+
+/* The one-member case of a collective (comm_size == 1), done by plain
+ * memory copies in the caller, with no runtime (usable before bcs_init and
+ * in singleton mode). bcs_coll uses it for one-member communicators. */
+bcs_status_t bcs_coll_local(const bcs_coll_args_t* args);
+
+/* Element size of a reduction type (0 if invalid), and whether MPI allows
+ * `op` on it (MIN/MAX: integers and reals; SUM/PROD: also complex;
+ * logical ops: integers and BOOL; bitwise: integers and BYTE;
+ * MINLOC/MAXLOC: pair types; REPLACE/NO_OP: any). */
+size_t bcs_dtype_size(bcs_dtype_t t);
+int bcs_op_supported(bcs_op_t op, bcs_dtype_t t);
+/* inout[i] = inout[i] op in[i] for i < count: `inout` is the left operand
+ * (the lower ranks' contribution in a reduction). MINLOC/MAXLOC ties keep
+ * the smaller index whichever side it is on; REPLACE gives `in`.
+ * Returns BCS_ERR_ARG if unsupported. */
+bcs_status_t bcs_reduce_local(bcs_op_t op, bcs_dtype_t t, void* inout, const void* in,
+                              size_t count);
 
 #ifdef __cplusplus
 }

@@ -40,11 +40,13 @@ enum class DescKind : uint8_t {
   recv = 2,      // point-to-point receive
   probe = 3,     // blocking probe: completes when a match exists
   iprobe = 4,    // non-blocking probe: completes at the next MSM, found or not
-  barrier = 5,   // collective barrier over `context` (seq = per-rank barrier count)
+  coll = 6,      // collective over `context` (seq = per-context collective number,
+                 // payload starts with CollArgs); see bcs.h for the kinds
 };
 
 enum DescFlags : uint8_t {
-  kDescInline = 1 << 0,    // payload is in Descriptor::payload (send only)
+  kDescInline = 1 << 0,     // send: payload inline; coll: send data after CollArgs
+  kDescNoComplete = 1 << 1, // coll: the rank completed its request itself (bypass)
 };
 
 // One slot of a rank's ring. 256 bytes: a 64-byte header and 192 bytes of
@@ -70,6 +72,30 @@ struct Descriptor {
   uint8_t payload[kInlineMax];
 };
 static_assert(sizeof(Descriptor) == kDescriptorSize);
+
+// The arguments of a collective, at the start of Descriptor::payload (kind
+// coll). Field meanings are those of bcs_coll_args_t (bcs.h). The node
+// manager validates every field before use: a rank may write anything here.
+struct CollArgs {
+  uint8_t kind;        // bcs_coll_t
+  uint8_t op;          // bcs_op_t (reductions)
+  uint8_t dtype;       // bcs_dtype_t (reductions)
+  uint8_t flags;       // BCS_COLL_IN_PLACE
+  int32_t comm_size;
+  int32_t root;        // communicator rank
+  int32_t comm_rank;   // the posting rank's rank in the communicator
+  uint64_t sendbuf;
+  uint64_t recvbuf;
+  uint64_t sbytes;
+  uint64_t rbytes;
+  uint64_t count;
+  uint64_t scounts, sdispls, rcounts, rdispls;  // addresses of uint64[comm_size] arrays
+};
+static_assert(sizeof(CollArgs) == 88);
+// Send data of a collective small enough to travel in the descriptor
+// follows CollArgs (at payload + kCollInlineOffset).
+constexpr size_t kCollInlineOffset = 96;
+constexpr size_t kCollInlineMax = kInlineMax - kCollInlineOffset;
 
 // ------------------------------------------------------------- requests
 enum class ReqState : uint32_t {
@@ -200,6 +226,7 @@ enum : int32_t {
   bcs_err_truncate = 1,   // the message was longer than the receive buffer
   bcs_err_peer_gone = 2,  // the peer's memory could not be read/written
   bcs_err_internal = 3,
+  bcs_err_coll_mismatch = 7,  // members disagree on a collective (kind, root, count, op)
 };
 
 }  // namespace bcs

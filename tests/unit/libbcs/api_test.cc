@@ -370,14 +370,14 @@ TEST_F(ApiTest, BlockingProbe) {
 TEST_F(ApiTest, BarrierDescriptorsCountPerContext) {
   attach(2);
   start_nm_when_rank_waits();
-  ASSERT_EQ(bcs_barrier(kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
-  ASSERT_EQ(bcs_barrier(kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
-  ASSERT_EQ(bcs_barrier(kContextWorld + 4, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_barrier(kContextWorld + 5, BCS_BLOCKING, nullptr), BCS_OK);
   nm_->stop();
   // A one-rank context completes at once and posts nothing.
   const uint64_t head = posted();
   bcs_request_t req;
-  ASSERT_EQ(bcs_barrier(kContextSelf, BCS_NONBLOCKING, &req), BCS_OK);
+  ASSERT_EQ(bcs_barrier(kContextSelf + 1, BCS_NONBLOCKING, &req), BCS_OK);
   EXPECT_EQ(posted(), head);
   int flag = 0;
   ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
@@ -385,11 +385,11 @@ TEST_F(ApiTest, BarrierDescriptorsCountPerContext) {
 
   auto seen = nm_->seen();
   ASSERT_EQ(seen.size(), 3u);
-  EXPECT_EQ(seen[0].kind, DescKind::barrier);
-  EXPECT_EQ(seen[0].context, kContextWorld);
+  EXPECT_EQ(seen[0].kind, DescKind::coll);
+  EXPECT_EQ(seen[0].context, kContextWorld + 1);
   EXPECT_EQ(seen[0].seq, 1u);
   EXPECT_EQ(seen[1].seq, 2u);
-  EXPECT_EQ(seen[2].context, kContextWorld + 4);
+  EXPECT_EQ(seen[2].context, kContextWorld + 5);
   EXPECT_EQ(seen[2].seq, 1u);
 }
 

@@ -112,8 +112,9 @@ class FakeNm {
         case DescKind::recv: posted_.push_back(d); break;
         case DescKind::probe: probes_.push_back(d); break;
         case DescKind::iprobe: answer_iprobe(d); break;
-        case DescKind::barrier:  // every other rank is already there
-          request_complete(v_, d.request, bcs_err_none, me_, 0, 0);
+        case DescKind::coll:  // every other member is already there (barriers only)
+          if (!(d.flags & kDescNoComplete))
+            request_complete(v_, d.request, bcs_err_none, me_, 0, 0);
           break;
         default: break;
       }
