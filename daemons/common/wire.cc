@@ -15,6 +15,35 @@ std::vector<uint32_t> get_u32s(Reader& r) {
   return v;
 }
 
+void put_release(Writer& w, const std::vector<CollRelease>& v) {
+  w.put<uint32_t>(static_cast<uint32_t>(v.size()));
+  for (auto& x : v) {
+    w.put(x.context);
+    w.put(x.level);
+  }
+}
+std::vector<CollRelease> get_release(Reader& r) {
+  auto n = r.get<uint32_t>();
+  if (n > 65536) throw std::runtime_error("wire: absurd vector length");
+  std::vector<CollRelease> v(n);
+  for (auto& x : v) {
+    x.context = r.get<int32_t>();
+    x.level = r.get<uint64_t>();
+  }
+  return v;
+}
+void put_levels(Writer& w, const std::vector<CollLevel>& v) {
+  w.put<uint32_t>(static_cast<uint32_t>(v.size()));
+  for (auto& x : v) w.put(x);
+}
+std::vector<CollLevel> get_levels(Reader& r) {
+  auto n = r.get<uint32_t>();
+  if (n > 65536) throw std::runtime_error("wire: absurd vector length");
+  std::vector<CollLevel> v(n);
+  for (auto& x : v) x = r.get<CollLevel>();
+  return v;
+}
+
 }  // namespace
 
 std::vector<uint8_t> encode(const Strobe& s) {
@@ -24,7 +53,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   w.put(s.job);
   put_u32s(w, s.expect_batches);
   put_u32s(w, s.expect_gets);
-  w.put(s.barrier_release);
+  put_release(w, s.coll_release);
   return std::move(w.bytes());
 }
 
@@ -36,7 +65,7 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.job = r.get<uint64_t>();
   s.expect_batches = get_u32s(r);
   s.expect_gets = get_u32s(r);
-  s.barrier_release = r.get<uint64_t>();
+  s.coll_release = get_release(r);
   return s;
 }
 
@@ -45,14 +74,15 @@ std::vector<uint8_t> encode(const Report& x) {
   w.put(x.slice);
   w.put(x.phase);
   w.put(x.drained);
+  w.put(x.coll_drained);
   put_u32s(w, x.batches_to);
-  w.put(x.barrier_level);
-  w.put(x.has_local_barrier_ranks);
+  put_levels(w, x.coll);
   w.put(x.transfers_pending);
   w.put(x.matches);
   w.put(x.chunks);
   put_u32s(w, x.gets_to);
   w.put(x.bytes);
+  w.put(x.collectives);
   w.put(x.errors);
   return std::move(w.bytes());
 }
@@ -63,14 +93,15 @@ Report decode_report(std::span<const uint8_t> b) {
   x.slice = r.get<uint64_t>();
   x.phase = r.get<Phase>();
   x.drained = r.get<uint32_t>();
+  x.coll_drained = r.get<uint32_t>();
   x.batches_to = get_u32s(r);
-  x.barrier_level = r.get<uint64_t>();
-  x.has_local_barrier_ranks = r.get<uint32_t>();
+  x.coll = get_levels(r);
   x.transfers_pending = r.get<uint32_t>();
   x.matches = r.get<uint32_t>();
   x.chunks = r.get<uint32_t>();
   x.gets_to = get_u32s(r);
   x.bytes = r.get<uint64_t>();
+  x.collectives = r.get<uint32_t>();
   x.errors = r.get<uint32_t>();
   return x;
 }

@@ -21,6 +21,7 @@ enum Event : uint16_t {
   kEvDmaGet = 3,     // NM -> NM: P2P, "read this chunk of your rank's send buffer"
   kEvDmaData = 4,    // NM -> NM: P2P, the bytes of a chunk
   kEvDmaServed = 5,  // NM -> itself: one remote read served (counted in P2P)
+  kEvCollData = 6,   // NM -> NM: BBM/RM, one bundle of collective data per node pair
 };
 enum Var : uint16_t {
   kVarPhase = 1,  // NM: slice * 8 + microphase, set when the microphase is done
@@ -96,6 +97,21 @@ class Reader {
   size_t off_ = 0;
 };
 
+// ---- collectives: per communicator context, the highest collective number
+// released (every member of every node posted every collective up to it).
+struct CollRelease {
+  int32_t context = 0;
+  uint64_t level = 0;
+};
+// A node's view of one context after DEM (see daemons/nm/roles/collectives.h).
+struct CollLevel {
+  int32_t context = 0;
+  uint32_t nodes = 0;      // node managers hosting members of the context
+  uint64_t level = 0;      // every local member posted every collective up to this
+  uint64_t first_bbm = 0;  // lowest locally ready BBM collective not yet run (0: none)
+  uint64_t first_rm = 0;   // same for RM (reductions)
+};
+
 // ---- MM -> NM: a microstrobe
 struct Strobe {
   uint64_t slice = 0;
@@ -105,8 +121,8 @@ struct Strobe {
   std::vector<uint32_t> expect_batches;
   // P2P: how many remote reads (DmaGet) node i serves this slice.
   std::vector<uint32_t> expect_gets;
-  // BBM: every barrier number up to this one is released.
-  uint64_t barrier_release = 0;
+  // BBM and RM: collectives released, per context.
+  std::vector<CollRelease> coll_release;
 };
 std::vector<uint8_t> encode(const Strobe& s);
 Strobe decode_strobe(std::span<const uint8_t> b);
@@ -116,17 +132,19 @@ struct Report {
   uint64_t slice = 0;
   Phase phase = Phase::dem;
   // DEM
-  uint32_t drained = 0;                  // descriptors taken from the rings
+  uint32_t drained = 0;                  // point-to-point descriptors taken from the rings
+  uint32_t coll_drained = 0;             // collective descriptors taken from the rings
   std::vector<uint32_t> batches_to;      // batches sent, index = destination node id
-  uint64_t barrier_level = 0;            // every local rank reached this barrier number
-  uint32_t has_local_barrier_ranks = 0;  // this node hosts ranks of the job
+  std::vector<CollLevel> coll;           // collectives, per context with local members
   uint32_t transfers_pending = 0;        // matched transfers not fully moved yet
   // MSM
   uint32_t matches = 0;
   uint32_t chunks = 0;            // chunks scheduled for this slice's P2P
   std::vector<uint32_t> gets_to;  // remote reads it will send, index = node id
   // P2P
-  uint64_t bytes = 0;  // bytes moved into local receivers
+  uint64_t bytes = 0;  // bytes moved into local receivers (BBM/RM: bytes written by collectives)
+  // BBM / RM
+  uint32_t collectives = 0;  // collectives completed on this node
   // errors seen by the node while doing the microphase (logged by the MM)
   uint32_t errors = 0;
 };

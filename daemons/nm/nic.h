@@ -1,64 +1,82 @@
-// The node manager's "NIC": the paper's NIC threads, as role objects driven
-// by one strobe-receiver thread.
+// The node manager's "NIC": the paper's NIC threads, as role objects
+// (roles/) driven by one strobe-receiver thread.
 //
 // Why one thread: microphases are globally sequential (a microphase starts
 // only when every node finished the previous one), so at any moment exactly
 // one role of a node has work. Handing the token between six sleeping
 // threads would cost a wake-up (2-20 us here) per microphase per node, a
 // large part of a 250-500 us slice on a 2-core machine, for no parallelism.
-// The roles keep the paper's names and boundaries so that one can move to a
-// thread of its own when there is a reason (e.g. a DMA helper overlapping
-// big copies with the next slice's DEM).
+// The roles keep the paper's names and boundaries and talk to the rest only
+// through roles/ports.h, so one can move to a thread of its own when a
+// measurement says so (e.g. a DMA helper overlapping big copies with the
+// next slice's DEM).
 //
-//   StrobeReceiver   waits for (micro)strobes, runs the role of the
-//                    microphase, reports completion (kVarPhase) to the MM
-//   BufferSender     DEM: drains the rings, ships send descriptors to the
-//                    destination nodes' buffer receivers, one batch per node
-//   BufferReceiver   MSM: matches sends against local receives, answers
-//                    probes, cuts transfers into per-slice chunks
-//   DmaHelper        P2P: moves the bytes (inline payload, cross-memory
-//                    attach locally, UCX between nodes); also serves remote
-//                    reads of local ranks' memory at any time
-//   CollectiveHelper BBM: barriers
-//   ReduceHelper     RM: reductions (none scheduled yet)
+//   StrobeReceiver   (this class) waits for (micro)strobes, runs the role of
+//                    the microphase, reports completion (kVarPhase) to the MM
+//   BufferSender     DEM  roles/buffer_sender.h
+//   BufferReceiver   MSM  roles/buffer_receiver.h
+//   DmaHelper        P2P  roles/dma_helper.h (also serves remote reads)
+//   CollectiveHelper BBM  roles/collective_helper.h + roles/collectives.h
+//   ReduceHelper     RM   the same exchange, reduction kinds
 #pragma once
 
 #include <cstdint>
-#include <map>
 #include <memory>
 #include <mutex>
-#include <unordered_map>
-#include <vector>
 
 #include "bcs/core.h"
-#include "bcs/matcher.h"
 #include "job.h"
+#include "roles/buffer_receiver.h"
+#include "roles/buffer_sender.h"
+#include "roles/collective_helper.h"
+#include "roles/collectives.h"
+#include "roles/dma_helper.h"
+#include "roles/ports.h"
 #include "wire.h"
 
 namespace bcs::nm {
 
-// State the roles share for the job this node is running.
-struct NodeJobState {
-  explicit NodeJobState(std::shared_ptr<NmJob> j, uint64_t budget)
-      : job(std::move(j)), scheduler(budget) {}
-  std::shared_ptr<NmJob> job;
-  Matcher matcher;
-  ChunkScheduler scheduler;
-  // BS: per (src, dst) sequence numbers (non-overtaking across slices).
-  std::map<std::pair<int32_t, int32_t>, uint64_t> pair_seq;
-  // BS -> BR, within one slice.
-  std::vector<RecvDesc> local_posts;
-  std::vector<SendDesc> local_sends;
-  uint32_t drained = 0;
-  // CH: barrier requests waiting, per world rank: (barrier number, request).
-  std::map<int32_t, std::vector<std::pair<uint64_t, uint32_t>>> barriers;
-  std::map<int32_t, uint64_t> barrier_count;  // last barrier number posted per rank
-  // DH: errors of transfers in flight (transfer id -> bcs_err_*).
-  std::unordered_map<uint64_t, int32_t> xfer_error;
-  std::vector<Chunk> chunks;  // this slice's schedule
+// The job's forked ranks as the roles see them (cross-memory attach, the
+// segment's request tables). Every rank-supplied index is checked.
+class JobRanks : public LocalRanks {
+ public:
+  explicit JobRanks(std::shared_ptr<NmJob> j);
+  uint64_t job_id() const override { return job_->id(); }
+  uint32_t nranks() const override { return job_->spec().nranks; }
+  uint32_t nnodes() const override { return nnodes_; }
+  uint32_t node_of(int32_t r) const override { return job_->node_of(r); }
+  bool is_local(int32_t r) const override { return job_->is_local(r); }
+  std::vector<int32_t> local_ranks() const override { return local_; }
+  RankView view_of(int32_t r) override { return job_->view_of(r); }
+  int32_t read(int32_t r, uint64_t addr, void* dst, size_t len) override;
+  int32_t write(int32_t r, uint64_t addr, const void* src, size_t len) override;
+  void complete(int32_t r, uint32_t request, int32_t error) override;
+  void complete_status(int32_t r, uint32_t request, int32_t error, int32_t source, int32_t tag,
+                       uint64_t bytes, uint32_t found) override;
+  const std::shared_ptr<NmJob>& job() const { return job_; }
+
+ private:
+  std::shared_ptr<NmJob> job_;
+  uint32_t nnodes_ = 0;
+  std::vector<int32_t> local_;
 };
 
-class Nic {
+// The roles' state for the job this node runs.
+struct NodeJobState {
+  NodeJobState(std::shared_ptr<NmJob> j, uint32_t self)
+      : ranks(j),
+        bs(self),
+        br(self, j->spec().chunk_bytes),
+        dh(self),
+        coll(self, j->spec().rank_node) {}
+  JobRanks ranks;
+  BufferSender bs;
+  BufferReceiver br;
+  DmaHelper dh;
+  Collectives coll;  // the collective and reduce helpers' state
+};
+
+class Nic : private Net {
  public:
   Nic(core::Fabric& fabric, uint32_t self);
   ~Nic();
@@ -68,25 +86,18 @@ class Nic {
   void run();
 
  private:
-  // Strobe receiver
+  // Net over the fabric.
+  core::Status send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) override;
+  core::Status wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) override;
+
   wire::Report on_strobe(const wire::Strobe& s);
   void sync_job();
-  // Roles, one per microphase.
-  wire::Report buffer_sender_dem(uint64_t slice);
-  wire::Report buffer_receiver_msm(const wire::Strobe& s);
-  wire::Report dma_helper_p2p(const wire::Strobe& s);
-  wire::Report collective_helper_bbm(const wire::Strobe& s);
-  wire::Report reduce_helper_rm(uint64_t slice);
-  // DMA helper, sender side: serves a remote read (runs inside progress).
-  void dma_serve_get(core::Message&& m);
 
   core::Fabric& fabric_;
   const uint32_t self_;
   std::mutex job_mu_;
   std::shared_ptr<NmJob> pending_job_;  // guarded by job_mu_
-  std::unique_ptr<NodeJobState> st_;    // NIC thread only
-  std::vector<uint8_t> staging_;        // DH bounce buffer for local copies
-  uint64_t next_token_ = 1;
+  std::unique_ptr<NodeJobState> st_;    // strobe receiver thread only
 };
 
 }  // namespace bcs::nm

@@ -1,0 +1,66 @@
+#include "buffer_receiver.h"
+
+#include <spdlog/spdlog.h>
+
+namespace bcs::nm {
+
+wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& net) {
+  wire::Report rep;
+  const uint32_t expect = self_ < s.expect_batches.size() ? s.expect_batches[self_] : 0;
+  std::vector<SendDesc> sends = std::move(local_sends_);
+  local_sends_.clear();
+  for (uint32_t i = 0; i < expect; ++i) {
+    core::Message m;
+    auto r = net.wait(wire::kEvDescBatch, &m, kPhaseDataTimeout);
+    if (r != core::Status::ok) {
+      spdlog::error("MSM: waiting for descriptor batch {}/{}: {}", i + 1, expect,
+                    core::status_str(r));
+      rep.errors++;
+      break;
+    }
+    wire::DescBatch b;
+    try {
+      b = wire::decode_batch(m.data);
+    } catch (const std::exception& e) {
+      spdlog::error("MSM: descriptor batch from node {}: {}", m.from, e.what());
+      rep.errors++;
+      continue;
+    }
+    if (!ranks || b.job != ranks->job_id()) continue;  // stale job
+    for (auto& x : b.sends) {
+      // A batch names receivers; only local ones are ours to match.
+      if (x.dst < 0 || !ranks->is_local(x.dst)) {
+        spdlog::error("MSM: node {} sent a descriptor for rank {}, not on this node", m.from, x.dst);
+        rep.errors++;
+        continue;
+      }
+      sends.push_back(std::move(x));
+    }
+  }
+  if (!ranks) {
+    local_posts_.clear();
+    return rep;
+  }
+
+  matcher_.msm(s.slice, local_posts_, std::move(sends));
+  local_posts_.clear();
+
+  for (auto& pr : matcher_.take_probe_results())
+    ranks->complete_status(pr.probe.rank, pr.probe.request, 0, pr.source, pr.tag, pr.len,
+                           pr.found ? 1 : 0);
+  auto matches = matcher_.take_matches();
+  rep.matches = static_cast<uint32_t>(matches.size());
+  for (auto& m : matches) scheduler_.add(std::move(m));
+  chunks_ = scheduler_.schedule_slice();
+  rep.chunks = static_cast<uint32_t>(chunks_.size());
+  // Remote reads the DMA helper will send in P2P, per sender node, so that
+  // each sender knows how many to serve.
+  rep.gets_to.assign(ranks->nnodes(), 0);
+  for (const Chunk& c : chunks_)
+    if (!c.match->send.is_inline && !ranks->is_local(c.match->send.src))
+      rep.gets_to[ranks->node_of(c.match->send.src)]++;
+  rep.transfers_pending = static_cast<uint32_t>(scheduler_.in_flight());
+  return rep;
+}
+
+}  // namespace bcs::nm

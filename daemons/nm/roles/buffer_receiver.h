@@ -1,0 +1,42 @@
+// Buffer receiver (BR), the MSM: takes this slice's send descriptors (the
+// local ones from the buffer sender, the remote ones in the batches the
+// microstrobe announced), matches them against the local receives and
+// probes, answers probes and cuts the matches into per-slice chunks for
+// the DMA helper. The matching itself is libbcs's Matcher (pure, tested on
+// its own); this role owns the exchange and the completions.
+#pragma once
+
+#include <vector>
+
+#include "bcs/matcher.h"
+#include "ports.h"
+#include "wire.h"
+
+namespace bcs::nm {
+
+class BufferReceiver {
+ public:
+  BufferReceiver(uint32_t self, uint64_t chunk_budget) : self_(self), scheduler_(chunk_budget) {}
+
+  // From the buffer sender, during DEM.
+  void add_local_post(const RecvDesc& r) { local_posts_.push_back(r); }
+  void add_local_send(SendDesc s) { local_sends_.push_back(std::move(s)); }
+
+  // MSM. `ranks` may be null (this node runs no part of the job any more):
+  // the batches announced to it are still consumed.
+  wire::Report run(const wire::Strobe& s, LocalRanks* ranks, Net& net);
+
+  // For the DMA helper: this slice's chunks, and the transfers they belong to.
+  std::vector<Chunk>& chunks() { return chunks_; }
+  ChunkScheduler& scheduler() { return scheduler_; }
+
+ private:
+  const uint32_t self_;
+  Matcher matcher_;
+  ChunkScheduler scheduler_;
+  std::vector<RecvDesc> local_posts_;
+  std::vector<SendDesc> local_sends_;
+  std::vector<Chunk> chunks_;
+};
+
+}  // namespace bcs::nm

@@ -1,0 +1,113 @@
+#include "buffer_sender.h"
+
+#include <spdlog/spdlog.h>
+
+namespace bcs::nm {
+
+wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, BufferReceiver& br,
+                               Collectives& coll) {
+  wire::Report rep;
+  const uint32_t nnodes = ranks.nnodes();
+  std::vector<wire::DescBatch> batches(nnodes);
+  uint32_t drained = 0, coll_drained = 0;
+
+  for (int32_t me : ranks.local_ranks()) {
+    RankView v = ranks.view_of(me);
+    // Fails the request a bad descriptor names (if the index is sane).
+    auto refuse = [&](const Descriptor& d, const std::string& why) {
+      spdlog::error("job {}: rank {}: {}", ranks.job_id(), me, why);
+      // An inline send or a bypassed collective was completed by the rank
+      // itself: its slot may be in use again.
+      const bool rank_owned = (d.flags & kDescNoComplete) ||
+                              (d.kind == DescKind::send && (d.flags & kDescInline));
+      if (!rank_owned && d.request < v.request_slots)
+        ranks.complete_status(me, d.request, bcs_err_internal, me, 0, 0, 0);
+    };
+    size_t n = ring_drain(v, [&](const Descriptor& d) {
+      switch (d.kind) {
+        case DescKind::send: {
+          if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
+            return refuse(d, "send to invalid rank " + std::to_string(d.peer));
+          if ((d.flags & kDescInline) && (d.inline_len > kInlineMax || d.inline_len != d.len))
+            return refuse(d, "inline length " + std::to_string(d.inline_len) + " invalid");
+          if (d.request >= v.request_slots)
+            return refuse(d, "request index " + std::to_string(d.request) + " out of range");
+          SendDesc s;
+          s.src = me;
+          s.dst = d.peer;
+          s.context = d.context;
+          s.tag = d.tag;
+          s.pair_seq = ++pair_seq_[{me, d.peer}];
+          s.slice = slice - 1;
+          s.len = d.len;
+          s.addr = d.addr;
+          s.request = d.request;
+          s.is_inline = (d.flags & kDescInline) != 0;
+          if (s.is_inline) s.payload.assign(d.payload, d.payload + d.inline_len);
+          const uint32_t node = ranks.node_of(d.peer);
+          if (node == self_)
+            br.add_local_send(std::move(s));
+          else
+            batches[node].sends.push_back(std::move(s));
+          return;
+        }
+        case DescKind::recv:
+        case DescKind::probe:
+        case DescKind::iprobe: {
+          if (d.request >= v.request_slots)
+            return refuse(d, "request index " + std::to_string(d.request) + " out of range");
+          if (d.peer != kAnySource && (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks()))
+            return refuse(d, "receive from invalid rank " + std::to_string(d.peer));
+          RecvDesc rd;
+          rd.rank = me;
+          rd.kind = d.kind;
+          rd.src = d.peer;
+          rd.context = d.context;
+          rd.tag = d.tag;
+          rd.addr = d.addr;
+          rd.cap = d.len;
+          rd.request = d.request;
+          rd.slice = slice - 1;
+          br.add_local_post(rd);
+          return;
+        }
+        case DescKind::coll: {
+          ++coll_drained;
+          std::string why;
+          if (!coll.post(me, d, &why)) refuse(d, why);
+          return;
+        }
+      }
+      refuse(d, "descriptor of unknown kind " + std::to_string(static_cast<int>(d.kind)));
+    });
+    drained += static_cast<uint32_t>(n);
+    // A rank that found its ring full sleeps on its futex until we make
+    // room. Only then is a wake-up due (the ring held ring_slots entries):
+    // waking on every drain would rouse ranks blocked in MPI_Recv for nothing.
+    if (n >= v.ring_slots) rank_wake(v);
+  }
+
+  rep.batches_to.assign(nnodes, 0);
+  for (uint32_t node = 0; node < nnodes; ++node) {
+    auto& b = batches[node];
+    if (b.sends.empty()) continue;
+    b.slice = slice;
+    b.job = ranks.job_id();
+    auto s = net.send(node, wire::kEvDescBatch, wire::encode(b));
+    if (s != core::Status::ok) {
+      spdlog::error("DEM: batch to node {}: {}", node, core::status_str(s));
+      rep.errors++;
+      continue;
+    }
+    rep.batches_to[node] = 1;
+  }
+  // The collective and reduce helpers' local half: per context, how far
+  // every local member got.
+  rep.coll = coll.levels();
+  // Collectives alone do not need the MSM.
+  rep.drained = drained - coll_drained;
+  rep.coll_drained = coll_drained;
+  return rep;
+}
+
+}  // namespace bcs::nm

@@ -1,0 +1,159 @@
+#include "dma_helper.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+namespace bcs::nm {
+
+namespace {
+constexpr size_t kStagingBytes = 4u << 20;
+}
+
+wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& net,
+                            BufferReceiver& br) {
+  wire::Report rep;
+  // Remote reads this node must serve in this microphase (some may have
+  // been served already, while it waited for this microstrobe).
+  uint32_t to_serve = self_ < strobe.expect_gets.size() ? strobe.expect_gets[self_] : 0;
+  auto serve_remaining = [&] {
+    for (; to_serve > 0; --to_serve) {
+      core::Message done;
+      auto r = net.wait(wire::kEvDmaServed, &done, kPhaseDataTimeout);
+      if (r != core::Status::ok) {
+        spdlog::error("P2P: {} remote read(s) never came: {}", to_serve, core::status_str(r));
+        rep.errors++;
+        return;
+      }
+    }
+  };
+  if (!ranks) {
+    serve_remaining();
+    return rep;
+  }
+  LocalRanks& job = *ranks;
+  std::unordered_map<uint64_t, Chunk> remote;  // token -> chunk
+
+  auto finish_chunk = [&](const Chunk& c, int32_t err) {
+    if (err) xfer_error_[c.transfer] = err;
+    if (!c.last) return;
+    const Match& m = *c.match;
+    int32_t e = 0;
+    if (auto it = xfer_error_.find(c.transfer); it != xfer_error_.end()) {
+      e = it->second;
+      xfer_error_.erase(it);
+    }
+    if (!e && m.truncated) e = bcs_err_truncate;
+    job.complete_status(m.recv.rank, m.recv.request, e, m.send.src, m.send.tag, m.bytes, 0);
+  };
+
+  for (auto& c : br.chunks()) {
+    const Match& m = *c.match;
+    if (m.send.is_inline) {
+      int32_t err = 0;
+      if (c.len)
+        err = job.write(m.recv.rank, m.recv.addr + c.offset, m.send.payload.data() + c.offset, c.len);
+      rep.bytes += c.len;
+      finish_chunk(c, err);
+    } else if (job.is_local(m.send.src)) {
+      // Local sender: read its memory, write the receiver's, through the
+      // staging buffer (cross-memory attach needs one side to be us).
+      int32_t err = 0;
+      if (staging_.size() < std::min<uint64_t>(c.len, kStagingBytes))
+        staging_.resize(std::min<uint64_t>(std::max<uint64_t>(c.len, 1), kStagingBytes));
+      for (uint64_t off = 0; off < c.len && !err;) {
+        size_t n = std::min<uint64_t>(c.len - off, staging_.size());
+        err = job.read(m.send.src, m.send.addr + c.offset + off, staging_.data(), n);
+        if (!err) err = job.write(m.recv.rank, m.recv.addr + c.offset + off, staging_.data(), n);
+        off += n;
+      }
+      rep.bytes += c.len;
+      if (c.last) job.complete_status(m.send.src, m.send.request, 0, m.send.src, m.send.tag, m.send.len, 0);
+      finish_chunk(c, err);
+    } else {
+      wire::DmaGet g;
+      g.job = job.job_id();
+      g.token = next_token_++;
+      g.src_rank = m.send.src;
+      g.src_request = m.send.request;
+      g.addr = m.send.addr + c.offset;
+      g.len = c.len;
+      g.last = c.last ? 1 : 0;
+      const uint32_t node = job.node_of(m.send.src);
+      auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
+      if (s != core::Status::ok) {
+        spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
+        rep.errors++;
+        finish_chunk(c, bcs_err_peer_gone);
+        continue;
+      }
+      remote.emplace(g.token, c);
+    }
+  }
+
+  while (!remote.empty()) {
+    core::Message msg;
+    auto s = net.wait(wire::kEvDmaData, &msg, kPhaseDataTimeout);
+    if (s != core::Status::ok) {
+      spdlog::error("P2P: waiting for {} remote chunks: {}", remote.size(), core::status_str(s));
+      rep.errors++;
+      for (auto& [tok, c] : remote) finish_chunk(c, bcs_err_peer_gone);
+      remote.clear();
+      break;
+    }
+    if (msg.data.size() < sizeof(wire::DmaDataHeader)) continue;
+    wire::DmaDataHeader h;
+    std::memcpy(&h, msg.data.data(), sizeof h);
+    auto it = remote.find(h.token);
+    if (it == remote.end()) continue;  // a late answer of an aborted slice
+    Chunk c = it->second;
+    remote.erase(it);
+    int32_t err = h.error;
+    const size_t n = msg.data.size() - sizeof h;
+    if (!err && n != c.len) err = bcs_err_internal;
+    if (!err && n)
+      err = job.write(c.match->recv.rank, c.match->recv.addr + c.offset, msg.data.data() + sizeof h, n);
+    rep.bytes += n;
+    finish_chunk(c, err);
+  }
+
+  serve_remaining();
+  br.chunks().clear();
+  br.scheduler().finish_slice();
+  rep.transfers_pending = static_cast<uint32_t>(br.scheduler().in_flight());
+  return rep;
+}
+
+void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
+  wire::DmaGet g;
+  try {
+    g = wire::decode_get(m.data);
+  } catch (const std::exception& e) {
+    spdlog::error("DMA get from node {}: {}", m.from, e.what());
+    return;
+  }
+  // The reply is built in place: header, then the rank's bytes read
+  // straight behind it (no zero-fill, no second copy of a multi-MiB chunk).
+  wire::DmaDataHeader h;
+  h.token = g.token;
+  size_t n = 0;
+  std::unique_ptr<uint8_t[]> reply;
+  if (!ranks || ranks->job_id() != g.job || !ranks->is_local(g.src_rank) ||
+      g.len > (uint64_t{1} << 32)) {
+    h.error = bcs_err_peer_gone;
+  } else {
+    reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h + g.len);
+    h.error = g.len ? ranks->read(g.src_rank, g.addr, reply.get() + sizeof h, g.len) : 0;
+    if (!h.error) n = g.len;
+    if (g.last) ranks->complete_status(g.src_rank, g.src_request, h.error, g.src_rank, 0, 0, 0);
+  }
+  if (!reply) reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h);
+  std::memcpy(reply.get(), &h, sizeof h);
+  auto s = net.send(m.from, wire::kEvDmaData, {reply.get(), sizeof h + n});
+  if (s != core::Status::ok)
+    spdlog::error("DMA get: reply to node {}: {}", m.from, core::status_str(s));
+}
+
+}  // namespace bcs::nm

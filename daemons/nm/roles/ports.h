@@ -1,0 +1,62 @@
+// The narrow interfaces between the node manager's helper roles and the rest
+// of the daemon. Each role (roles/*.h) talks to the network and to the
+// ranks only through these, so each is unit-tested with fakes
+// (tests/unit/nm) while the daemon plugs in the UCX fabric and the job's
+// forked ranks (nic.cc).
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <span>
+#include <vector>
+
+#include "bcs/core.h"
+#include "bcs/segment.h"
+
+namespace bcs::nm {
+
+// The fabric as the roles use it: put a message to a node's event, wait
+// for a message on one of our events.
+class Net {
+ public:
+  virtual ~Net() = default;
+  virtual core::Status send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) = 0;
+  virtual core::Status wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) = 0;
+};
+
+// The local ranks' memory and request table (cross-memory attach in the
+// daemon). Every index and address that came from a rank is checked by the
+// implementation before use.
+class RankMemory {
+ public:
+  virtual ~RankMemory() = default;
+  // 0 or a bcs_err_*.
+  virtual int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len) = 0;
+  virtual int32_t write(int32_t world_rank, uint64_t addr, const void* src, size_t len) = 0;
+  virtual void complete(int32_t world_rank, uint32_t request, int32_t error) = 0;
+};
+
+// One job's footprint on this node, as the roles see it.
+class LocalRanks : public RankMemory {
+ public:
+  virtual uint64_t job_id() const = 0;
+  virtual uint32_t nranks() const = 0;  // world size
+  virtual uint32_t nnodes() const = 0;  // node ids are 0 .. nnodes-1
+  virtual uint32_t node_of(int32_t world_rank) const = 0;
+  virtual bool is_local(int32_t world_rank) const = 0;
+  virtual std::vector<int32_t> local_ranks() const = 0;  // world ranks, ascending
+  // The rank's control block, ring and request table in the job segment.
+  virtual RankView view_of(int32_t world_rank) = 0;
+  // Completes a request with a full status (receives, probes).
+  virtual void complete_status(int32_t world_rank, uint32_t request, int32_t error,
+                               int32_t source, int32_t tag, uint64_t bytes, uint32_t found) = 0;
+};
+
+// How long a node waits for the data of one microphase (descriptor
+// batches, remote chunks, collective bundles) before declaring the
+// microphase failed. Generous: a peer that is alive always answers within
+// the microphase; one that died is noticed by the MM through its control
+// stream and the job is torn down.
+constexpr std::chrono::seconds kPhaseDataTimeout{10};
+
+}  // namespace bcs::nm
