@@ -449,13 +449,15 @@ int show_stats(const StatsOptions& o) {
   });
   if (rc) return rc;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
-  std::printf("%10s %11s %9s %9s %9s %9s %11s %7s %12s %8s\n", "slice", "period_us", "dem_us",
-              "msm_us", "p2p_us", "bbm_us", "descriptors", "chunks", "bytes", "late_us");
+  std::printf("%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
+              "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks", "bytes",
+              "colls", "late_us");
   for (const auto& s : rep.slices())
-    std::printf("%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %8.1f\n",
+    std::printf("%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
                 static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
-                us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), s.descriptors(), s.chunks(),
-                static_cast<unsigned long long>(s.bytes()), us(s.late_ns()));
+                us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
+                s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
+                s.collectives(), us(s.late_ns()));
   std::printf("(%d of %llu slices)\n", rep.slices_size(),
               static_cast<unsigned long long>(rep.total_slices()));
   // The figures an operator asks first: does the clock keep its period?

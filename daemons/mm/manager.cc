@@ -429,6 +429,9 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_descriptors(r.descriptors);
     s->set_chunks(r.chunks);
     s->set_bytes(r.bytes);
+    s->set_coll_descriptors(r.coll_descriptors);
+    s->set_collectives(r.collectives);
+    s->set_coll_bytes(r.coll_bytes);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

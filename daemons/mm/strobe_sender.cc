@@ -14,8 +14,10 @@
 #include <time.h>
 
 #include <algorithm>
+#include <map>
 
 #include "manager.h"
+#include "slice_plan.h"
 #include "wire.h"
 
 namespace bcs::mm {
@@ -173,7 +175,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
   uint64_t next = now_ns();
   uint64_t prev_start = 0;
-  uint64_t released = 0;  // barrier numbers released so far
+  std::map<int32_t, uint64_t> released;  // per context: collectives released so far
   std::vector<core::VarReplica> snap;
   bool ok = true;
 
@@ -210,37 +212,26 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     uint64_t t = now_ns();
     if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
     rec.phase_ns[0] = now_ns() - t;
-    uint32_t drained = 0, pending = 0;
-    uint64_t level = UINT64_MAX;
-    bool any_ranks = false;
-    s.expect_batches.assign(max_node + 1, 0);
-    for (auto& v : snap) {
-      auto rep = wire::decode_report(v.attachment);
-      drained += rep.drained;
-      pending += rep.transfers_pending;
-      for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n)
-        s.expect_batches[n] += rep.batches_to[n];
-      if (rep.has_local_barrier_ranks) {
-        any_ranks = true;
-        level = std::min(level, rep.barrier_level);
-      }
-    }
-    rec.descriptors = drained;
+    std::vector<wire::Report> reps;
+    for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
+    const DemPlan dem = plan_after_dem(reps, max_node, released);
+    s.expect_batches = dem.expect_batches;
+    s.coll_release = dem.coll_release;
+    rec.descriptors = dem.drained + dem.coll_drained;
+    rec.coll_descriptors = dem.coll_drained;
 
     // MSM: only if something was posted or transfers are still being chunked.
     uint32_t chunks = 0;
-    if (drained || pending) {
+    if (dem.run_msm) {
       s.phase = Phase::msm;
       t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, 1, &snap, &rec.retries[1]))) break;
       rec.phase_ns[1] = now_ns() - t;
-      s.expect_gets.assign(max_node + 1, 0);
-      for (auto& v : snap) {
-        auto rep = wire::decode_report(v.attachment);
-        chunks += rep.chunks;
-        for (size_t n = 0; n < rep.gets_to.size() && n <= max_node; ++n)
-          s.expect_gets[n] += rep.gets_to[n];
-      }
+      reps.clear();
+      for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
+      MsmPlan msm = plan_after_msm(reps, max_node);
+      s.expect_gets = std::move(msm.expect_gets);
+      chunks = msm.chunks;
       rec.chunks = chunks;
     }
     // P2P: only if the MSM scheduled chunks somewhere.
@@ -251,16 +242,23 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       rec.phase_ns[2] = now_ns() - t;
       for (auto& v : snap) rec.bytes += wire::decode_report(v.attachment).bytes;
     }
-    // BBM: a barrier every rank of every node has reached.
-    if (any_ranks && level != UINT64_MAX && level > released) {
-      s.phase = Phase::bbm;
-      s.barrier_release = level;
+    // BBM (collective helper) and RM (reduce helper): collectives that every
+    // member has posted; each microphase only if one of its kinds is due.
+    for (auto [phase, due] : {std::pair{Phase::bbm, dem.run_bbm}, std::pair{Phase::rm, dem.run_rm}}) {
+      if (!due) continue;
+      const auto k = static_cast<uint8_t>(phase);
+      s.phase = phase;
       t = now_ns();
-      if (!(ok = strobe(s) && wait_phase(j, s.slice, 3, &snap, &rec.retries[3]))) break;
-      rec.phase_ns[3] = now_ns() - t;
-      released = level;
+      if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) break;
+      rec.phase_ns[k] = now_ns() - t;
+      for (auto& v : snap) {
+        auto rep = wire::decode_report(v.attachment);
+        rec.collectives += rep.collectives;
+        rec.coll_bytes += rep.bytes;
+      }
     }
-    // RM: no reduction is scheduled by this version; the microphase is skipped.
+    if (!ok) break;
+    for (const auto& r : s.coll_release) released[r.context] = r.level;
     emds_.record(rec);
 
     // Next strobe one slice after this one; if this slice overran, at once

@@ -20,6 +20,9 @@ struct SliceRecord {
   uint32_t descriptors = 0;
   uint32_t chunks = 0;
   uint64_t bytes = 0;
+  uint32_t coll_descriptors = 0;  // of `descriptors`, how many were collectives
+  uint32_t collectives = 0;  // collectives completed (summed over nodes) in BBM and RM
+  uint64_t coll_bytes = 0;   // bytes written into ranks by collectives
 };
 
 struct PeriodSummary {

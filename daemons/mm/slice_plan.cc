@@ -1,0 +1,57 @@
+#include "slice_plan.h"
+
+#include <algorithm>
+
+namespace bcs::mm {
+
+DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
+                       const std::map<int32_t, uint64_t>& released) {
+  DemPlan p;
+  p.expect_batches.assign(max_node + 1, 0);
+  struct Agg {
+    uint32_t reporters = 0, nodes = 0;
+    uint64_t level = UINT64_MAX, bbm = 0, rm = 0;
+  };
+  std::map<int32_t, Agg> coll;
+  for (const auto& rep : dem) {
+    p.drained += rep.drained;
+    p.coll_drained += rep.coll_drained;
+    p.pending += rep.transfers_pending;
+    for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n)
+      p.expect_batches[n] += rep.batches_to[n];
+    for (const auto& l : rep.coll) {
+      Agg& a = coll[l.context];
+      a.reporters++;
+      a.nodes = std::max(a.nodes, l.nodes);
+      a.level = std::min(a.level, l.level);
+      if (l.first_bbm) a.bbm = a.bbm ? std::min(a.bbm, l.first_bbm) : l.first_bbm;
+      if (l.first_rm) a.rm = a.rm ? std::min(a.rm, l.first_rm) : l.first_rm;
+    }
+  }
+  p.run_msm = p.drained || p.pending;
+  for (const auto& [ctx, a] : coll) {
+    auto it = released.find(ctx);
+    const uint64_t done = it == released.end() ? 0 : it->second;
+    if (a.reporters < a.nodes || a.level == UINT64_MAX || a.level <= done) continue;
+    p.coll_release.push_back({ctx, a.level});
+    // Every collective up to `level` is posted everywhere, so a node's
+    // lowest ready one of a kind lies in (done, level] exactly when one of
+    // that kind is due.
+    p.run_bbm = p.run_bbm || (a.bbm && a.bbm <= a.level);
+    p.run_rm = p.run_rm || (a.rm && a.rm <= a.level);
+  }
+  return p;
+}
+
+MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node) {
+  MsmPlan p;
+  p.expect_gets.assign(max_node + 1, 0);
+  for (const auto& rep : msm) {
+    p.chunks += rep.chunks;
+    for (size_t n = 0; n < rep.gets_to.size() && n <= max_node; ++n)
+      p.expect_gets[n] += rep.gets_to[n];
+  }
+  return p;
+}
+
+}  // namespace bcs::mm

@@ -1,0 +1,42 @@
+// The strobe sender's decisions within one slice, as pure functions of the
+// node managers' reports, so the protocol can be unit-tested without a
+// fabric: which microphases run (empty ones are skipped, as the paper
+// allows), what each microstrobe tells the nodes to expect, and which
+// collectives are released.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <vector>
+
+#include "wire.h"
+
+namespace bcs::mm {
+
+// What the DEM reports decide.
+struct DemPlan {
+  uint32_t drained = 0;        // point-to-point descriptors, all nodes
+  uint32_t coll_drained = 0;   // collective descriptors, all nodes
+  uint32_t pending = 0;        // matched transfers still being chunked
+  bool run_msm = false;        // something to match or to chunk
+  std::vector<uint32_t> expect_batches;       // per node: descriptor batches it receives
+  std::vector<wire::CollRelease> coll_release;  // per context: released up to
+  bool run_bbm = false;        // a released collective is a BBM kind
+  bool run_rm = false;         // a released collective is a reduction
+};
+
+// `released`: per context, the collectives released in earlier slices.
+// A context is released only when every node hosting members reported it
+// (a node that has not seen the context yet holds it back).
+DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
+                       const std::map<int32_t, uint64_t>& released);
+
+// What the MSM reports decide: P2P runs only if chunks were scheduled, and
+// each node learns how many remote reads it must serve.
+struct MsmPlan {
+  uint32_t chunks = 0;
+  std::vector<uint32_t> expect_gets;
+};
+MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node);
+
+}  // namespace bcs::mm

@@ -1,0 +1,119 @@
+// The strobe sender's per-slice decisions (daemons/mm/slice_plan.h): which
+// microphases run, what each microstrobe announces, which collectives are
+// released.
+#include "slice_plan.h"
+
+#include <gtest/gtest.h>
+
+namespace bcs::mm {
+namespace {
+
+wire::Report dem(uint32_t drained, std::vector<uint32_t> batches = {},
+                 std::vector<wire::CollLevel> coll = {}, uint32_t pending = 0) {
+  wire::Report r;
+  r.phase = wire::Phase::dem;
+  r.drained = drained;
+  r.batches_to = std::move(batches);
+  r.coll = std::move(coll);
+  r.transfers_pending = pending;
+  return r;
+}
+
+wire::CollLevel level(int32_t ctx, uint32_t nodes, uint64_t lvl, uint64_t bbm = 0, uint64_t rm = 0) {
+  return {ctx, nodes, lvl, bbm, rm};
+}
+
+TEST(SlicePlan, AnIdleSliceRunsOnlyTheDem) {
+  auto p = plan_after_dem({dem(0, {0, 0}, {level(1, 2, 0)}), dem(0, {0, 0}, {level(1, 2, 0)})}, 1, {});
+  EXPECT_FALSE(p.run_msm);
+  EXPECT_FALSE(p.run_bbm);
+  EXPECT_FALSE(p.run_rm);
+  EXPECT_TRUE(p.coll_release.empty());
+}
+
+TEST(SlicePlan, MsmRunsForPostsOrTransfersInFlightAndCountsBatchesPerNode) {
+  auto p = plan_after_dem({dem(3, {0, 1, 1}), dem(0, {1, 0, 0}), dem(0, {}, {}, 0)}, 2, {});
+  EXPECT_TRUE(p.run_msm);
+  EXPECT_EQ(p.expect_batches, (std::vector<uint32_t>{1, 1, 1}));
+  auto q = plan_after_dem({dem(0, {}, {}, 2)}, 0, {});
+  EXPECT_TRUE(q.run_msm) << "a transfer still being chunked needs its MSM";
+}
+
+TEST(SlicePlan, ReportsNamingUnknownNodesAreIgnored) {
+  auto p = plan_after_dem({dem(1, {0, 1, 5, 7})}, 1, {});
+  EXPECT_EQ(p.expect_batches, (std::vector<uint32_t>{0, 1}));
+}
+
+TEST(SlicePlan, CollectivesDoNotWakeTheMsm) {
+  wire::Report r = dem(0, {0}, {level(1, 1, 1, 0, 1)});
+  r.coll_drained = 4;
+  auto p = plan_after_dem({r}, 0, {});
+  EXPECT_FALSE(p.run_msm);
+  EXPECT_EQ(p.coll_drained, 4u);
+  EXPECT_TRUE(p.run_rm);
+  EXPECT_FALSE(p.run_bbm) << "an allreduce alone pays DEM + RM only";
+}
+
+TEST(SlicePlan, ACollectiveIsReleasedAtTheMinimumOverNodes) {
+  auto p = plan_after_dem({dem(0, {}, {level(1, 2, 5, 3, 4)}), dem(0, {}, {level(1, 2, 3, 3, 0)})},
+                          1, {{1, 2}});
+  ASSERT_EQ(p.coll_release.size(), 1u);
+  EXPECT_EQ(p.coll_release[0].context, 1);
+  EXPECT_EQ(p.coll_release[0].level, 3u);
+  EXPECT_TRUE(p.run_bbm);
+  EXPECT_FALSE(p.run_rm) << "the reduction at 4 is not posted everywhere yet";
+}
+
+TEST(SlicePlan, NothingIsReleasedTwice) {
+  auto p = plan_after_dem({dem(0, {}, {level(1, 1, 3, 0, 0)})}, 0, {{1, 3}});
+  EXPECT_TRUE(p.coll_release.empty());
+}
+
+TEST(SlicePlan, AContextIsHeldBackUntilEveryNodeHostingMembersReports) {
+  // A communicator over 3 nodes; one has not seen it yet.
+  auto p = plan_after_dem({dem(0, {}, {level(9, 3, 2, 1, 0)}), dem(0, {}, {level(9, 3, 2, 1, 0)}),
+                           dem(0, {}, {})},
+                          2, {});
+  EXPECT_TRUE(p.coll_release.empty());
+  EXPECT_FALSE(p.run_bbm);
+}
+
+TEST(SlicePlan, ContextsAreIndependent) {
+  auto p = plan_after_dem({dem(0, {}, {level(1, 1, 2, 2, 0), level(3, 1, 0)})}, 0, {{1, 1}});
+  ASSERT_EQ(p.coll_release.size(), 1u);
+  EXPECT_EQ(p.coll_release[0].context, 1);
+  EXPECT_TRUE(p.run_bbm);
+}
+
+TEST(SlicePlan, P2pRunsOnlyWhenChunksWereScheduledAndAnnouncesRemoteReads) {
+  wire::Report a, b;
+  a.chunks = 2;
+  a.gets_to = {0, 2};
+  b.chunks = 0;
+  b.gets_to = {1, 0};
+  auto p = plan_after_msm({a, b}, 1);
+  EXPECT_EQ(p.chunks, 2u);
+  EXPECT_EQ(p.expect_gets, (std::vector<uint32_t>{1, 2}));
+  EXPECT_EQ(plan_after_msm({wire::Report{}}, 0).chunks, 0u);
+}
+
+TEST(SlicePlan, ReportsSurviveTheWire) {
+  wire::Report r = dem(7, {1, 2}, {level(1, 2, 3, 4, 5)});
+  r.coll_drained = 9;
+  r.collectives = 3;
+  auto back = wire::decode_report(wire::encode(r));
+  EXPECT_EQ(back.drained, 7u);
+  EXPECT_EQ(back.coll_drained, 9u);
+  EXPECT_EQ(back.collectives, 3u);
+  ASSERT_EQ(back.coll.size(), 1u);
+  EXPECT_EQ(back.coll[0].first_rm, 5u);
+  wire::Strobe s;
+  s.coll_release = {{1, 4}, {3, 2}};
+  auto sb = wire::decode_strobe(wire::encode(s));
+  ASSERT_EQ(sb.coll_release.size(), 2u);
+  EXPECT_EQ(sb.coll_release[1].context, 3);
+  EXPECT_EQ(sb.coll_release[1].level, 2u);
+}
+
+}  // namespace
+}  // namespace bcs::mm
