@@ -15,8 +15,8 @@ fail() { echo "FAIL: $*" >&2; exit 1; }
 out=$(env -u BCS_SEGMENT_FD "$work/header_c") || fail "C program exited non-zero"
 [ "$out" = "c header ok" ] || fail "C program printed '$out'"
 
-"$bindir/mpicxx" -std=c++17 -O2 -Wall -Wextra -Werror -o "$work/header_cxx" "$srcdir/header_cxx.cc" \
-  || fail "mpicxx -std=c++17 -Werror"
+"$bindir/mpicxx" -std=c++17 -O2 -Wall -Wextra -Werror -pedantic -o "$work/header_cxx" "$srcdir/header_cxx.cc" \
+  || fail "mpicxx -std=c++17 -pedantic -Werror"
 out=$(env -u BCS_SEGMENT_FD "$work/header_cxx") || fail "C++ program exited non-zero"
 [ "$out" = "c++ header ok" ] || fail "C++ program printed '$out'"
 

@@ -4,6 +4,41 @@
 #include <mpi.h>
 #include <stdio.h>
 
+/* A user reduction: must match MPI_User_function exactly. */
+static void add_ints(void *in, void *inout, int *len, MPI_Datatype *type) {
+  int i;
+  (void)type;
+  for (i = 0; i < *len; ++i) ((int *)inout)[i] += ((const int *)in)[i];
+}
+
+/* Collectives with the const-qualified count arrays of MPI 3.1. */
+static int collectives(void) {
+  int v[4] = {1, 2, 3, 4}, r[4] = {0, 0, 0, 0};
+  const int counts[1] = {2}, displs[1] = {1}, bdispls[1] = {4};
+  const MPI_Datatype types[1] = {MPI_INT};
+  MPI_Op op = MPI_OP_NULL;
+  MPI_Request reqs[3];
+  int commute = -1, bad = 0, local = 0;
+  bad |= MPI_Bcast(v, 4, MPI_INT, 0, MPI_COMM_WORLD);
+  bad |= MPI_Allreduce(MPI_IN_PLACE, v, 4, MPI_INT, MPI_SUM, MPI_COMM_WORLD);
+  bad |= MPI_Gatherv(v, 2, MPI_INT, r, counts, displs, MPI_INT, 0, MPI_COMM_WORLD);
+  bad |= MPI_Alltoallw(v, counts, bdispls, types, r, counts, bdispls, types, MPI_COMM_SELF);
+  bad |= MPI_Op_create(add_ints, 1, &op);
+  bad |= MPI_Op_commutative(op, &commute);
+  bad |= MPI_Reduce(v, r, 4, MPI_INT, op, 0, MPI_COMM_SELF);
+  bad |= MPI_Reduce_local(v, r, 4, MPI_INT, op);
+  local = r[3]; /* 4 + 4 */
+  bad |= MPI_Ibarrier(MPI_COMM_WORLD, &reqs[0]);
+  bad |= MPI_Iscan(v, r, 4, MPI_INT, MPI_MAX, MPI_COMM_WORLD, &reqs[1]);
+  bad |= MPI_Ireduce_scatter_block(v, r, 4, MPI_INT, op, MPI_COMM_WORLD, &reqs[2]);
+  bad |= MPI_Waitall(3, reqs, MPI_STATUSES_IGNORE);
+  bad |= MPI_Op_free(&op);
+  if (bad || commute != 1 || op != MPI_OP_NULL || local != 8 || r[0] != 1 || MPI_BOTTOM != 0 ||
+      MPI_IN_PLACE == MPI_BOTTOM || MPI_NO_OP == MPI_REPLACE)
+    return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int rank = -1, size = -1, flag = 0, len = 0, tsize = 0;
   char name[MPI_MAX_PROCESSOR_NAME];
@@ -25,6 +60,7 @@ int main(int argc, char **argv) {
   if (rank != 0 || size != 1 || !flag || len <= 0 || tsize != (int)sizeof(double) ||
       st.MPI_SOURCE != MPI_PROC_NULL)
     return 3;
+  if (collectives()) return 4;
   MPI_Finalize();
   printf("c header ok\n");
   return 0;

@@ -1,0 +1,590 @@
+// Collectives (the paper's Table 4.2, collective part): every MPI collective
+// is one bcs_coll descriptor, run by the node managers; the rank only posts
+// it (and sleeps if blocking). This file holds what all collectives share
+// (argument checks, posting, one-member communicators) and the data-movement
+// collectives; reductions are in coll_reduce.cc.
+//
+//   MPI_Barrier / MPI_Ibarrier            -> bcs_barrier
+//   MPI_Bcast                             -> BCS_COLL_BCAST
+//   MPI_Gather(v) / MPI_Scatter(v)        -> BCS_COLL_GATHER(V) / SCATTER(V)
+//   MPI_Allgather(v)                      -> BCS_COLL_ALLGATHER(V)
+//   MPI_Alltoall(v) / MPI_Alltoallw       -> BCS_COLL_ALLTOALL(V)
+//
+// Sizes given to the runtime are bytes: count * type size; displacements
+// are scaled by the type's extent (its size: predefined types only), except
+// Alltoallw's, which MPI gives in bytes already. The per-member arrays are
+// converted into shim-owned uint64 arrays that live until the operation
+// completes (with the MPI request, even if it is freed early).
+#include <algorithm>
+#include <memory>
+#include <vector>
+
+#include "shim.h"
+
+namespace bcs::shim {
+namespace {
+
+// Side is live: its arguments are used (not ignored at this rank, not
+// replaced by an allowed MPI_IN_PLACE).
+bool live(const Side& s) { return s.present && s.used && !s.in_place(); }
+
+const char* buf_name(const Side& s) {
+  if (s.bufname) return s.bufname;
+  return s.what[0] == 's' ? "sendbuf" : s.what[0] == 'r' ? "recvbuf" : "buffer";
+}
+
+int check_counts(const CollCheck& k, const Side& s, int n) {
+  if (!s.vec) {
+    if (s.count < 0)
+      return raise_error(k.comm, k.fn, MPI_ERR_COUNT, "negative %scount %d", s.what, s.count);
+    return MPI_SUCCESS;
+  }
+  if (!s.counts)
+    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "NULL %scounts array", s.what);
+  for (int i = 0; i < n; ++i)
+    if (s.counts[i] < 0)
+      return raise_error(k.comm, k.fn, MPI_ERR_COUNT, "negative %scounts[%d] = %d", s.what, i,
+                         s.counts[i]);
+  if (s.need_displs && !s.displs)
+    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "NULL %s displacement array", s.what);
+  if (s.need_types && !s.types)
+    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "NULL %stypes array", s.what);
+  return MPI_SUCCESS;
+}
+
+int check_types(const CollCheck& k, const Side& s, int n) {
+  // Like messages: a datatype that describes no data is never used, so any
+  // handle is accepted with count 0.
+  if (!s.vec) {
+    if (s.count > 0 && type_size(s.type) < 0)
+      return raise_error(k.comm, k.fn, MPI_ERR_TYPE, "invalid %stype 0x%x", s.what, s.type);
+    return MPI_SUCCESS;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (s.counts[i] == 0) continue;
+    const MPI_Datatype t = s.need_types ? s.types[i] : s.type;
+    if (type_size(t) < 0)
+      return s.need_types ? raise_error(k.comm, k.fn, MPI_ERR_TYPE, "invalid %stypes[%d] 0x%x",
+                                        s.what, i, t)
+                          : raise_error(k.comm, k.fn, MPI_ERR_TYPE, "invalid %stype 0x%x",
+                                        s.what, t);
+  }
+  return MPI_SUCCESS;
+}
+
+int check_buffer(const CollCheck& k, const Side& s, int n) {
+  if (s.buf) return MPI_SUCCESS;
+  if (!s.vec) {
+    if (s.count > 0)
+      return raise_error(k.comm, k.fn, MPI_ERR_BUFFER, "NULL %s with %scount %d", buf_name(s),
+                         s.what, s.count);
+    return MPI_SUCCESS;
+  }
+  for (int i = 0; i < n; ++i) {
+    if (s.counts[i] == 0 || (s.only >= 0 && i != s.only)) continue;
+    // MPI_BOTTOM (address 0) with byte displacements: they are addresses.
+    if (s.bottom_ok && s.displs[i] != 0) continue;
+    return raise_error(k.comm, k.fn, MPI_ERR_BUFFER, "NULL %s with %scounts[%d] = %d",
+                       buf_name(s), s.what, i, s.counts[i]);
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int check_coll(CollCheck& k) {
+  REQUIRE_RUNNING(k.fn);
+  k.comm = comm_index(k.c);
+  if (k.comm == kNoComm)
+    return raise_error(kNoComm, k.fn, MPI_ERR_COMM, "invalid communicator 0x%x", k.c);
+  const int n = comm_size(k.comm);
+  const Side* sides[2] = {&k.send, &k.recv};
+  for (const Side* s : sides)
+    if (live(*s))
+      if (int e = check_counts(k, *s, n)) return e;
+  for (const Side* s : sides)
+    if (live(*s))
+      if (int e = check_types(k, *s, n)) return e;
+  for (const Side* s : sides)
+    if (live(*s))
+      if (int e = check_buffer(k, *s, n)) return e;
+  if (k.rooted && (k.root < 0 || k.root >= n))
+    return raise_error(k.comm, k.fn, MPI_ERR_ROOT, "root %d out of range (communicator size %d)",
+                       k.root, n);
+  if (k.reduction)
+    if (int e = check_op(k.fn, k.comm, k.op, k.rtype, k.rcount, &k.red)) return e;
+  if (k.send.present && k.recv.present && k.send.used && k.recv.used &&
+      k.send.buf == MPI_IN_PLACE && k.recv.buf == MPI_IN_PLACE)
+    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "sendbuf and recvbuf are both MPI_IN_PLACE");
+  for (const Side* s : sides)
+    if (s->present && s->used && s->buf == MPI_IN_PLACE && !s->in_place_ok) {
+      const bool root = k.rooted && comm_rank(k.comm) == k.root;
+      return raise_error(k.comm, k.fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed as %s%s",
+                         buf_name(*s),
+                         !k.rooted ? "" : root ? " at the root" : " at a non-root rank");
+    }
+  if (k.nonblocking && !k.request)
+    return raise_error(k.comm, k.fn, MPI_ERR_REQUEST, "NULL request pointer");
+  return MPI_SUCCESS;
+}
+
+std::vector<uint64_t> to_bytes(const int* v, int n, uint64_t unit) {
+  std::vector<uint64_t> out(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i)
+    out[static_cast<size_t>(i)] = static_cast<uint64_t>(static_cast<int64_t>(v[i])) * unit;
+  return out;
+}
+
+int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollData> d,
+             MPI_Request* request) {
+  a.context = coll_context_of(comm);
+  a.comm_size = comm_size(comm);
+  auto finish = [&d] {
+    if (d && d->finish) {
+      const auto f = std::move(d->finish);
+      d->finish = nullptr;
+      f();
+    }
+  };
+  Req r;
+  r.comm = comm;
+  r.is_coll = true;
+  if (a.comm_size == 1) {
+    // One member (MPI_COMM_SELF, singleton mode): plain copies, no runtime.
+    const int e = bcs_coll_local(&a);
+    if (e != BCS_OK) return raise_coll(comm, fn, e);
+    finish();
+    if (request) {
+      r.local_done = true;
+      set_empty_status(&r.local_status);
+      *request = req_alloc(r);
+    }
+    return MPI_SUCCESS;
+  }
+  if (!request) {
+    const int e = post_with_retry([&] { return bcs_coll(&a, BCS_BLOCKING, nullptr); });
+    if (e != BCS_OK) return raise_coll(comm, fn, e);
+    finish();
+    return MPI_SUCCESS;
+  }
+  bcs_request_t b = BCS_REQUEST_NULL;
+  const int e = post_with_retry([&] { return bcs_coll(&a, BCS_NONBLOCKING, &b); });
+  if (e != BCS_OK) return raise_coll(comm, fn, e);
+  r.breq = b;
+  r.coll = std::move(d);  // runs finish() when the request completes
+  *request = req_alloc(r);
+  return MPI_SUCCESS;
+}
+
+namespace {
+
+// ------------------------------------------------------------ barrier, bcast
+
+int ibarrier(const char* fn, MPI_Comm c, MPI_Request* request) {
+  REQUIRE_RUNNING(fn);
+  const int comm = comm_index(c);
+  if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  Req r;
+  r.comm = comm;
+  r.is_coll = true;
+  if (comm == kSelf || S().singleton) {  // one-rank communicator
+    r.local_done = true;
+    set_empty_status(&r.local_status);
+    *request = req_alloc(r);
+    return MPI_SUCCESS;
+  }
+  bcs_request_t b = BCS_REQUEST_NULL;
+  const int e = post_with_retry(
+      [&] { return bcs_barrier(coll_context_of(comm), BCS_NONBLOCKING, &b); });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  r.breq = b;
+  *request = req_alloc(r);
+  return MPI_SUCCESS;
+}
+
+int bcast(const char* fn, void* buf, int count, MPI_Datatype type, int root, MPI_Comm c, bool nb,
+          MPI_Request* request) {
+  CollCheck k = make_check(fn, c, nb, request);
+  k.send = scalar_side("", buf, count, type);
+  k.rooted = true;
+  k.root = root;
+  if (int e = check_coll(k)) return e;
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_BCAST;
+  a.root = root;
+  a.sendbuf = buf;
+  a.recvbuf = buf;
+  a.sbytes = a.rbytes = bytes_of(count, type);
+  return run_coll(fn, k.comm, a, nullptr, request);
+}
+
+// ------------------------------------------------------------ gather, scatter
+
+int gather(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
+           int rcount, MPI_Datatype rtype, const int* rcounts, const int* displs, bool v,
+           int root, MPI_Comm c, bool nb, MPI_Request* request) {
+  const bool is_root = my_rank(c) == root;
+  CollCheck k = make_check(fn, c, nb, request);
+  k.send = scalar_side("send", sendbuf, scount, stype);
+  k.send.in_place_ok = is_root;
+  k.recv = v ? vector_side("recv", recvbuf, rcounts, displs, rtype)
+             : scalar_side("recv", recvbuf, rcount, rtype);
+  k.recv.used = is_root;
+  k.rooted = true;
+  k.root = root;
+  if (int e = check_coll(k)) return e;
+  const int n = comm_size(k.comm);
+  auto d = std::make_shared<CollData>();
+  bcs_coll_args_t a{};
+  a.kind = v ? BCS_COLL_GATHERV : BCS_COLL_GATHER;
+  a.root = root;
+  a.sendbuf = sendbuf;
+  a.sbytes = bytes_of(scount, stype);
+  if (is_root) {
+    a.recvbuf = recvbuf;
+    uint64_t own_off, own_len;  // where the root's own block goes
+    if (v) {
+      d->rcounts = to_bytes(rcounts, n, unit_of(rtype));
+      d->rdispls = to_bytes(displs, n, unit_of(rtype));
+      a.rcounts = d->rcounts.data();
+      a.rdispls = d->rdispls.data();
+      own_off = d->rdispls[static_cast<size_t>(root)];
+      own_len = d->rcounts[static_cast<size_t>(root)];
+    } else {
+      a.rbytes = bytes_of(rcount, rtype);
+      own_off = static_cast<uint64_t>(root) * a.rbytes;
+      own_len = a.rbytes;
+    }
+    if (k.send.in_place()) {
+      // The root's block is already in place: it "sends" from there.
+      a.flags = BCS_COLL_IN_PLACE;
+      a.sendbuf = at(recvbuf, own_off);
+      a.sbytes = own_len;
+    }
+  }
+  return run_coll(fn, k.comm, a, std::move(d), request);
+}
+
+int scatter(const char* fn, const void* sendbuf, int scount, const int* scounts,
+            const int* displs, bool v, MPI_Datatype stype, void* recvbuf, int rcount,
+            MPI_Datatype rtype, int root, MPI_Comm c, bool nb, MPI_Request* request) {
+  const bool is_root = my_rank(c) == root;
+  CollCheck k = make_check(fn, c, nb, request);
+  k.send = v ? vector_side("send", sendbuf, scounts, displs, stype)
+             : scalar_side("send", sendbuf, scount, stype);
+  k.send.used = is_root;
+  k.recv = scalar_side("recv", recvbuf, rcount, rtype);
+  k.recv.in_place_ok = is_root;
+  k.rooted = true;
+  k.root = root;
+  if (int e = check_coll(k)) return e;
+  const int n = comm_size(k.comm);
+  auto d = std::make_shared<CollData>();
+  bcs_coll_args_t a{};
+  a.kind = v ? BCS_COLL_SCATTERV : BCS_COLL_SCATTER;
+  a.root = root;
+  a.recvbuf = recvbuf;
+  a.rbytes = bytes_of(rcount, rtype);
+  if (is_root) {
+    a.sendbuf = sendbuf;
+    uint64_t own_off, own_len;
+    if (v) {
+      d->scounts = to_bytes(scounts, n, unit_of(stype));
+      d->sdispls = to_bytes(displs, n, unit_of(stype));
+      a.scounts = d->scounts.data();
+      a.sdispls = d->sdispls.data();
+      own_off = d->sdispls[static_cast<size_t>(root)];
+      own_len = d->scounts[static_cast<size_t>(root)];
+    } else {
+      a.sbytes = bytes_of(scount, stype);
+      own_off = static_cast<uint64_t>(root) * a.sbytes;
+      own_len = a.sbytes;
+    }
+    if (k.recv.in_place()) {
+      // The root's block stays in the send buffer.
+      a.flags = BCS_COLL_IN_PLACE;
+      a.recvbuf = const_cast<unsigned char*>(at(sendbuf, own_off));
+      a.rbytes = own_len;
+    }
+  }
+  return run_coll(fn, k.comm, a, std::move(d), request);
+}
+
+// ------------------------------------------------------------ allgather, alltoall
+
+int allgather(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype,
+              void* recvbuf, int rcount, const int* rcounts, const int* displs, bool v,
+              MPI_Datatype rtype, MPI_Comm c, bool nb, MPI_Request* request) {
+  CollCheck k = make_check(fn, c, nb, request);
+  k.send = scalar_side("send", sendbuf, scount, stype);
+  k.send.in_place_ok = true;
+  k.recv = v ? vector_side("recv", recvbuf, rcounts, displs, rtype)
+             : scalar_side("recv", recvbuf, rcount, rtype);
+  if (int e = check_coll(k)) return e;
+  const int n = comm_size(k.comm);
+  const int rank = comm_rank(k.comm);
+  auto d = std::make_shared<CollData>();
+  bcs_coll_args_t a{};
+  a.kind = v ? BCS_COLL_ALLGATHERV : BCS_COLL_ALLGATHER;
+  a.sendbuf = sendbuf;
+  a.sbytes = bytes_of(scount, stype);
+  a.recvbuf = recvbuf;
+  uint64_t own_off, own_len;
+  if (v) {
+    d->rcounts = to_bytes(rcounts, n, unit_of(rtype));
+    d->rdispls = to_bytes(displs, n, unit_of(rtype));
+    a.rcounts = d->rcounts.data();
+    a.rdispls = d->rdispls.data();
+    own_off = d->rdispls[static_cast<size_t>(rank)];
+    own_len = d->rcounts[static_cast<size_t>(rank)];
+  } else {
+    a.rbytes = bytes_of(rcount, rtype);
+    own_off = static_cast<uint64_t>(rank) * a.rbytes;
+    own_len = a.rbytes;
+  }
+  if (k.send.in_place()) {  // this member's block is already in place
+    a.sendbuf = at(recvbuf, own_off);
+    a.sbytes = own_len;
+  }
+  return run_coll(fn, k.comm, a, std::move(d), request);
+}
+
+int alltoall(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
+             int rcount, MPI_Datatype rtype, MPI_Comm c, bool nb, MPI_Request* request) {
+  CollCheck k = make_check(fn, c, nb, request);
+  k.send = scalar_side("send", sendbuf, scount, stype);
+  k.send.in_place_ok = true;
+  k.recv = scalar_side("recv", recvbuf, rcount, rtype);
+  if (int e = check_coll(k)) return e;
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_ALLTOALL;
+  a.recvbuf = recvbuf;
+  a.rbytes = bytes_of(rcount, rtype);
+  a.sendbuf = k.send.in_place() ? recvbuf : sendbuf;
+  a.sbytes = k.send.in_place() ? a.rbytes : bytes_of(scount, stype);
+  return run_coll(fn, k.comm, a, nullptr, request);
+}
+
+// Alltoallv (stypes/rtypes NULL: one type per side, displacements in
+// elements) and Alltoallw (a type per peer, displacements in bytes).
+int alltoallv(const char* fn, const void* sendbuf, const int* scounts, const int* sdispls,
+              MPI_Datatype stype, const MPI_Datatype* stypes, void* recvbuf, const int* rcounts,
+              const int* rdispls, MPI_Datatype rtype, const MPI_Datatype* rtypes, bool w,
+              MPI_Comm c, bool nb, MPI_Request* request) {
+  CollCheck k = make_check(fn, c, nb, request);
+  k.send = vector_side("send", sendbuf, scounts, sdispls, stype);
+  k.send.in_place_ok = true;
+  k.recv = vector_side("recv", recvbuf, rcounts, rdispls, rtype);
+  if (w) {
+    k.send.types = stypes;
+    k.recv.types = rtypes;
+    k.send.need_types = k.recv.need_types = true;
+    k.send.bottom_ok = k.recv.bottom_ok = true;
+  }
+  if (int e = check_coll(k)) return e;
+  const int n = comm_size(k.comm);
+  auto d = std::make_shared<CollData>();
+  auto counts = [n, w](const int* cnt, MPI_Datatype t, const MPI_Datatype* ts) {
+    if (!w) return to_bytes(cnt, n, unit_of(t));
+    std::vector<uint64_t> out(static_cast<size_t>(n));
+    for (int i = 0; i < n; ++i) out[static_cast<size_t>(i)] = bytes_of(cnt[i], ts[i]);
+    return out;
+  };
+  d->rcounts = counts(rcounts, rtype, rtypes);
+  d->rdispls = to_bytes(rdispls, n, w ? 1 : unit_of(rtype));
+  if (k.send.in_place()) {  // sends come from where the receives go
+    d->scounts = d->rcounts;
+    d->sdispls = d->rdispls;
+  } else {
+    d->scounts = counts(scounts, stype, stypes);
+    d->sdispls = to_bytes(sdispls, n, w ? 1 : unit_of(stype));
+  }
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_ALLTOALLV;
+  a.sendbuf = k.send.in_place() ? recvbuf : sendbuf;
+  a.recvbuf = recvbuf;
+  a.scounts = d->scounts.data();
+  a.sdispls = d->sdispls.data();
+  a.rcounts = d->rcounts.data();
+  a.rdispls = d->rdispls.data();
+  return run_coll(fn, k.comm, a, std::move(d), request);
+}
+
+}  // namespace
+}  // namespace bcs::shim
+
+using namespace bcs::shim;
+
+extern "C" {
+
+BCS_PMPI_ALIAS(Barrier)
+int PMPI_Barrier(MPI_Comm c) {
+  static const char fn[] = "MPI_Barrier";
+  REQUIRE_RUNNING(fn);
+  const int comm = comm_index(c);
+  if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (comm == kSelf || S().singleton) return MPI_SUCCESS;  // one-rank communicator
+  const int e = post_with_retry(
+      [&] { return bcs_barrier(coll_context_of(comm), BCS_BLOCKING, nullptr); });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Ibarrier)
+int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) { return ibarrier("MPI_Ibarrier", c, request); }
+
+BCS_PMPI_ALIAS(Bcast)
+int PMPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
+  return bcast("MPI_Bcast", buf, count, type, root, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Ibcast)
+int PMPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
+                MPI_Request* request) {
+  return bcast("MPI_Ibcast", buf, count, type, root, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Gather)
+int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+  return gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                nullptr, nullptr, false, root, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Igather)
+int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c,
+                 MPI_Request* request) {
+  return gather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
+                nullptr, nullptr, false, root, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Gatherv)
+int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                 MPI_Comm c) {
+  return gather("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, recvcounts,
+                displs, true, root, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Igatherv)
+int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
+                  MPI_Comm c, MPI_Request* request) {
+  return gather("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, recvcounts,
+                displs, true, root, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Scatter)
+int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+  return scatter("MPI_Scatter", sendbuf, sendcount, nullptr, nullptr, false, sendtype, recvbuf,
+                 recvcount, recvtype, root, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Iscatter)
+int PMPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c,
+                  MPI_Request* request) {
+  return scatter("MPI_Iscatter", sendbuf, sendcount, nullptr, nullptr, false, sendtype, recvbuf,
+                 recvcount, recvtype, root, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Scatterv)
+int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                  MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int root, MPI_Comm c) {
+  return scatter("MPI_Scatterv", sendbuf, 0, sendcounts, displs, true, sendtype, recvbuf,
+                 recvcount, recvtype, root, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Iscatterv)
+int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+                   MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                   int root, MPI_Comm c, MPI_Request* request) {
+  return scatter("MPI_Iscatterv", sendbuf, 0, sendcounts, displs, true, sendtype, recvbuf,
+                 recvcount, recvtype, root, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Allgather)
+int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+  return allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
+                   nullptr, false, recvtype, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Iallgather)
+int PMPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    int recvcount, MPI_Datatype recvtype, MPI_Comm c, MPI_Request* request) {
+  return allgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
+                   nullptr, false, recvtype, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Allgatherv)
+int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                    const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                    MPI_Comm c) {
+  return allgather("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                   displs, true, recvtype, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Iallgatherv)
+int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
+                     MPI_Comm c, MPI_Request* request) {
+  return allgather("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                   displs, true, recvtype, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Alltoall)
+int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                  int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+  return alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c,
+                  false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Ialltoall)
+int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+                   int recvcount, MPI_Datatype recvtype, MPI_Comm c, MPI_Request* request) {
+  return alltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c,
+                  true, request);
+}
+
+BCS_PMPI_ALIAS(Alltoallv)
+int PMPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                   MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                   const int rdispls[], MPI_Datatype recvtype, MPI_Comm c) {
+  return alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, nullptr, recvbuf,
+                   recvcounts, rdispls, recvtype, nullptr, false, c, false, nullptr);
+}
+
+BCS_PMPI_ALIAS(Ialltoallv)
+int PMPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
+                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm c,
+                    MPI_Request* request) {
+  return alltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, nullptr, recvbuf,
+                   recvcounts, rdispls, recvtype, nullptr, false, c, true, request);
+}
+
+BCS_PMPI_ALIAS(Alltoallw)
+int PMPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                   const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                   const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm c) {
+  return alltoallv("MPI_Alltoallw", sendbuf, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes,
+                   recvbuf, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, true, c, false,
+                   nullptr);
+}
+
+BCS_PMPI_ALIAS(Ialltoallw)
+int PMPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+                    const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
+                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm c,
+                    MPI_Request* request) {
+  return alltoallv("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes,
+                   recvbuf, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, true, c, true,
+                   request);
+}
+
+}  // extern "C"

@@ -1,0 +1,382 @@
+// Environment: init/finalize/abort, thread level, versions, Wtime,
+// communicator queries and attributes, error handlers and error classes.
+// Also the shim's state and the error path every call raises through.
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstring>
+
+#include "shim.h"
+
+namespace bcs::shim {
+
+Shim& S() {
+  static Shim s;
+  return s;
+}
+
+// ------------------------------------------------------------ errors
+
+const char* class_name(int cls) {
+  switch (cls) {
+    case MPI_SUCCESS: return "MPI_SUCCESS";
+    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
+    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
+    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
+    case MPI_ERR_TAG: return "MPI_ERR_TAG";
+    case MPI_ERR_COMM: return "MPI_ERR_COMM";
+    case MPI_ERR_RANK: return "MPI_ERR_RANK";
+    case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
+    case MPI_ERR_GROUP: return "MPI_ERR_GROUP";
+    case MPI_ERR_OP: return "MPI_ERR_OP";
+    case MPI_ERR_TOPOLOGY: return "MPI_ERR_TOPOLOGY";
+    case MPI_ERR_DIMS: return "MPI_ERR_DIMS";
+    case MPI_ERR_ARG: return "MPI_ERR_ARG";
+    case MPI_ERR_UNKNOWN: return "MPI_ERR_UNKNOWN";
+    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
+    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
+    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
+    case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
+    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
+    case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
+    default: return nullptr;
+  }
+}
+
+const char* class_text(int cls) {
+  switch (cls) {
+    case MPI_SUCCESS: return "no error";
+    case MPI_ERR_BUFFER: return "invalid buffer pointer";
+    case MPI_ERR_COUNT: return "invalid count argument";
+    case MPI_ERR_TYPE: return "invalid datatype";
+    case MPI_ERR_TAG: return "invalid tag";
+    case MPI_ERR_COMM: return "invalid communicator";
+    case MPI_ERR_RANK: return "invalid rank";
+    case MPI_ERR_ROOT: return "invalid root";
+    case MPI_ERR_GROUP: return "invalid group";
+    case MPI_ERR_OP: return "invalid reduction operation";
+    case MPI_ERR_TOPOLOGY: return "invalid topology";
+    case MPI_ERR_DIMS: return "invalid dimension argument";
+    case MPI_ERR_ARG: return "invalid argument";
+    case MPI_ERR_UNKNOWN: return "unknown error";
+    case MPI_ERR_TRUNCATE: return "message truncated";
+    case MPI_ERR_OTHER: return "other error";
+    case MPI_ERR_INTERN: return "internal error";
+    case MPI_ERR_IN_STATUS: return "error code is in status";
+    case MPI_ERR_PENDING: return "pending request";
+    case MPI_ERR_REQUEST: return "invalid request";
+    default: return nullptr;
+  }
+}
+
+int raise_error(int comm, const char* fn, int cls, const char* fmt, ...) {
+  Shim& s = S();
+  const MPI_Errhandler h = s.errh[comm == kSelf ? kSelf : kWorld];
+  if (h == MPI_ERRORS_RETURN && s.phase == Phase::running) return cls;
+  char detail[512];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(detail, sizeof detail, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "bcs: rank %d: %s: %s: %s\n", s.rank, fn, class_name(cls), detail);
+  bcs_abort(cls);
+}
+
+int bcs_to_class(int e) {
+  switch (e) {
+    case BCS_OK: return MPI_SUCCESS;
+    case BCS_ERR_TRUNCATE: return MPI_ERR_TRUNCATE;
+    case BCS_ERR_ARG: return MPI_ERR_ARG;
+    case BCS_ERR_INTERNAL: return MPI_ERR_INTERN;
+    case BCS_ERR_COLL_MISMATCH: return MPI_ERR_OTHER;
+    default: return MPI_ERR_OTHER;
+  }
+}
+
+const char* bcs_text(int e) {
+  switch (e) {
+    case BCS_ERR_TRUNCATE: return "message truncated: the message is longer than the receive buffer";
+    case BCS_ERR_PEER: return "the peer process is gone (its memory could not be reached)";
+    case BCS_ERR_INTERNAL: return "internal error in the bcs runtime";
+    case BCS_ERR_ARG: return "invalid argument passed to the bcs runtime";
+    case BCS_ERR_NO_RESOURCES:
+      return "too many outstanding requests (the job segment's request table is full)";
+    case BCS_ERR_NOT_INIT: return "not attached to a bcs node manager";
+    case BCS_ERR_COLL_MISMATCH:
+      return "the members of the communicator called different collectives here (or the same "
+             "collective with different roots, counts, operations or datatypes)";
+    default: return "unknown bcs error";
+  }
+}
+
+int raise_bcs(int comm, const char* fn, int e, size_t cap) {
+  if (e == BCS_ERR_TRUNCATE)
+    return raise_error(comm, fn, MPI_ERR_TRUNCATE, "%s (%zu bytes)", bcs_text(e), cap);
+  return raise_error(comm, fn, bcs_to_class(e), "%s", bcs_text(e));
+}
+
+int raise_coll(int comm, const char* fn, int e) {
+  if (e == BCS_ERR_TRUNCATE)
+    return raise_error(comm, fn, MPI_ERR_TRUNCATE,
+                       "a member sent more data than the receive buffer (block) for it holds");
+  return raise_bcs(comm, fn, e);
+}
+
+namespace {
+
+double now_seconds() {
+  struct timespec ts{};
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+}  // namespace
+}  // namespace bcs::shim
+
+using namespace bcs::shim;
+
+extern "C" {
+
+// ------------------------------------------------------------ init / finalize
+
+BCS_PMPI_ALIAS(Init_thread)
+int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+  (void)argc;
+  (void)argv;
+  Shim& s = S();
+  if (s.phase != Phase::before_init)
+    return raise_error(kNoComm, "MPI_Init", MPI_ERR_OTHER,
+                       s.phase == Phase::running ? "MPI_Init called twice"
+                                                 : "MPI_Init called after MPI_Finalize");
+  const int e = bcs_init();
+  if (e == BCS_OK) {
+    s.rank = bcs_world_rank();
+    s.size = bcs_world_size();
+  } else if (e == BCS_ERR_NOT_INIT) {
+    // No node manager: run as a one-rank job (rank 0 of 1) for everything
+    // that needs no runtime. Point-to-point calls explain `bcs run`.
+    s.singleton = true;
+    s.rank = 0;
+    s.size = 1;
+  } else {
+    std::fprintf(stderr,
+                 "bcs: MPI_Init: cannot attach to the job's shared segment (%s); this program "
+                 "must be started with `bcs run`\n",
+                 bcs_text(e));
+    bcs_abort(MPI_ERR_OTHER);
+  }
+  s.main_thread = pthread_self();
+  s.thread_level = std::min(std::max(required, MPI_THREAD_SINGLE), MPI_THREAD_SERIALIZED);
+  if (provided) *provided = s.thread_level;
+  s.phase = Phase::running;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Init)
+int PMPI_Init(int* argc, char*** argv) {
+  return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, nullptr);
+}
+
+BCS_PMPI_ALIAS(Initialized)
+int PMPI_Initialized(int* flag) {
+  if (!flag) return raise_error(kNoComm, "MPI_Initialized", MPI_ERR_ARG, "NULL flag pointer");
+  *flag = S().phase != Phase::before_init;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Finalized)
+int PMPI_Finalized(int* flag) {
+  if (!flag) return raise_error(kNoComm, "MPI_Finalized", MPI_ERR_ARG, "NULL flag pointer");
+  *flag = S().phase == Phase::finalized;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Finalize)
+int PMPI_Finalize(void) {
+  REQUIRE_RUNNING("MPI_Finalize");
+  Shim& s = S();
+  if (!s.singleton) {
+    // Nobody leaves before everybody arrived: a rank's memory must stay
+    // readable by the NM until every message it sent has been delivered.
+    const int e = bcs_barrier(coll_context_of(kWorld), BCS_BLOCKING, nullptr);
+    if (e != BCS_OK) return raise_bcs(kWorld, "MPI_Finalize", e);
+    bcs_finalize();
+  }
+  s.phase = Phase::finalized;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Abort)
+int PMPI_Abort(MPI_Comm comm, int errorcode) {
+  (void)comm;  // every communicator here spans at most the world: abort the job
+  if (S().singleton || S().phase != Phase::running)
+    std::fprintf(stderr, "bcs: rank %d: MPI_Abort called with error code %d\n", S().rank,
+                 errorcode);
+  // Under bcs the node manager reports the abort (it reads it from the segment).
+  bcs_abort(errorcode);
+}
+
+BCS_PMPI_ALIAS(Query_thread)
+int PMPI_Query_thread(int* provided) {
+  REQUIRE_RUNNING("MPI_Query_thread");
+  if (!provided) return raise_error(kNoComm, "MPI_Query_thread", MPI_ERR_ARG, "NULL pointer");
+  *provided = S().thread_level;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Is_thread_main)
+int PMPI_Is_thread_main(int* flag) {
+  REQUIRE_RUNNING("MPI_Is_thread_main");
+  if (!flag) return raise_error(kNoComm, "MPI_Is_thread_main", MPI_ERR_ARG, "NULL pointer");
+  *flag = pthread_equal(pthread_self(), S().main_thread) ? 1 : 0;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Get_version)
+int PMPI_Get_version(int* version, int* subversion) {
+  if (!version || !subversion)
+    return raise_error(kNoComm, "MPI_Get_version", MPI_ERR_ARG, "NULL pointer");
+  *version = MPI_VERSION;
+  *subversion = MPI_SUBVERSION;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Get_library_version)
+int PMPI_Get_library_version(char* version, int* resultlen) {
+  if (!version || !resultlen)
+    return raise_error(kNoComm, "MPI_Get_library_version", MPI_ERR_ARG, "NULL pointer");
+  const int n = std::snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING,
+                              "bcs %s (Buffered Coscheduling MPI, MPI %d.%d subset)",
+                              BCS_VERSION_STRING, MPI_VERSION, MPI_SUBVERSION);
+  *resultlen = std::min(n, MPI_MAX_LIBRARY_VERSION_STRING - 1);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Get_processor_name)
+int PMPI_Get_processor_name(char* name, int* resultlen) {
+  if (!name || !resultlen)
+    return raise_error(kNoComm, "MPI_Get_processor_name", MPI_ERR_ARG, "NULL pointer");
+  if (gethostname(name, MPI_MAX_PROCESSOR_NAME) != 0) std::snprintf(name, 10, "localhost");
+  name[MPI_MAX_PROCESSOR_NAME - 1] = '\0';
+  *resultlen = static_cast<int>(std::strlen(name));
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Wtime)
+double PMPI_Wtime(void) { return now_seconds(); }
+
+BCS_PMPI_ALIAS(Wtick)
+double PMPI_Wtick(void) {
+  struct timespec ts{};
+  clock_getres(CLOCK_MONOTONIC, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+
+// ------------------------------------------------------------ communicators
+
+BCS_PMPI_ALIAS(Comm_rank)
+int PMPI_Comm_rank(MPI_Comm c, int* rank) {
+  REQUIRE_RUNNING("MPI_Comm_rank");
+  const int comm = comm_index(c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, "MPI_Comm_rank", MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (!rank) return raise_error(comm, "MPI_Comm_rank", MPI_ERR_ARG, "NULL rank pointer");
+  *rank = comm_rank(comm);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_size)
+int PMPI_Comm_size(MPI_Comm c, int* size) {
+  REQUIRE_RUNNING("MPI_Comm_size");
+  const int comm = comm_index(c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, "MPI_Comm_size", MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (!size) return raise_error(comm, "MPI_Comm_size", MPI_ERR_ARG, "NULL size pointer");
+  *size = comm_size(comm);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_get_attr)
+int PMPI_Comm_get_attr(MPI_Comm c, int keyval, void* attribute_val, int* flag) {
+  REQUIRE_RUNNING("MPI_Comm_get_attr");
+  static int tag_ub = kTagUb, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0;
+  const int comm = comm_index(c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, "MPI_Comm_get_attr", MPI_ERR_COMM, "invalid communicator 0x%x",
+                       c);
+  if (!attribute_val || !flag)
+    return raise_error(comm, "MPI_Comm_get_attr", MPI_ERR_ARG, "NULL pointer");
+  int* v = nullptr;
+  switch (keyval) {
+    case MPI_TAG_UB: v = &tag_ub; break;
+    case MPI_HOST: v = &host; break;
+    case MPI_IO: v = &io; break;
+    case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
+    default:
+      return raise_error(comm, "MPI_Comm_get_attr", MPI_ERR_ARG, "unknown attribute key 0x%x",
+                         keyval);
+  }
+  // Predefined attributes are returned as a pointer to the value (MPI rule).
+  *static_cast<void**>(attribute_val) = v;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_set_errhandler)
+int PMPI_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
+  REQUIRE_RUNNING("MPI_Comm_set_errhandler");
+  const int comm = comm_index(c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, "MPI_Comm_set_errhandler", MPI_ERR_COMM,
+                       "invalid communicator 0x%x", c);
+  if (h != MPI_ERRORS_ARE_FATAL && h != MPI_ERRORS_RETURN)
+    return raise_error(comm, "MPI_Comm_set_errhandler", MPI_ERR_ARG,
+                       "invalid error handler 0x%x", h);
+  S().errh[comm] = h;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_get_errhandler)
+int PMPI_Comm_get_errhandler(MPI_Comm c, MPI_Errhandler* h) {
+  REQUIRE_RUNNING("MPI_Comm_get_errhandler");
+  const int comm = comm_index(c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, "MPI_Comm_get_errhandler", MPI_ERR_COMM,
+                       "invalid communicator 0x%x", c);
+  if (!h) return raise_error(comm, "MPI_Comm_get_errhandler", MPI_ERR_ARG, "NULL pointer");
+  *h = S().errh[comm];
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Errhandler_free)
+int PMPI_Errhandler_free(MPI_Errhandler* h) {
+  if (!h || (*h != MPI_ERRORS_ARE_FATAL && *h != MPI_ERRORS_RETURN))
+    return raise_error(kNoComm, "MPI_Errhandler_free", MPI_ERR_ARG, "invalid error handler");
+  *h = MPI_ERRHANDLER_NULL;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Error_class)
+int PMPI_Error_class(int code, int* cls) {
+  if (!cls || !class_name(code))
+    return raise_error(kNoComm, "MPI_Error_class", MPI_ERR_ARG, "invalid error code %d", code);
+  *cls = code;  // error codes are error classes in this implementation
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Error_string)
+int PMPI_Error_string(int code, char* string, int* resultlen) {
+  if (!string || !resultlen)
+    return raise_error(kNoComm, "MPI_Error_string", MPI_ERR_ARG, "NULL pointer");
+  const char* name = class_name(code);
+  if (!name)
+    return raise_error(kNoComm, "MPI_Error_string", MPI_ERR_ARG, "invalid error code %d", code);
+  const int n = std::snprintf(string, MPI_MAX_ERROR_STRING, "%s: %s", name, class_text(code));
+  *resultlen = std::min(n, MPI_MAX_ERROR_STRING - 1);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

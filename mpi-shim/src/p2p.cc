@@ -1,0 +1,575 @@
+// Point-to-point (Table 4.2) and request completion:
+//
+//   MPI_Send / MPI_Isend        -> bcs_send (blocking / non-blocking)
+//   MPI_Ssend / MPI_Issend      -> bcs_ssend (no inline completion: done once matched)
+//   MPI_Recv / MPI_Irecv        -> bcs_recv (blocking / non-blocking)
+//   MPI_Probe / MPI_Iprobe      -> bcs_probe (blocking / non-blocking)
+//   MPI_Wait / MPI_Test         -> bcs_test (blocking / non-blocking)
+//   MPI_Waitall / MPI_Testall   -> bcs_testall
+//   MPI_Waitany / MPI_Testany   -> bcs_testany
+//   MPI_Sendrecv                = Isend + Irecv + Waitall
+//
+// The MPI request table lives here: an MPI request may exist without a BCS
+// request (MPI_PROC_NULL, one-member collectives), and a collective request
+// carries what the shim owns for it (CollData), including the work that runs
+// when it completes (the fold of a user-op reduction).
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "shim.h"
+
+namespace bcs::shim {
+
+// ------------------------------------------------------------ requests
+
+constexpr int kReqBase = MPI_REQUEST_NULL + 1;
+
+// Returns the index of a live request handle, or -1.
+int req_index(MPI_Request h) {
+  const long idx = static_cast<long>(h) - kReqBase;
+  Shim& s = S();
+  if (idx < 0 || idx >= static_cast<long>(s.reqs.size()) || !s.reqs[idx].used) return -1;
+  return static_cast<int>(idx);
+}
+
+MPI_Request req_alloc(Req r) {
+  Shim& s = S();
+  int idx;
+  if (!s.free_reqs.empty()) {
+    idx = s.free_reqs.back();
+    s.free_reqs.pop_back();
+  } else {
+    idx = static_cast<int>(s.reqs.size());
+    s.reqs.emplace_back();
+  }
+  r.used = true;
+  s.reqs[idx] = r;
+  return kReqBase + idx;
+}
+
+void req_release(int idx) {
+  S().reqs[idx] = Req{};
+  S().free_reqs.push_back(idx);
+}
+
+// Frees the BCS requests of completed orphans (MPI_Request_free'd while
+// Frees the BCS requests of completed orphans (MPI_Request_free'd while
+// pending), and with them what their collectives still needed.
+bool reclaim_orphans() {
+  auto& o = S().orphans;
+  bool any = false;
+  while (!o.empty()) {
+    std::vector<bcs_request_t> b(o.size());
+    for (size_t i = 0; i < o.size(); ++i) b[i] = o[i].breq;
+    int index = -1, flag = 0;
+    bcs_testany(static_cast<int>(b.size()), b.data(), BCS_NONBLOCKING, &index, &flag, nullptr);
+    if (!flag || index < 0) break;
+    o.erase(o.begin() + index);
+    any = true;
+  }
+  return any;
+}
+
+namespace {
+
+// ------------------------------------------------------------ checks
+
+// Common checks of a point-to-point call. `peer` is dest (send) or source
+// (recv); `bytes` receives count * type size.
+int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Datatype type, int peer,
+              int tag, bool is_recv, int* comm, size_t* bytes) {
+  *comm = comm_index(c);
+  if (*comm == kNoComm)
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator handle 0x%x", c);
+  if (count < 0) return raise_error(*comm, fn, MPI_ERR_COUNT, "negative count %d", count);
+  // An empty message carries no data, so its datatype is never used: like
+  // MPICH, accept any handle (MPI_DATATYPE_NULL included) when count is 0.
+  const int ts = type_size(type);
+  if (ts < 0 && count > 0)
+    return raise_error(*comm, fn, MPI_ERR_TYPE, "invalid datatype handle 0x%x", type);
+  if (!buf && count > 0)
+    return raise_error(*comm, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
+  const int n = comm_size(*comm);
+  const bool peer_ok = (peer >= 0 && peer < n) || peer == MPI_PROC_NULL ||
+                       (is_recv && peer == MPI_ANY_SOURCE);
+  if (!peer_ok)
+    return raise_error(*comm, fn, MPI_ERR_RANK, "%s %d out of range (communicator size %d)",
+                       is_recv ? "source" : "destination", peer, n);
+  const bool tag_ok = (tag >= 0 && tag <= kTagUb) || (is_recv && tag == MPI_ANY_TAG);
+  if (!tag_ok)
+    return raise_error(*comm, fn, MPI_ERR_TAG, "tag %d out of range (0..%d)", tag, kTagUb);
+  *bytes = count > 0 ? static_cast<size_t>(count) * static_cast<size_t>(ts) : 0;
+  return MPI_SUCCESS;
+}
+
+int singleton_p2p(int comm, const char* fn) {
+  return raise_error(comm, fn, MPI_ERR_OTHER,
+                     "point-to-point communication needs the bcs runtime: this program must be "
+                     "started with `bcs run`");
+}
+
+// ------------------------------------------------------------ completion
+
+// Status of a completed BCS request of MPI request `r`.
+void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
+  if (r.is_recv)
+    set_status(st, from_world(r.comm, b.source), b.tag, static_cast<long long>(b.bytes),
+               bcs_to_class(b.error));
+  else
+    set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, bcs_to_class(b.error));
+}
+
+// The rank's own part of a collective whose runtime part just completed
+// without error (the fold of a user-op reduction). Runs before the request
+// is released, so the data it works on is still alive.
+void finish_coll(const Req& r, int error) {
+  if (error != BCS_OK || !r.coll || !r.coll->finish) return;
+  const std::shared_ptr<CollData> keep = r.coll;
+  const auto f = std::move(keep->finish);
+  keep->finish = nullptr;
+  f();
+}
+
+// Validates an array of request handles (MPI_REQUEST_NULL allowed).
+int check_requests(const char* fn, int n, const MPI_Request* reqs) {
+  if (n < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", n);
+  if (n > 0 && !reqs) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request array");
+  for (int i = 0; i < n; ++i)
+    if (reqs[i] != MPI_REQUEST_NULL && req_index(reqs[i]) < 0)
+      return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x at index %d",
+                         reqs[i], i);
+  return MPI_SUCCESS;
+}
+
+// Waitall / Testall.
+int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int* flag,
+                 MPI_Status* sts) {
+  REQUIRE_RUNNING(fn);
+  if (int e = check_requests(fn, n, reqs)) return e;
+  Shim& s = S();
+  std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
+  std::vector<bcs_msg_status_t> bs(static_cast<size_t>(n));
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    const Req& r = s.reqs[req_index(reqs[i])];
+    if (!r.local_done) b[i] = r.breq;
+  }
+  int done = 1;
+  // Only requests with a BCS half go to the runtime (none in singleton mode).
+  if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
+    const int e = bcs_testall(n, b.data(), mode, &done, bs.data());
+    if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
+  }
+  if (flag) *flag = done;
+  if (!done) return MPI_SUCCESS;
+  const bool keep = sts && sts != MPI_STATUSES_IGNORE;
+  // Fill every status and release every request first, then raise: with
+  // MPI_ERRORS_RETURN the table is left consistent and all handles are NULL.
+  int failed = -1, failed_comm = kWorld;
+  size_t failed_cap = 0;
+  bool failed_coll = false;
+  for (int i = 0; i < n; ++i) {
+    MPI_Status* st = keep ? &sts[i] : nullptr;
+    if (reqs[i] == MPI_REQUEST_NULL) {
+      set_empty_status(st);
+      continue;
+    }
+    const int idx = req_index(reqs[i]);
+    const Req& r = s.reqs[idx];
+    if (r.local_done) {
+      if (st) *st = r.local_status;
+    } else {
+      status_from_bcs(r, bs[i], st);
+      if (bs[i].error != BCS_OK && failed < 0) {
+        failed = i;
+        failed_comm = r.comm;
+        failed_cap = r.cap;
+        failed_coll = r.is_coll;
+      }
+      finish_coll(r, bs[i].error);  // last use of r: a user function may grow the table
+    }
+    req_release(idx);
+    reqs[i] = MPI_REQUEST_NULL;
+  }
+  if (failed < 0) return MPI_SUCCESS;
+  const int e = bs[failed].error;
+  if (e == BCS_ERR_TRUNCATE && failed_coll)
+    return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS,
+                       "request %d failed: MPI_ERR_TRUNCATE: a member sent more data than the "
+                       "receive buffer (block) for it holds",
+                       failed);
+  if (e == BCS_ERR_TRUNCATE)
+    return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS,
+                       "request %d failed: MPI_ERR_TRUNCATE: %s (%zu bytes)", failed, bcs_text(e),
+                       failed_cap);
+  return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS, "request %d failed: %s: %s", failed,
+                     class_name(bcs_to_class(e)), bcs_text(e));
+}
+
+// Wait / Test on one request.
+int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, MPI_Status* st) {
+  REQUIRE_RUNNING(fn);
+  if (!req) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  if (*req == MPI_REQUEST_NULL) {
+    if (flag) *flag = 1;
+    set_empty_status(st);
+    return MPI_SUCCESS;
+  }
+  const int idx = req_index(*req);
+  if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", *req);
+  Shim& s = S();
+  Req& r = s.reqs[idx];
+  if (r.local_done) {
+    if (!ignored(st)) *st = r.local_status;
+    req_release(idx);
+    *req = MPI_REQUEST_NULL;
+    if (flag) *flag = 1;
+    return MPI_SUCCESS;
+  }
+  int done = 0;
+  bcs_msg_status_t b{};
+  bcs_request_t breq = r.breq;
+  const int e = bcs_test(&breq, mode, &done, &b);
+  if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(r.comm, fn, e);
+  if (flag) *flag = done;
+  if (!done) return MPI_SUCCESS;
+  status_from_bcs(r, b, st);
+  const int comm = r.comm;
+  const size_t cap = r.cap;
+  const bool coll = r.is_coll;
+  finish_coll(r, b.error);  // last use of r: a user function may grow the table
+  req_release(idx);
+  *req = MPI_REQUEST_NULL;
+  if (b.error != BCS_OK) return coll ? raise_coll(comm, fn, b.error) : raise_bcs(comm, fn, b.error, cap);
+  return MPI_SUCCESS;
+}
+
+// Waitany / Testany.
+int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int* index,
+                 int* flag, MPI_Status* st) {
+  REQUIRE_RUNNING(fn);
+  if (!index) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL index pointer");
+  if (int e = check_requests(fn, n, reqs)) return e;
+  Shim& s = S();
+  // Requests completed locally (MPI_PROC_NULL) are ready now.
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    const int idx = req_index(reqs[i]);
+    if (s.reqs[idx].local_done) {
+      if (!ignored(st)) *st = s.reqs[idx].local_status;
+      req_release(idx);
+      reqs[i] = MPI_REQUEST_NULL;
+      *index = i;
+      if (flag) *flag = 1;
+      return MPI_SUCCESS;
+    }
+  }
+  std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
+  for (int i = 0; i < n; ++i)
+    if (reqs[i] != MPI_REQUEST_NULL) b[i] = s.reqs[req_index(reqs[i])].breq;
+  int which = -1, done = 1;
+  bcs_msg_status_t bst{};
+  if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
+    const int e = bcs_testany(n, b.data(), mode, &which, &done, &bst);
+    if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
+  }
+  if (flag) *flag = done;
+  if (!done) {
+    *index = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+  }
+  if (which < 0) {  // every request was MPI_REQUEST_NULL
+    *index = MPI_UNDEFINED;
+    set_empty_status(st);
+    return MPI_SUCCESS;
+  }
+  const int idx = req_index(reqs[which]);
+  const Req r = s.reqs[idx];
+  status_from_bcs(r, bst, st);
+  finish_coll(r, bst.error);
+  req_release(idx);
+  reqs[which] = MPI_REQUEST_NULL;
+  *index = which;
+  if (bst.error != BCS_OK)
+    return r.is_coll ? raise_coll(r.comm, fn, bst.error) : raise_bcs(r.comm, fn, bst.error, r.cap);
+  return MPI_SUCCESS;
+}
+
+// Non-blocking send/recv shared by Isend/Irecv/Sendrecv.
+int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+          MPI_Comm c, MPI_Request* request, bool sync = false) {
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, buf, count, type, dest, tag, false, &comm, &bytes)) return e;
+  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  Req r;
+  r.comm = comm;
+  if (dest == MPI_PROC_NULL) {
+    r.local_done = true;
+    set_proc_null_status(&r.local_status);
+    *request = req_alloc(r);
+    return MPI_SUCCESS;
+  }
+  if (S().singleton) return singleton_p2p(comm, fn);
+  bcs_request_t b = BCS_REQUEST_NULL;
+  const int e = post_with_retry([&] {
+    return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
+                                         BCS_NONBLOCKING, &b);
+  });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  r.breq = b;
+  *request = req_alloc(r);
+  return MPI_SUCCESS;
+}
+
+int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, int tag,
+          MPI_Comm c, MPI_Request* request) {
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, buf, count, type, source, tag, true, &comm, &bytes)) return e;
+  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  Req r;
+  r.comm = comm;
+  r.is_recv = true;
+  r.cap = bytes;
+  if (source == MPI_PROC_NULL) {
+    r.local_done = true;
+    set_proc_null_status(&r.local_status);
+    *request = req_alloc(r);
+    return MPI_SUCCESS;
+  }
+  if (S().singleton) return singleton_p2p(comm, fn);
+  bcs_request_t b = BCS_REQUEST_NULL;
+  const int e = post_with_retry([&] {
+    return bcs_recv(buf, bytes, to_world(comm, source), tag, context_of(comm), BCS_NONBLOCKING,
+                    &b, nullptr);
+  });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  r.breq = b;
+  *request = req_alloc(r);
+  return MPI_SUCCESS;
+}
+
+// MPI_Send / MPI_Ssend (bcs_send / bcs_ssend, blocking).
+int send(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+         MPI_Comm c, bool sync) {
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, buf, count, type, dest, tag, false, &comm, &bytes)) return e;
+  if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
+  if (S().singleton) return singleton_p2p(comm, fn);
+  const int e = post_with_retry([&] {
+    return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
+                                         BCS_BLOCKING, nullptr);
+  });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+}  // namespace bcs::shim
+
+using namespace bcs::shim;
+
+extern "C" {
+
+// ------------------------------------------------------------ point-to-point
+
+BCS_PMPI_ALIAS(Send)
+int PMPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+  return send("MPI_Send", buf, count, type, dest, tag, c, false);
+}
+
+BCS_PMPI_ALIAS(Ssend)
+int PMPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+  return send("MPI_Ssend", buf, count, type, dest, tag, c, true);
+}
+
+BCS_PMPI_ALIAS(Issend)
+int PMPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+                MPI_Request* request) {
+  return isend("MPI_Issend", buf, count, type, dest, tag, c, request, true);
+}
+
+BCS_PMPI_ALIAS(Recv)
+int PMPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
+              MPI_Status* st) {
+  static const char fn[] = "MPI_Recv";
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, buf, count, type, source, tag, true, &comm, &bytes)) return e;
+  if (source == MPI_PROC_NULL) {
+    set_proc_null_status(st);
+    return MPI_SUCCESS;
+  }
+  if (S().singleton) return singleton_p2p(comm, fn);
+  bcs_msg_status_t b{};
+  const int e = post_with_retry([&] {
+    return bcs_recv(buf, bytes, to_world(comm, source), tag, context_of(comm), BCS_BLOCKING,
+                    nullptr, &b);
+  });
+  if (e == BCS_OK || e == b.error) {
+    set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
+               bcs_to_class(b.error));
+  }
+  if (e != BCS_OK) return raise_bcs(comm, fn, e, bytes);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Isend)
+int PMPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+               MPI_Request* request) {
+  return isend("MPI_Isend", buf, count, type, dest, tag, c, request);
+}
+
+BCS_PMPI_ALIAS(Irecv)
+int PMPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
+               MPI_Request* request) {
+  return irecv("MPI_Irecv", buf, count, type, source, tag, c, request);
+}
+
+BCS_PMPI_ALIAS(Sendrecv)
+int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                  int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
+                  int recvtag, MPI_Comm c, MPI_Status* st) {
+  static const char fn[] = "MPI_Sendrecv";
+  REQUIRE_RUNNING(fn);
+  // Check both halves before posting either, so an argument error posts nothing.
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, sendbuf, sendcount, sendtype, dest, sendtag, false, &comm, &bytes))
+    return e;
+  if (int e = check_p2p(fn, c, recvbuf, recvcount, recvtype, source, recvtag, true, &comm, &bytes))
+    return e;
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
+  if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
+    // Cannot cancel a posted receive; wait for it would deadlock. Leave it to
+    // the runtime (the error already went through the handler).
+    return e;
+  }
+  // Wait for the send first, then the receive, so the receive's error (if
+  // any) is reported with MPI_Sendrecv's own class rather than IN_STATUS.
+  if (int e = complete_one(fn, &r[0], BCS_BLOCKING, nullptr, nullptr)) return e;
+  return complete_one(fn, &r[1], BCS_BLOCKING, nullptr, st);
+}
+
+BCS_PMPI_ALIAS(Probe)
+int PMPI_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
+  static const char fn[] = "MPI_Probe";
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, nullptr, 0, MPI_BYTE, source, tag, true, &comm, &bytes)) return e;
+  if (source == MPI_PROC_NULL) {
+    set_proc_null_status(st);
+    return MPI_SUCCESS;
+  }
+  if (S().singleton) return singleton_p2p(comm, fn);
+  bcs_msg_status_t b{};
+  const int e = post_with_retry([&] {
+    return bcs_probe(to_world(comm, source), tag, context_of(comm), BCS_BLOCKING, nullptr, &b);
+  });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes), MPI_SUCCESS);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Iprobe)
+int PMPI_Iprobe(int source, int tag, MPI_Comm c, int* flag, MPI_Status* st) {
+  static const char fn[] = "MPI_Iprobe";
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, nullptr, 0, MPI_BYTE, source, tag, true, &comm, &bytes)) return e;
+  if (!flag) return raise_error(comm, fn, MPI_ERR_ARG, "NULL flag pointer");
+  if (source == MPI_PROC_NULL) {
+    *flag = 1;
+    set_proc_null_status(st);
+    return MPI_SUCCESS;
+  }
+  if (S().singleton) return singleton_p2p(comm, fn);
+  bcs_msg_status_t b{};
+  int found = 0;
+  const int e = post_with_retry([&] {
+    return bcs_probe(to_world(comm, source), tag, context_of(comm), BCS_NONBLOCKING, &found, &b);
+  });
+  if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  *flag = found;
+  if (found)
+    set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
+               MPI_SUCCESS);
+  return MPI_SUCCESS;
+}
+
+// ------------------------------------------------------------ completion
+
+BCS_PMPI_ALIAS(Wait)
+int PMPI_Wait(MPI_Request* request, MPI_Status* st) {
+  return complete_one("MPI_Wait", request, BCS_BLOCKING, nullptr, st);
+}
+
+BCS_PMPI_ALIAS(Test)
+int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* st) {
+  if (!flag) return raise_error(kNoComm, "MPI_Test", MPI_ERR_ARG, "NULL flag pointer");
+  return complete_one("MPI_Test", request, BCS_NONBLOCKING, flag, st);
+}
+
+BCS_PMPI_ALIAS(Waitall)
+int PMPI_Waitall(int count, MPI_Request reqs[], MPI_Status sts[]) {
+  return complete_all("MPI_Waitall", count, reqs, BCS_BLOCKING, nullptr, sts);
+}
+
+BCS_PMPI_ALIAS(Testall)
+int PMPI_Testall(int count, MPI_Request reqs[], int* flag, MPI_Status sts[]) {
+  if (!flag) return raise_error(kNoComm, "MPI_Testall", MPI_ERR_ARG, "NULL flag pointer");
+  return complete_all("MPI_Testall", count, reqs, BCS_NONBLOCKING, flag, sts);
+}
+
+BCS_PMPI_ALIAS(Waitany)
+int PMPI_Waitany(int count, MPI_Request reqs[], int* index, MPI_Status* st) {
+  return complete_any("MPI_Waitany", count, reqs, BCS_BLOCKING, index, nullptr, st);
+}
+
+BCS_PMPI_ALIAS(Testany)
+int PMPI_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Status* st) {
+  if (!flag) return raise_error(kNoComm, "MPI_Testany", MPI_ERR_ARG, "NULL flag pointer");
+  return complete_any("MPI_Testany", count, reqs, BCS_NONBLOCKING, index, flag, st);
+}
+
+BCS_PMPI_ALIAS(Request_free)
+int PMPI_Request_free(MPI_Request* request) {
+  static const char fn[] = "MPI_Request_free";
+  REQUIRE_RUNNING(fn);
+  if (!request || *request == MPI_REQUEST_NULL)
+    return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "null request");
+  const int idx = req_index(*request);
+  if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", *request);
+  Req& r = S().reqs[idx];
+  if (!r.local_done) {
+    // The operation goes on; its BCS request is freed once it completes,
+    // and a collective keeps what the node manager still reads (its byte
+    // arrays, a user-op gather buffer) until then. A user-op fold runs now
+    // if the data is already there, else never: nothing can wait for the
+    // request any more, and a late fold would write into a buffer the
+    // application may be reusing.
+    bcs_request_t b = r.breq;
+    int done = 0;
+    bcs_msg_status_t st{};
+    bcs_test(&b, BCS_NONBLOCKING, &done, &st);
+    if (done)
+      finish_coll(r, st.error);
+    else
+      S().orphans.push_back(Orphan{r.breq, r.coll});
+  }
+  req_release(idx);
+  *request = MPI_REQUEST_NULL;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"

@@ -1,0 +1,337 @@
+// Internal interface of libmpi (mpi-shim), shared by its source files:
+//
+//   env.cc         init/finalize/abort, versions, Wtime, attributes, error
+//                  handlers, error classes; the shim state and raise_error
+//   datatype.cc    the datatype table, Type_size/Get_count/Get_elements
+//   p2p.cc         the MPI request table, send/recv/probe, Wait/Test families
+//   op.cc          MPI_Op (predefined and user ops), MPI_Reduce_local
+//   coll.cc        collective checks and posting, barrier, bcast, gather,
+//                  scatter, allgather, alltoall (and their v/w/I variants)
+//   coll_reduce.cc reduce, allreduce, reduce_scatter, scan, exscan
+//
+// Nothing here is exported: these functions have external linkage inside
+// the library only, and the version script (libmpi.map) keeps just MPI_* and
+// PMPI_* global. Every MPI function is defined as PMPI_x with MPI_x a weak
+// alias (BCS_PMPI_ALIAS), so profiling tools can interpose MPI_x and call
+// PMPI_x. Internal code never calls MPI_x.
+#pragma once
+
+#include <mpi.h>
+#include <pthread.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <vector>
+
+#include "bcs/bcs.h"
+#include "bcs/segment.h"
+
+#define BCS_PMPI_ALIAS(name) _Pragma(BCS_STR(weak MPI_##name = PMPI_##name))
+#define BCS_STR(x) #x
+
+namespace bcs::shim {
+
+// ------------------------------------------------------------ state
+
+enum class Phase { before_init, running, finalized };
+
+// Communicators known to this implementation: index 0 = world, 1 = self.
+constexpr int kWorld = 0;
+constexpr int kSelf = 1;
+constexpr int kNoComm = -1;
+constexpr int kTagUb = (1 << 30) - 1;
+
+// What the shim owns for a collective in flight: the byte arrays the node
+// manager reads while the operation runs (bcs_coll_args_t's scounts ..
+// rdispls), the gather buffer of a user-op reduction, and the work left for
+// the rank once the runtime's part is done (the user-op fold). It lives as
+// long as the operation, also when the MPI request is freed early.
+struct CollData {
+  std::vector<uint64_t> scounts, sdispls, rcounts, rdispls;
+  std::vector<unsigned char> tmp;
+  std::function<void()> finish;  // run once, when the runtime part completed without error
+};
+
+struct Req {
+  bool used = false;
+  bool local_done = false;     // completed without a BCS request (MPI_PROC_NULL, one-member collectives)
+  bool is_recv = false;
+  bool is_coll = false;
+  int comm = kWorld;
+  bcs_request_t breq = BCS_REQUEST_NULL;
+  size_t cap = 0;              // receive capacity, for error messages
+  MPI_Status local_status{};   // status of a local_done request
+  std::shared_ptr<CollData> coll;  // collectives: what must outlive the operation
+};
+
+// A BCS request whose MPI request was freed (MPI_Request_free) while pending,
+// with whatever the operation still reads.
+struct Orphan {
+  bcs_request_t breq = BCS_REQUEST_NULL;
+  std::shared_ptr<CollData> keep;
+};
+
+// An operation created by MPI_Op_create.
+struct UserOp {
+  bool used = false;
+  MPI_User_function* fn = nullptr;
+  bool commute = false;
+};
+
+struct Shim {
+  Phase phase = Phase::before_init;
+  bool singleton = false;      // not started by bcs: a one-rank job without a runtime
+  int rank = 0;
+  int size = 1;
+  int thread_level = MPI_THREAD_SINGLE;
+  pthread_t main_thread{};
+  MPI_Errhandler errh[2] = {MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ARE_FATAL};
+  std::vector<Req> reqs;
+  std::vector<int> free_reqs;
+  // BCS requests of MPI requests freed by MPI_Request_free while pending:
+  // reclaimed once they complete (lazily, when the BCS table runs out).
+  std::vector<Orphan> orphans;
+  std::vector<UserOp> ops;     // indexed by user op handle - kUserOpBase
+  std::vector<int> free_ops;
+};
+
+Shim& S();
+
+// ------------------------------------------------------------ datatypes
+
+// Size in bytes of a valid datatype, or -1.
+int type_size(MPI_Datatype t);
+// "MPI_INT", ... or "invalid datatype" (for messages).
+const char* type_name(MPI_Datatype t);
+// The reduction element type of a predefined datatype; false if it has none
+// (MPI_PACKED, invalid handles).
+bool reduce_dtype(MPI_Datatype t, bcs_dtype_t* out);
+
+// ------------------------------------------------------------ errors
+
+const char* class_name(int cls);
+const char* class_text(int cls);
+
+// Raises error `cls` from `fn` on communicator `comm` (an index, or kNoComm
+// for calls without one: those use MPI_COMM_WORLD's handler, as MPI says).
+// ERRORS_ARE_FATAL: names the rank and the call on stderr and aborts the job
+// with the error class as exit code. ERRORS_RETURN: returns the class.
+int raise_error(int comm, const char* fn, int cls, const char* fmt, ...)
+    __attribute__((format(printf, 4, 5)));
+
+// Maps a BCS error to an MPI class and a sentence for the handler.
+int bcs_to_class(int e);
+const char* bcs_text(int e);
+int raise_bcs(int comm, const char* fn, int e, size_t cap = 0);
+// The same for the runtime's answer to a collective.
+int raise_coll(int comm, const char* fn, int e);
+
+#define REQUIRE_RUNNING(fn)                                                                   \
+  do {                                                                                        \
+    if (::bcs::shim::S().phase == ::bcs::shim::Phase::before_init)                            \
+      return ::bcs::shim::raise_error(::bcs::shim::kNoComm, fn, MPI_ERR_OTHER,                \
+                                      "called before MPI_Init");                              \
+    if (::bcs::shim::S().phase == ::bcs::shim::Phase::finalized)                              \
+      return ::bcs::shim::raise_error(::bcs::shim::kNoComm, fn, MPI_ERR_OTHER,                \
+                                      "called after MPI_Finalize");                           \
+  } while (0)
+
+// ------------------------------------------------------------ communicators
+
+inline int comm_index(MPI_Comm c) {
+  if (c == MPI_COMM_WORLD) return kWorld;
+  if (c == MPI_COMM_SELF) return kSelf;
+  return kNoComm;
+}
+
+inline int comm_size(int comm) { return comm == kSelf ? 1 : S().size; }
+inline int comm_rank(int comm) { return comm == kSelf ? 0 : S().rank; }
+// Point-to-point context of a communicator.
+inline int32_t context_of(int comm) {
+  return comm == kSelf ? bcs::kContextSelf : bcs::kContextWorld;
+}
+// Its collective context: never matches point-to-point traffic.
+inline int32_t coll_context_of(int comm) { return context_of(comm) + 1; }
+
+inline int32_t to_world(int comm, int r) {
+  if (r == MPI_ANY_SOURCE) return BCS_ANY_SOURCE;
+  return comm == kSelf ? S().rank : r;
+}
+
+inline int from_world(int comm, int32_t w) { return comm == kSelf ? 0 : w; }
+
+// ------------------------------------------------------------ statuses
+
+inline bool ignored(const MPI_Status* st) { return st == nullptr || st == MPI_STATUS_IGNORE; }
+
+inline void set_status(MPI_Status* st, int source, int tag, long long bytes, int err) {
+  if (ignored(st)) return;
+  st->MPI_SOURCE = source;
+  st->MPI_TAG = tag;
+  st->MPI_ERROR = err;
+  st->bcs_cancelled = 0;
+  st->bcs_count = bytes;
+}
+
+inline void set_empty_status(MPI_Status* st) {
+  set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_SUCCESS);
+}
+
+inline void set_proc_null_status(MPI_Status* st) {
+  set_status(st, MPI_PROC_NULL, MPI_ANY_TAG, 0, MPI_SUCCESS);
+}
+
+// ------------------------------------------------------------ requests
+
+// Returns the index of a live request handle, or -1.
+int req_index(MPI_Request h);
+MPI_Request req_alloc(Req r);
+void req_release(int idx);
+// Frees the BCS requests of completed orphans. Returns whether any slot was
+// reclaimed.
+bool reclaim_orphans();
+
+// Runs a posting call; when the BCS request table is full, reclaims orphans
+// once and retries.
+template <typename Fn>
+int post_with_retry(Fn fn) {
+  int e = fn();
+  if (e == BCS_ERR_NO_RESOURCES && reclaim_orphans()) e = fn();
+  return e;
+}
+
+// ------------------------------------------------------------ reductions
+
+// An MPI_Op checked against the datatype of a reduction: either a predefined
+// op the runtime applies (op, dtype), or a user function the shim applies.
+struct Reduction {
+  bool user = false;
+  bcs_op_t op = BCS_OP_SUM;
+  bcs_dtype_t dtype = BCS_DT_INT32;
+  MPI_User_function* fn = nullptr;
+  bool commute = true;
+};
+
+// MPI_ERR_OP unless `op` is a valid reduction op for `count` elements of
+// `type` (MPI_REPLACE and MPI_NO_OP are for one-sided accumulates only).
+int check_op(const char* fn, int comm, MPI_Op op, MPI_Datatype type, int count, Reduction* out);
+
+// out = x[first] op x[first+1] op ... op x[last] with a user function, where
+// x[i] = base + i*stride + offset holds `count` elements of `type`. MPI's
+// convention fn(in, inout) computes inout = in op inout, so the fold walks
+// from the last contribution down: acc = x[last]; acc = x[i] op acc.
+void user_fold(MPI_User_function* fn, MPI_Datatype type, int count, unsigned char* base,
+               size_t stride, size_t offset, int first, int last, void* out);
+
+// ------------------------------------------------------------ collectives
+
+// One buffer argument of a collective as the argument checks see it: a
+// count and a type, or per-member arrays (v and w variants).
+struct Side {
+  bool present = false;        // the call has this buffer
+  const char* what = "send";   // "send" / "recv" / "" (messages: "sendcount", "count")
+  const char* bufname = nullptr;  // for messages; default from `what`
+  const void* buf = nullptr;
+  int count = 0;
+  MPI_Datatype type = MPI_DATATYPE_NULL;
+  bool vec = false;            // counts[] (and displs[], types[]) instead of count
+  const int* counts = nullptr;
+  const int* displs = nullptr; // checked when need_displs
+  const MPI_Datatype* types = nullptr;  // checked when need_types (alltoallw)
+  bool need_displs = false;
+  bool need_types = false;
+  int only = -1;               // vec: only counts[only] elements land in buf (reduce_scatter)
+  bool bottom_ok = false;      // buf may be MPI_BOTTOM: displs are byte addresses (alltoallw)
+  bool used = true;            // significant at this rank (e.g. gather's receive side: root only)
+  bool in_place_ok = false;    // MPI_IN_PLACE allowed here, at this rank
+  bool in_place() const { return buf == MPI_IN_PLACE && in_place_ok; }
+};
+
+// Everything a collective checks before anything is posted, in MPI's usual
+// order: communicator, counts, datatypes, buffers, root, op, MPI_IN_PLACE
+// misuse, request pointer.
+struct CollCheck {
+  const char* fn = nullptr;
+  MPI_Comm c = MPI_COMM_NULL;
+  Side send, recv;
+  bool rooted = false;
+  int root = 0;
+  bool reduction = false;
+  MPI_Op op = MPI_OP_NULL;
+  MPI_Datatype rtype = MPI_DATATYPE_NULL;  // reduction element type and count
+  int rcount = 0;
+  bool nonblocking = false;
+  MPI_Request* request = nullptr;
+  // Results.
+  int comm = kNoComm;
+  Reduction red;
+};
+
+// A scalar (count, type) or vector (counts[], displs[], type) buffer argument.
+inline Side scalar_side(const char* what, const void* buf, int count, MPI_Datatype type) {
+  Side s;
+  s.present = true;
+  s.what = what;
+  s.buf = buf;
+  s.count = count;
+  s.type = type;
+  return s;
+}
+
+inline Side vector_side(const char* what, const void* buf, const int* counts, const int* displs,
+                        MPI_Datatype type) {
+  Side s = scalar_side(what, buf, 0, type);
+  s.vec = true;
+  s.counts = counts;
+  s.displs = displs;
+  s.need_displs = true;
+  return s;
+}
+
+// `request` is NULL for a blocking call; a non-blocking one (nb) must pass one.
+inline CollCheck make_check(const char* fn, MPI_Comm c, bool nb, MPI_Request* request) {
+  CollCheck k;
+  k.fn = fn;
+  k.c = c;
+  k.nonblocking = nb;
+  k.request = request;
+  return k;
+}
+
+// The caller's rank in `c` (0 for an invalid handle: the checks report it).
+inline int my_rank(MPI_Comm c) {
+  const int comm = comm_index(c);
+  return comm == kNoComm ? 0 : comm_rank(comm);
+}
+
+// Bytes of one element (0 for an invalid type: only used with count 0) and
+// of `count` elements.
+inline uint64_t unit_of(MPI_Datatype t) {
+  const int ts = type_size(t);
+  return ts > 0 ? static_cast<uint64_t>(ts) : 0;
+}
+inline uint64_t bytes_of(int count, MPI_Datatype t) {
+  return count > 0 ? static_cast<uint64_t>(count) * unit_of(t) : 0;
+}
+
+inline const unsigned char* at(const void* p, uint64_t off) {
+  return static_cast<const unsigned char*>(p) + off;
+}
+inline unsigned char* at(void* p, uint64_t off) { return static_cast<unsigned char*>(p) + off; }
+
+int check_coll(CollCheck& k);
+
+// counts[i] * unit as bytes (two's complement for negative displacements).
+std::vector<uint64_t> to_bytes(const int* v, int n, uint64_t unit);
+
+// Posts a checked collective: blocking when `request` is NULL, else
+// non-blocking with *request receiving the MPI request. `a.context` and
+// `a.comm_size` are filled in here. One-member communicators run
+// bcs_coll_local (no runtime; their request is complete at once). `d`
+// (may be null) outlives the operation; its finish() runs on success.
+int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollData> d,
+             MPI_Request* request);
+
+}  // namespace bcs::shim
