@@ -283,6 +283,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   }
   req.set_nranks(o.nranks);
   req.set_nodes(o.effective_nodes());
+  req.set_ranks_per_node(o.ppn);
   req.set_slice_ns(o.slice_ns);
   req.set_chunk_bytes(o.chunk_bytes);
   req.set_wait_nodes_ms(kWaitNodesMs);

@@ -123,6 +123,10 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "Node managers to spread the ranks over (embedded default 1; "
                    "with --manager default all registered); never more than N")
       ->check(kAtLeastOne);
+  run_cmd->add_option("--ppn", run.ppn,
+                      "Ranks per node manager, filled in rank order (e.g. -n 4 --nodes 2 --ppn 3 "
+                      "puts ranks 0-2 on one and 3 on the other); default: cyclic placement")
+      ->check(kAtLeastOne);
   run_cmd->add_option("--slice", slice, "Time slice (strobe period), e.g. 500us, 2ms")
       ->check(kSliceDuration);
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")

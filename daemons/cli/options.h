@@ -16,6 +16,7 @@ inline constexpr const char* kDefaultManager = "127.0.0.1:7600";
 struct RunOptions {
   uint32_t nranks = 0;
   std::optional<uint32_t> nodes;     // --nodes as given (before min(K, N))
+  uint32_t ppn = 0;                  // --ppn: ranks per node, filled in order (0 = cyclic)
   uint64_t slice_ns = 0;             // 0 = manager default
   std::string slice;                 // as typed, forwarded to an embedded bcs-mm
   uint64_t chunk_bytes = 0;          // 0 = manager default

@@ -315,9 +315,16 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
   j->nodes = chosen;
-  // Cyclic placement: consecutive ranks land on different nodes, so that
-  // neighbour exchanges exercise the network path.
-  for (uint32_t r = 0; r < req.nranks(); ++r) j->rank_node.push_back(chosen[r % chosen.size()]);
+  // Cyclic placement by default: consecutive ranks land on different nodes,
+  // so that neighbour exchanges exercise the network path. With ranks per
+  // node, blocks in rank order (uneven layouts such as 3 + 1).
+  const uint32_t ppn = req.ranks_per_node();
+  for (uint32_t r = 0; r < req.nranks(); ++r)
+    j->rank_node.push_back(ppn ? chosen[(r / ppn) % chosen.size()] : chosen[r % chosen.size()]);
+  // A node manager that got no rank (a large --ppn) takes no part in the job.
+  std::erase_if(j->nodes, [&](uint32_t n) {
+    return std::find(j->rank_node.begin(), j->rank_node.end(), n) == j->rank_node.end();
+  });
   j->rank_done.assign(req.nranks(), false);
   j->rank_pids.assign(req.nranks(), "not started");
   jobs_[j->id] = j;
