@@ -68,6 +68,12 @@ TEST(CliOptions, AllRunOptions) {
   EXPECT_TRUE(r.args.empty());
 }
 
+TEST(CliOptions, RanksPerNodeChoosesBlockPlacement) {
+  EXPECT_EQ(run_of(parse({"run", "-n", "4", "--nodes", "2", "--ppn", "3", "./a"})).ppn, 3u);
+  EXPECT_EQ(run_of(parse({"run", "-n", "4", "./a"})).ppn, 0u) << "cyclic by default";
+  EXPECT_EQ(code_of(parse({"run", "-n", "4", "--ppn", "0", "./a"})), 2);
+}
+
 TEST(CliOptions, DoubleDashStartsTheProgram) {
   RunOptions r = run_of(parse({"run", "-n", "1", "--", "prog", "--label"}));
   EXPECT_EQ(r.program, "prog");
