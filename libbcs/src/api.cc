@@ -652,6 +652,18 @@ bcs_status_t bcs_coll_local(const bcs_coll_args_t* a) {
   return BCS_ERR_ARG;
 }
 
+bcs_status_t bcs_comm_register(int32_t coll_context, int32_t size, const int32_t* members) {
+  auto& s = st();
+  if (!s.initialized) return BCS_ERR_NOT_INIT;
+  if (size < 1 || size > s.size || !members || coll_context <= bcs::kContextSelf + 1)
+    return BCS_ERR_ARG;
+  Descriptor d = make_desc(DescKind::comm, coll_context, 0, 0);
+  d.addr = reinterpret_cast<uintptr_t>(members);
+  d.len = static_cast<uint64_t>(size);
+  post(d);
+  return BCS_OK;
+}
+
 bcs_status_t bcs_coll(const bcs_coll_args_t* a, bcs_mode_t mode, bcs_request_t* req) {
   auto& s = st();
   if (!s.initialized) return BCS_ERR_NOT_INIT;

@@ -18,7 +18,8 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       spdlog::error("job {}: rank {}: {}", ranks.job_id(), me, why);
       // An inline send or a bypassed collective was completed by the rank
       // itself: its slot may be in use again.
-      const bool rank_owned = (d.flags & kDescNoComplete) ||
+      // A registration has no request: its collectives fail later instead.
+      const bool rank_owned = (d.flags & kDescNoComplete) || d.kind == DescKind::comm ||
                               (d.kind == DescKind::send && (d.flags & kDescInline));
       if (!rank_owned && d.request < v.request_slots)
         ranks.complete_status(me, d.request, bcs_err_internal, me, 0, 0, 0);
@@ -69,6 +70,17 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           rd.request = d.request;
           rd.slice = slice - 1;
           br.add_local_post(rd);
+          return;
+        }
+        case DescKind::comm: {
+          ++coll_drained;
+          if (d.len < 1 || d.len > ranks.nranks())
+            return refuse(d, "communicator of " + std::to_string(d.len) + " members");
+          std::vector<int32_t> members(d.len);
+          if (ranks.read(me, d.addr, members.data(), members.size() * sizeof(int32_t)))
+            return refuse(d, "communicator member list unreadable");
+          std::string why;
+          if (!coll.register_comm(me, d.context, std::move(members), &why)) refuse(d, why);
           return;
         }
         case DescKind::coll: {

@@ -173,6 +173,36 @@ void Collectives::add_comm(int32_t context, std::vector<int32_t> members) {
   impl_->ctxs[context] = std::move(c);
 }
 
+bool Collectives::register_comm(int32_t world_rank, int32_t context, std::vector<int32_t> members,
+                                std::string* why) {
+  if (context <= kContextSelf + 1) {
+    *why = "registers predefined communicator context " + std::to_string(context);
+    return false;
+  }
+  const auto n = static_cast<int32_t>(impl_->rank_node.size());
+  std::set<int32_t> seen;
+  for (int32_t m : members)
+    if (m < 0 || m >= n || !seen.insert(m).second) {
+      *why = "communicator " + std::to_string(context) + " names invalid or repeated rank " +
+             std::to_string(m);
+      return false;
+    }
+  if (!seen.count(world_rank)) {
+    *why = "registers communicator " + std::to_string(context) + " it is not a member of";
+    return false;
+  }
+  if (auto it = impl_->ctxs.find(context); it != impl_->ctxs.end()) {
+    if (it->second.members != members) {
+      *why = "registers communicator " + std::to_string(context) +
+             " with members that differ from another member's";
+      return false;
+    }
+    return true;
+  }
+  add_comm(context, std::move(members));
+  return true;
+}
+
 bool Collectives::post(int32_t world_rank, const Descriptor& d, std::string* why) {
   auto fail_why = [&](std::string s) {
     *why = std::move(s);

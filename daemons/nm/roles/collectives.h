@@ -64,6 +64,11 @@ class Collectives {
   // A communicator: its collective context and its members (world ranks in
   // communicator rank order).
   void add_comm(int32_t context, std::vector<int32_t> members);
+  // A communicator a local member registers (bcs_comm_register): checked
+  // (members valid and distinct, the rank among them, not a predefined
+  // context, the same list as any earlier registration) and added.
+  bool register_comm(int32_t world_rank, int32_t context, std::vector<int32_t> members,
+                     std::string* why);
 
   // DEM: a collective descriptor drained from a local rank's ring. Every
   // field is checked first; false (with the reason in *why) means the rank

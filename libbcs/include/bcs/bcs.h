@@ -186,6 +186,14 @@ typedef struct {
  * finishes the operation without it (application bypass). */
 bcs_status_t bcs_coll(const bcs_coll_args_t* args, bcs_mode_t mode, bcs_request_t* req);
 
+/* Tells the node managers about a new communicator before its first
+ * collective: its collective context and its members (world ranks in
+ * communicator order). Every member calls it with the same list (they are
+ * compared); the node managers read `members` from this process's memory,
+ * so the array must stay valid while the communicator exists. Contexts of
+ * the predefined communicators may not be registered. */
+bcs_status_t bcs_comm_register(int32_t coll_context, int32_t size, const int32_t* members);
+
 /* The one-member case of a collective (comm_size == 1), done by plain
  * memory copies in the caller, with no runtime (usable before bcs_init and
  * in singleton mode). bcs_coll uses it for one-member communicators. */

@@ -42,6 +42,8 @@ enum class DescKind : uint8_t {
   iprobe = 4,    // non-blocking probe: completes at the next MSM, found or not
   coll = 6,      // collective over `context` (seq = per-context collective number,
                  // payload starts with CollArgs); see bcs.h for the kinds
+  comm = 7,      // registers a communicator: collective context `context`, `len`
+                 // members (int32 world ranks in communicator order) at `addr`
 };
 
 enum DescFlags : uint8_t {

@@ -556,6 +556,47 @@ TEST(Collectives, LostBundleFailsItsCollectiveAndNothingElse) {
   EXPECT_EQ(out[1], 0);
 }
 
+TEST(Collectives, ARegisteredCommunicatorRunsItsOwnCollectives) {
+  // World of 4 on 2 nodes; a communicator of ranks {3, 1} (3 is rank 0).
+  Cluster c(4, 2);
+  std::string why;
+  for (int r : {3, 1})
+    ASSERT_TRUE(c.node(r % 2).register_comm(r, 5, {3, 1}, &why)) << why;
+  int32_t in[4] = {10, 20, 30, 40}, out[4] = {0, 0, 0, 0};
+  for (int r : {3, 1}) {
+    c.mem_of(r).allow(r, &in[r], 4);
+    c.mem_of(r).allow(r, &out[r], 4);
+    bcs_coll_args_t a{};
+    a.kind = BCS_COLL_SCAN;
+    a.context = 5;
+    a.comm_size = 2;
+    a.sendbuf = &in[r];
+    a.recvbuf = &out[r];
+    a.count = 1;
+    a.sbytes = 4;
+    a.op = BCS_OP_SUM;
+    a.dtype = BCS_DT_INT32;
+    c.post(r, make_desc(a, 1, 1));
+  }
+  c.slice();
+  EXPECT_EQ(out[3], 40) << "communicator rank 0";
+  EXPECT_EQ(out[1], 60) << "communicator rank 1: 40 + 20";
+  EXPECT_EQ(out[0], 0);
+  EXPECT_EQ(out[2], 0);
+}
+
+TEST(Collectives, BadRegistrationsAreRefused) {
+  Collectives c(0, {0, 0, 0});
+  std::string why;
+  EXPECT_FALSE(c.register_comm(0, kContextWorld + 1, {0, 1}, &why)) << "predefined";
+  EXPECT_FALSE(c.register_comm(0, 9, {0, 0}, &why)) << "repeated";
+  EXPECT_FALSE(c.register_comm(0, 9, {0, 7}, &why)) << "out of range";
+  EXPECT_FALSE(c.register_comm(2, 9, {0, 1}, &why)) << "not a member";
+  EXPECT_TRUE(c.register_comm(0, 9, {0, 1}, &why)) << why;
+  EXPECT_TRUE(c.register_comm(1, 9, {0, 1}, &why)) << "the same list again";
+  EXPECT_FALSE(c.register_comm(1, 9, {1, 0}, &why)) << "a different order";
+}
+
 TEST(Collectives, InvalidDescriptorsAreRefusedWithAReason) {
   Collectives c(0, {0, 0});
   std::string why;
