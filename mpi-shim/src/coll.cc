@@ -4,7 +4,7 @@
 // (argument checks, posting, one-member communicators) and the data-movement
 // collectives; reductions are in coll_reduce.cc.
 //
-//   MPI_Barrier / MPI_Ibarrier            -> bcs_barrier
+//   MPI_Barrier / MPI_Ibarrier            -> BCS_COLL_BARRIER
 //   MPI_Bcast                             -> BCS_COLL_BCAST
 //   MPI_Gather(v) / MPI_Scatter(v)        -> BCS_COLL_GATHER(V) / SCATTER(V)
 //   MPI_Allgather(v)                      -> BCS_COLL_ALLGATHER(V)
@@ -150,7 +150,8 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
   r.comm = comm;
   r.is_coll = true;
   if (a.comm_size == 1) {
-    // One member (MPI_COMM_SELF, singleton mode): plain copies, no runtime.
+    // One member (MPI_COMM_SELF, singleton mode, any one-member communicator):
+    // plain copies, no runtime.
     const int e = bcs_coll_local(&a);
     if (e != BCS_OK) return raise_coll(comm, fn, e);
     finish();
@@ -180,27 +181,16 @@ namespace {
 
 // ------------------------------------------------------------ barrier, bcast
 
-int ibarrier(const char* fn, MPI_Comm c, MPI_Request* request) {
+// MPI_Barrier / MPI_Ibarrier (request non-NULL): a BCS_COLL_BARRIER on the
+// communicator's collective context (bcs_barrier only knows WORLD and SELF).
+int barrier(const char* fn, MPI_Comm c, bool nb, MPI_Request* request) {
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
   if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
-  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
-  Req r;
-  r.comm = comm;
-  r.is_coll = true;
-  if (comm == kSelf || S().singleton) {  // one-rank communicator
-    r.local_done = true;
-    set_empty_status(&r.local_status);
-    *request = req_alloc(r);
-    return MPI_SUCCESS;
-  }
-  bcs_request_t b = BCS_REQUEST_NULL;
-  const int e = post_with_retry(
-      [&] { return bcs_barrier(coll_context_of(comm), BCS_NONBLOCKING, &b); });
-  if (e != BCS_OK) return raise_bcs(comm, fn, e);
-  r.breq = b;
-  *request = req_alloc(r);
-  return MPI_SUCCESS;
+  if (nb && !request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_BARRIER;
+  return run_coll(fn, comm, a, nullptr, request);
 }
 
 int bcast(const char* fn, void* buf, int count, MPI_Datatype type, int root, MPI_Comm c, bool nb,
@@ -419,20 +409,12 @@ using namespace bcs::shim;
 extern "C" {
 
 BCS_PMPI_ALIAS(Barrier)
-int PMPI_Barrier(MPI_Comm c) {
-  static const char fn[] = "MPI_Barrier";
-  REQUIRE_RUNNING(fn);
-  const int comm = comm_index(c);
-  if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
-  if (comm == kSelf || S().singleton) return MPI_SUCCESS;  // one-rank communicator
-  const int e = post_with_retry(
-      [&] { return bcs_barrier(coll_context_of(comm), BCS_BLOCKING, nullptr); });
-  if (e != BCS_OK) return raise_bcs(comm, fn, e);
-  return MPI_SUCCESS;
-}
+int PMPI_Barrier(MPI_Comm c) { return barrier("MPI_Barrier", c, false, nullptr); }
 
 BCS_PMPI_ALIAS(Ibarrier)
-int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) { return ibarrier("MPI_Ibarrier", c, request); }
+int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) {
+  return barrier("MPI_Ibarrier", c, true, request);
+}
 
 BCS_PMPI_ALIAS(Bcast)
 int PMPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {

@@ -1,6 +1,6 @@
-// Environment: init/finalize/abort, thread level, versions, Wtime,
-// communicator queries and attributes, error handlers and error classes.
-// Also the shim's state and the error path every call raises through.
+// Environment: init/finalize/abort, thread level, versions, Wtime, error
+// handlers and error classes. Also the shim's state and the error path every
+// call raises through.
 #include <time.h>
 #include <unistd.h>
 
@@ -42,6 +42,7 @@ const char* class_name(int cls) {
     case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
     case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
     case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
+    case MPI_ERR_KEYVAL: return "MPI_ERR_KEYVAL";
     default: return nullptr;
   }
 }
@@ -68,21 +69,32 @@ const char* class_text(int cls) {
     case MPI_ERR_IN_STATUS: return "error code is in status";
     case MPI_ERR_PENDING: return "pending request";
     case MPI_ERR_REQUEST: return "invalid request";
+    case MPI_ERR_KEYVAL: return "invalid attribute key";
     default: return nullptr;
   }
 }
 
 int raise_error(int comm, const char* fn, int cls, const char* fmt, ...) {
   Shim& s = S();
-  const MPI_Errhandler h = s.errh[comm == kSelf ? kSelf : kWorld];
+  // The communicator's own handler (also after MPI_Comm_free, for requests
+  // still pending on it); calls without one use MPI_COMM_WORLD's.
+  const size_t idx = comm == kNoComm ? kWorld : static_cast<size_t>(comm);
+  const MPI_Errhandler h = idx < s.comms.size() ? s.comms[idx]->errh : MPI_ERRORS_ARE_FATAL;
   if (h == MPI_ERRORS_RETURN && s.phase == Phase::running) return cls;
   char detail[512];
   va_list ap;
   va_start(ap, fmt);
   std::vsnprintf(detail, sizeof detail, fmt, ap);
   va_end(ap);
-  std::fprintf(stderr, "bcs: rank %d: %s: %s: %s\n", s.rank, fn, class_name(cls), detail);
-  bcs_abort(cls);
+  // A code from a user callback (attribute copy/delete) may be no class.
+  char code[32];
+  const char* name = class_name(cls);
+  if (!name) {
+    std::snprintf(code, sizeof code, "error code %d", cls);
+    name = code;
+  }
+  std::fprintf(stderr, "bcs: rank %d: %s: %s: %s\n", s.rank, fn, name, detail);
+  bcs_abort(cls > 0 && cls < 256 ? cls : MPI_ERR_OTHER);
 }
 
 int bcs_to_class(int e) {
@@ -168,6 +180,7 @@ int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
                  bcs_text(e));
     bcs_abort(MPI_ERR_OTHER);
   }
+  comm_init();
   s.main_thread = pthread_self();
   s.thread_level = std::min(std::max(required, MPI_THREAD_SINGLE), MPI_THREAD_SERIALIZED);
   if (provided) *provided = s.thread_level;
@@ -198,6 +211,12 @@ BCS_PMPI_ALIAS(Finalize)
 int PMPI_Finalize(void) {
   REQUIRE_RUNNING("MPI_Finalize");
   Shim& s = S();
+  // MPI: the attributes of MPI_COMM_SELF are deleted first, in the reverse
+  // order they were set, while MPI is still fully usable; then WORLD's.
+  for (int comm : {kSelf, kWorld})
+    if (int e = attr_delete_all(comm))
+      return raise_error(comm, "MPI_Finalize", e, "an attribute delete callback of %s failed",
+                         comm == kSelf ? "MPI_COMM_SELF" : "MPI_COMM_WORLD");
   if (!s.singleton) {
     // Nobody leaves before everybody arrived: a rank's memory must stay
     // readable by the NM until every message it sent has been delivered.
@@ -211,7 +230,7 @@ int PMPI_Finalize(void) {
 
 BCS_PMPI_ALIAS(Abort)
 int PMPI_Abort(MPI_Comm comm, int errorcode) {
-  (void)comm;  // every communicator here spans at most the world: abort the job
+  (void)comm;  // every communicator spans at most the world: abort the whole job
   if (S().singleton || S().phase != Phase::running)
     std::fprintf(stderr, "bcs: rank %d: MPI_Abort called with error code %d\n", S().rank,
                  errorcode);
@@ -275,55 +294,7 @@ double PMPI_Wtick(void) {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// ------------------------------------------------------------ communicators
-
-BCS_PMPI_ALIAS(Comm_rank)
-int PMPI_Comm_rank(MPI_Comm c, int* rank) {
-  REQUIRE_RUNNING("MPI_Comm_rank");
-  const int comm = comm_index(c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, "MPI_Comm_rank", MPI_ERR_COMM, "invalid communicator 0x%x", c);
-  if (!rank) return raise_error(comm, "MPI_Comm_rank", MPI_ERR_ARG, "NULL rank pointer");
-  *rank = comm_rank(comm);
-  return MPI_SUCCESS;
-}
-
-BCS_PMPI_ALIAS(Comm_size)
-int PMPI_Comm_size(MPI_Comm c, int* size) {
-  REQUIRE_RUNNING("MPI_Comm_size");
-  const int comm = comm_index(c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, "MPI_Comm_size", MPI_ERR_COMM, "invalid communicator 0x%x", c);
-  if (!size) return raise_error(comm, "MPI_Comm_size", MPI_ERR_ARG, "NULL size pointer");
-  *size = comm_size(comm);
-  return MPI_SUCCESS;
-}
-
-BCS_PMPI_ALIAS(Comm_get_attr)
-int PMPI_Comm_get_attr(MPI_Comm c, int keyval, void* attribute_val, int* flag) {
-  REQUIRE_RUNNING("MPI_Comm_get_attr");
-  static int tag_ub = kTagUb, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0;
-  const int comm = comm_index(c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, "MPI_Comm_get_attr", MPI_ERR_COMM, "invalid communicator 0x%x",
-                       c);
-  if (!attribute_val || !flag)
-    return raise_error(comm, "MPI_Comm_get_attr", MPI_ERR_ARG, "NULL pointer");
-  int* v = nullptr;
-  switch (keyval) {
-    case MPI_TAG_UB: v = &tag_ub; break;
-    case MPI_HOST: v = &host; break;
-    case MPI_IO: v = &io; break;
-    case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
-    default:
-      return raise_error(comm, "MPI_Comm_get_attr", MPI_ERR_ARG, "unknown attribute key 0x%x",
-                         keyval);
-  }
-  // Predefined attributes are returned as a pointer to the value (MPI rule).
-  *static_cast<void**>(attribute_val) = v;
-  *flag = 1;
-  return MPI_SUCCESS;
-}
+// ------------------------------------------------------------ error handlers
 
 BCS_PMPI_ALIAS(Comm_set_errhandler)
 int PMPI_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
@@ -335,7 +306,7 @@ int PMPI_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
   if (h != MPI_ERRORS_ARE_FATAL && h != MPI_ERRORS_RETURN)
     return raise_error(comm, "MPI_Comm_set_errhandler", MPI_ERR_ARG,
                        "invalid error handler 0x%x", h);
-  S().errh[comm] = h;
+  comm_at(comm).errh = h;
   return MPI_SUCCESS;
 }
 
@@ -347,7 +318,7 @@ int PMPI_Comm_get_errhandler(MPI_Comm c, MPI_Errhandler* h) {
     return raise_error(kNoComm, "MPI_Comm_get_errhandler", MPI_ERR_COMM,
                        "invalid communicator 0x%x", c);
   if (!h) return raise_error(comm, "MPI_Comm_get_errhandler", MPI_ERR_ARG, "NULL pointer");
-  *h = S().errh[comm];
+  *h = comm_at(comm).errh;
   return MPI_SUCCESS;
 }
 

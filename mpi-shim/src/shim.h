@@ -1,7 +1,11 @@
 // Internal interface of libmpi (mpi-shim), shared by its source files:
 //
-//   env.cc         init/finalize/abort, versions, Wtime, attributes, error
-//                  handlers, error classes; the shim state and raise_error
+//   env.cc         init/finalize/abort, versions, Wtime, error handlers,
+//                  error classes; the shim state and raise_error
+//   comm.cc        the communicator table, context ids, Comm_dup/split/
+//                  create/free/compare/name, Comm_rank/size
+//   group.cc       the group table and the group algebra
+//   attr.cc        keyvals, communicator attributes and their callbacks
 //   datatype.cc    the datatype table, Type_size/Get_count/Get_elements
 //   p2p.cc         the MPI request table, send/recv/probe, Wait/Test families
 //   op.cc          MPI_Op (predefined and user ops), MPI_Reduce_local
@@ -23,6 +27,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <string>
+#include <utility>
 #include <vector>
 
 #include "bcs/bcs.h"
@@ -37,11 +43,64 @@ namespace bcs::shim {
 
 enum class Phase { before_init, running, finalized };
 
-// Communicators known to this implementation: index 0 = world, 1 = self.
+// Communicator table indices of the predefined communicators.
 constexpr int kWorld = 0;
 constexpr int kSelf = 1;
 constexpr int kNoComm = -1;
 constexpr int kTagUb = (1 << 30) - 1;
+
+// An ordered set of processes: the members of a group or communicator as
+// world ranks, in group (communicator) rank order. Immutable once made, so
+// groups and communicators share them.
+struct Members {
+  std::vector<int32_t> world;                      // world rank of group rank i
+  bool identity = false;                           // world[i] == i for all i
+  std::vector<std::pair<int32_t, int32_t>> index;  // (world rank, group rank), sorted
+  int size() const { return static_cast<int>(world.size()); }
+  // Group rank of world rank `w`, or -1 if it is not a member.
+  int rank_of(int32_t w) const;
+};
+using MembersPtr = std::shared_ptr<const Members>;
+MembersPtr make_members(std::vector<int32_t> world);
+
+// A communicator attribute: keyval handle and value, kept in the order set.
+struct Attr {
+  int keyval;
+  void* val;
+};
+
+// A communicator. Objects are never destroyed before the process exits:
+// MPI_Comm_free only invalidates the handle (live = false) and deletes the
+// attributes; requests still pending on it keep using its rank translation
+// and error handler, and the node managers may read `m->world` (registered
+// with bcs_comm_register) at any later slice. That is a small leak per freed
+// communicator, accepted on purpose.
+struct Comm {
+  bool live = true;
+  MembersPtr m;
+  int rank = 0;               // the caller's rank
+  int32_t context = 0;        // point-to-point context; collectives use context + 1
+  MPI_Errhandler errh = MPI_ERRORS_ARE_FATAL;
+  std::string name;
+  std::vector<Attr> attrs;
+  int size() const { return m->size(); }
+};
+
+// A group handle (MPI_GROUP_EMPTY is index 0, predefined).
+struct Group {
+  bool used = false;
+  MembersPtr m;
+};
+
+// A keyval made by MPI_Comm_create_keyval / MPI_Keyval_create. It lives
+// while the user holds it or any attribute uses it (refs).
+struct Keyval {
+  MPI_Comm_copy_attr_function* copy = nullptr;
+  MPI_Comm_delete_attr_function* del = nullptr;
+  void* extra = nullptr;
+  bool user_freed = false;  // MPI_Comm_free_keyval called: no new uses
+  int refs = 0;             // the user's + one per attribute
+};
 
 // What the shim owns for a collective in flight: the byte arrays the node
 // manager reads while the operation runs (bcs_coll_args_t's scounts ..
@@ -87,7 +146,13 @@ struct Shim {
   int size = 1;
   int thread_level = MPI_THREAD_SINGLE;
   pthread_t main_thread{};
-  MPI_Errhandler errh[2] = {MPI_ERRORS_ARE_FATAL, MPI_ERRORS_ARE_FATAL};
+  // Communicators by index (0 world, 1 self); slots are never reused.
+  std::vector<std::unique_ptr<Comm>> comms;
+  // Next index in this rank's own context id space (see comm.cc).
+  int64_t next_ctx_index = 0;
+  std::vector<Group> groups;   // by handle - MPI_GROUP_EMPTY
+  std::vector<int> free_groups;
+  std::vector<Keyval> keyvals; // by handle - kKeyvalBase; slots are never reused
   std::vector<Req> reqs;
   std::vector<int> free_reqs;
   // BCS requests of MPI requests freed by MPI_Request_free while pending:
@@ -140,27 +205,51 @@ int raise_coll(int comm, const char* fn, int e);
 
 // ------------------------------------------------------------ communicators
 
-inline int comm_index(MPI_Comm c) {
-  if (c == MPI_COMM_WORLD) return kWorld;
-  if (c == MPI_COMM_SELF) return kSelf;
-  return kNoComm;
-}
+// Sets up MPI_COMM_WORLD, MPI_COMM_SELF and MPI_GROUP_EMPTY (MPI_Init).
+void comm_init();
 
-inline int comm_size(int comm) { return comm == kSelf ? 1 : S().size; }
-inline int comm_rank(int comm) { return comm == kSelf ? 0 : S().rank; }
-// Point-to-point context of a communicator.
-inline int32_t context_of(int comm) {
-  return comm == kSelf ? bcs::kContextSelf : bcs::kContextWorld;
+inline Comm& comm_at(int comm) { return *S().comms[static_cast<size_t>(comm)]; }
+
+// Table index of a valid (live) communicator handle, or kNoComm.
+inline int comm_index(MPI_Comm c) {
+  const unsigned idx = static_cast<unsigned>(c) - static_cast<unsigned>(MPI_COMM_WORLD);
+  const auto& t = S().comms;
+  if (idx >= t.size() || !t[idx]->live) return kNoComm;
+  return static_cast<int>(idx);
 }
+inline MPI_Comm comm_handle(int comm) { return MPI_COMM_WORLD + comm; }
+
+inline int comm_size(int comm) { return comm_at(comm).size(); }
+inline int comm_rank(int comm) { return comm_at(comm).rank; }
+// Point-to-point context of a communicator.
+inline int32_t context_of(int comm) { return comm_at(comm).context; }
 // Its collective context: never matches point-to-point traffic.
 inline int32_t coll_context_of(int comm) { return context_of(comm) + 1; }
 
+// Communicator rank -> world rank (for bcs_send/bcs_recv/bcs_probe).
 inline int32_t to_world(int comm, int r) {
   if (r == MPI_ANY_SOURCE) return BCS_ANY_SOURCE;
-  return comm == kSelf ? S().rank : r;
+  return comm_at(comm).m->world[static_cast<size_t>(r)];
 }
+// World rank (a message's source) -> communicator rank.
+inline int from_world(int comm, int32_t w) { return comm_at(comm).m->rank_of(w); }
 
-inline int from_world(int comm, int32_t w) { return comm == kSelf ? 0 : w; }
+// ------------------------------------------------------------ groups
+
+constexpr int kGroupBase = MPI_GROUP_EMPTY;
+// Index of a valid group handle (MPI_GROUP_EMPTY included), or -1.
+int group_index(MPI_Group g);
+MPI_Group group_alloc(MembersPtr m);
+
+// ------------------------------------------------------------ attributes
+
+// Copies the attributes of communicator `from` to `to` (MPI_Comm_dup),
+// running the copy callbacks. MPI_SUCCESS or the error a callback returned.
+int attr_copy_all(int from, int to);
+// Deletes every attribute of `comm`, last set first, running the delete
+// callbacks (MPI_Comm_free, MPI_Finalize). Stops at the first failure and
+// returns its error.
+int attr_delete_all(int comm);
 
 // ------------------------------------------------------------ statuses
 

@@ -39,6 +39,60 @@ static int collectives(void) {
   return 0;
 }
 
+/* Callbacks that must match the attribute callback types exactly. */
+static int copy_attr(MPI_Comm oldcomm, int keyval, void *extra, void *in, void *out, int *flag) {
+  (void)oldcomm;
+  (void)keyval;
+  (void)extra;
+  *(void **)out = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+static int delete_attr(MPI_Comm comm, int keyval, void *val, void *extra) {
+  (void)comm;
+  (void)keyval;
+  (void)val;
+  ++*(int *)extra;
+  return MPI_SUCCESS;
+}
+
+/* Communicators, groups and attributes, with the MPI 3.1 signatures. */
+static int communicators(void) {
+  MPI_Comm dup = MPI_COMM_NULL, split = MPI_COMM_NULL, made = MPI_COMM_NULL;
+  MPI_Group world = MPI_GROUP_NULL, g = MPI_GROUP_NULL;
+  MPI_Comm_copy_attr_function *copy = copy_attr;
+  MPI_Copy_function *old_copy = MPI_DUP_FN;
+  int ranges[1][3] = {{0, 0, 1}};
+  const int ranks[1] = {0};
+  int out[1] = {-1}, kv = MPI_KEYVAL_INVALID, deletes = 0, flag = 0, cmp = -1, bad = 0, len = 0;
+  void *val = NULL;
+  char name[MPI_MAX_OBJECT_NAME];
+  static char attr;
+  bad |= MPI_Comm_dup(MPI_COMM_WORLD, &dup);
+  bad |= MPI_Comm_create_keyval(copy, delete_attr, &kv, &deletes);
+  bad |= MPI_Comm_set_attr(dup, kv, &attr);
+  bad |= MPI_Comm_split(dup, 0, 0, &split);
+  bad |= MPI_Comm_group(split, &world);
+  bad |= MPI_Group_range_incl(world, 1, ranges, &g);
+  bad |= MPI_Group_translate_ranks(g, 1, ranks, world, out);
+  bad |= MPI_Comm_create(dup, g, &made);
+  bad |= MPI_Comm_compare(made, MPI_COMM_WORLD, &cmp);
+  bad |= MPI_Comm_set_name(made, "made");
+  bad |= MPI_Comm_get_name(made, name, &len);
+  bad |= MPI_Comm_get_attr(made, MPI_UNIVERSE_SIZE, &val, &flag);
+  bad |= MPI_Group_free(&g);
+  bad |= MPI_Group_free(&world);
+  bad |= MPI_Comm_free(&made);
+  bad |= MPI_Comm_free(&split);
+  bad |= MPI_Comm_free(&dup);
+  bad |= MPI_Comm_free_keyval(&kv);
+  if (bad || out[0] != 0 || cmp != MPI_CONGRUENT || len != 4 || !flag || *(int *)val != 1 ||
+      deletes != 1 || dup != MPI_COMM_NULL || kv != MPI_KEYVAL_INVALID || !old_copy ||
+      MPI_IDENT == MPI_UNEQUAL || MPI_ERR_KEYVAL > MPI_ERR_LASTCODE)
+    return 1;
+  return 0;
+}
+
 int main(int argc, char **argv) {
   int rank = -1, size = -1, flag = 0, len = 0, tsize = 0;
   char name[MPI_MAX_PROCESSOR_NAME];
@@ -61,6 +115,7 @@ int main(int argc, char **argv) {
       st.MPI_SOURCE != MPI_PROC_NULL)
     return 3;
   if (collectives()) return 4;
+  if (communicators()) return 5;
   MPI_Finalize();
   printf("c header ok\n");
   return 0;

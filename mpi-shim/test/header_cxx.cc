@@ -33,6 +33,20 @@ int main(int argc, char** argv) {
   MPI_Wait(&req, MPI_STATUS_IGNORE);
   MPI_Op_free(&op);
   if (r != v || op != MPI_OP_NULL) return 5;
+  // Communicators and attributes from C++: the predefined callbacks are
+  // functions, usable where the callback types are expected.
+  MPI_Comm dup = MPI_COMM_NULL;
+  int kv = MPI_KEYVAL_INVALID, flag = 0;
+  MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &kv, nullptr);
+  MPI_Comm_set_attr(MPI_COMM_WORLD, kv, &rank);
+  MPI_Comm_idup(MPI_COMM_WORLD, &dup, &req);
+  MPI_Wait(&req, MPI_STATUS_IGNORE);
+  void* got = nullptr;
+  MPI_Comm_get_attr(dup, kv, &got, &flag);
+  MPI_Comm_free(&dup);
+  MPI_Comm_delete_attr(MPI_COMM_WORLD, kv);
+  MPI_Comm_free_keyval(&kv);
+  if (!flag || got != &rank || dup != MPI_COMM_NULL) return 6;
   double t0 = MPI_Wtime();
   double t1 = MPI_Wtime();
   MPI_Finalize();

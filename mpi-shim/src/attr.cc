@@ -1,0 +1,297 @@
+// Communicator attributes (MPI 3.1 §6.7): keyvals with their copy and
+// delete callbacks, per-communicator values, the predefined attributes, and
+// the MPI-1 names (MPI_Keyval_create, MPI_Attr_put/get/delete).
+//
+// - A communicator keeps its attributes in the order they were set;
+//   MPI_Comm_free and MPI_Finalize (MPI_COMM_SELF first, then WORLD) delete
+//   them last-set first, running the delete callbacks. A callback that fails
+//   stops the deletion: its attribute stays and the call returns its error.
+// - MPI_Comm_dup runs the copy callbacks in the order the attributes were
+//   set; MPI_COMM_NULL_COPY_FN (or a NULL callback) copies nothing.
+// - A keyval lives while the user holds it or any attribute uses it: after
+//   MPI_Comm_free_keyval it can no longer be used in calls, but the
+//   attributes that use it still copy and delete with its callbacks.
+// - Predefined attributes (MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL,
+//   MPI_UNIVERSE_SIZE, MPI_APPNUM) are readable on every communicator (a
+//   pointer to the int value, as MPI says) and cannot be set, deleted or
+//   freed (MPI_ERR_KEYVAL).
+#include <algorithm>
+
+#include "shim.h"
+
+namespace bcs::shim {
+namespace {
+
+constexpr int kKeyvalBase = MPI_KEYVAL_INVALID + 1;
+
+bool predefined(int kv) {
+  switch (kv) {
+    case MPI_TAG_UB:
+    case MPI_HOST:
+    case MPI_IO:
+    case MPI_WTIME_IS_GLOBAL:
+    case MPI_UNIVERSE_SIZE:
+    case MPI_APPNUM:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// The slot of a keyval handle that still exists (refs > 0), or -1.
+int keyval_slot(int kv) {
+  const long idx = static_cast<long>(kv) - kKeyvalBase;
+  const auto& t = S().keyvals;
+  if (idx < 0 || idx >= static_cast<long>(t.size()) || t[static_cast<size_t>(idx)].refs == 0)
+    return -1;
+  return static_cast<int>(idx);
+}
+
+// A keyval the application may still name in a call.
+int usable_keyval(int kv) {
+  const int k = keyval_slot(kv);
+  return k >= 0 && !S().keyvals[static_cast<size_t>(k)].user_freed ? k : -1;
+}
+
+void release_keyval(int kv) {
+  const int k = keyval_slot(kv);
+  if (k < 0) return;
+  Keyval& x = S().keyvals[static_cast<size_t>(k)];
+  if (--x.refs == 0) x = Keyval{};  // the slot is never reused
+}
+
+// Runs the delete callback of attribute `kv` = `val` on `comm`.
+int run_delete(int comm, int kv, void* val) {
+  const int k = keyval_slot(kv);
+  if (k < 0) return MPI_SUCCESS;
+  // Copies: the callback may create keyvals (the table may move).
+  MPI_Comm_delete_attr_function* del = S().keyvals[static_cast<size_t>(k)].del;
+  void* extra = S().keyvals[static_cast<size_t>(k)].extra;
+  if (del) return del(comm_handle(comm), kv, val, extra);
+  return MPI_SUCCESS;
+}
+
+// Removes attribute `kv` from `comm` (after its delete callback succeeded).
+void drop_attr(int comm, int kv) {
+  auto& v = comm_at(comm).attrs;
+  auto it = std::find_if(v.begin(), v.end(), [kv](const Attr& a) { return a.keyval == kv; });
+  if (it == v.end()) return;
+  v.erase(it);
+  release_keyval(kv);
+}
+
+Attr* find_attr(int comm, int kv) {
+  auto& v = comm_at(comm).attrs;
+  auto it = std::find_if(v.begin(), v.end(), [kv](const Attr& a) { return a.keyval == kv; });
+  return it == v.end() ? nullptr : &*it;
+}
+
+int check_comm(const char* fn, MPI_Comm c, int* comm) {
+  REQUIRE_RUNNING(fn);
+  *comm = comm_index(c);
+  if (*comm == kNoComm)
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  return MPI_SUCCESS;
+}
+
+int bad_keyval(int comm, const char* fn, int kv) {
+  if (predefined(kv))
+    return raise_error(comm, fn, MPI_ERR_KEYVAL, "predefined attribute key 0x%x is read-only",
+                       kv);
+  return raise_error(comm, fn, MPI_ERR_KEYVAL, "invalid attribute key 0x%x", kv);
+}
+
+int get_attr(const char* fn, MPI_Comm c, int kv, void* attribute_val, int* flag) {
+  int comm;
+  if (int e = check_comm(fn, c, &comm)) return e;
+  if (!attribute_val || !flag) return raise_error(comm, fn, MPI_ERR_ARG, "NULL pointer");
+  if (predefined(kv)) {
+    static int tag_ub = kTagUb, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0,
+               universe = 1, appnum = 0;
+    universe = S().size;
+    int* v = nullptr;
+    switch (kv) {
+      case MPI_TAG_UB: v = &tag_ub; break;
+      case MPI_HOST: v = &host; break;
+      case MPI_IO: v = &io; break;
+      case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
+      case MPI_UNIVERSE_SIZE: v = &universe; break;
+      default: v = &appnum; break;
+    }
+    // Predefined attributes are returned as a pointer to the value (MPI rule).
+    *static_cast<void**>(attribute_val) = v;
+    *flag = 1;
+    return MPI_SUCCESS;
+  }
+  if (usable_keyval(kv) < 0) return bad_keyval(comm, fn, kv);
+  const Attr* a = find_attr(comm, kv);
+  *flag = a != nullptr;
+  if (a) *static_cast<void**>(attribute_val) = a->val;
+  return MPI_SUCCESS;
+}
+
+int set_attr(const char* fn, MPI_Comm c, int kv, void* val) {
+  int comm;
+  if (int e = check_comm(fn, c, &comm)) return e;
+  if (usable_keyval(kv) < 0) return bad_keyval(comm, fn, kv);
+  if (Attr* a = find_attr(comm, kv)) {
+    // Replacing a value deletes the old one first (its callback runs).
+    if (int e = run_delete(comm, kv, a->val))
+      return raise_error(comm, fn, e, "the delete callback of the old value failed");
+    if ((a = find_attr(comm, kv))) {
+      a->val = val;
+      return MPI_SUCCESS;
+    }
+  }
+  comm_at(comm).attrs.push_back(Attr{kv, val});
+  S().keyvals[static_cast<size_t>(keyval_slot(kv))].refs++;
+  return MPI_SUCCESS;
+}
+
+int delete_attr(const char* fn, MPI_Comm c, int kv) {
+  int comm;
+  if (int e = check_comm(fn, c, &comm)) return e;
+  if (usable_keyval(kv) < 0) return bad_keyval(comm, fn, kv);
+  const Attr* a = find_attr(comm, kv);
+  if (!a) return MPI_SUCCESS;  // nothing attached: nothing to delete
+  if (int e = run_delete(comm, kv, a->val))
+    return raise_error(comm, fn, e, "the attribute's delete callback failed");
+  drop_attr(comm, kv);
+  return MPI_SUCCESS;
+}
+
+int create_keyval(const char* fn, MPI_Comm_copy_attr_function* copy,
+                  MPI_Comm_delete_attr_function* del, int* kv, void* extra) {
+  REQUIRE_RUNNING(fn);
+  if (!kv) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL keyval pointer");
+  auto& t = S().keyvals;
+  Keyval k;
+  k.copy = copy;
+  k.del = del;
+  k.extra = extra;
+  k.refs = 1;
+  t.push_back(k);
+  *kv = kKeyvalBase + static_cast<int>(t.size() - 1);
+  return MPI_SUCCESS;
+}
+
+int free_keyval(const char* fn, int* kv) {
+  REQUIRE_RUNNING(fn);
+  if (!kv) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL keyval pointer");
+  const int k = usable_keyval(*kv);
+  if (k < 0) return bad_keyval(kNoComm, fn, *kv);
+  S().keyvals[static_cast<size_t>(k)].user_freed = true;
+  release_keyval(*kv);
+  *kv = MPI_KEYVAL_INVALID;
+  return MPI_SUCCESS;
+}
+
+}  // namespace
+
+int attr_copy_all(int from, int to) {
+  const std::vector<Attr> src = comm_at(from).attrs;  // callbacks may change the list
+  for (const Attr& a : src) {
+    const int k = keyval_slot(a.keyval);
+    if (k < 0) continue;
+    MPI_Comm_copy_attr_function* copy = S().keyvals[static_cast<size_t>(k)].copy;
+    void* extra = S().keyvals[static_cast<size_t>(k)].extra;
+    if (!copy) continue;
+    void* out = nullptr;
+    int flag = 0;
+    if (int e = copy(comm_handle(from), a.keyval, extra, a.val, &out, &flag)) return e;
+    if (!flag) continue;
+    comm_at(to).attrs.push_back(Attr{a.keyval, out});
+    S().keyvals[static_cast<size_t>(keyval_slot(a.keyval))].refs++;
+  }
+  return MPI_SUCCESS;
+}
+
+int attr_delete_all(int comm) {
+  // Bounded: a callback could attach new attributes to the dying communicator.
+  for (size_t guard = 0; !comm_at(comm).attrs.empty() && guard < (1u << 20); ++guard) {
+    const Attr a = comm_at(comm).attrs.back();
+    if (int e = run_delete(comm, a.keyval, a.val)) return e;
+    drop_attr(comm, a.keyval);
+  }
+  return MPI_SUCCESS;
+}
+
+}  // namespace bcs::shim
+
+using namespace bcs::shim;
+
+extern "C" {
+
+// ------------------------------------------------------------ predefined callbacks
+
+int MPI_COMM_NULL_COPY_FN(MPI_Comm, int, void*, void*, void*, int* flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int MPI_COMM_DUP_FN(MPI_Comm, int, void*, void* in, void* out, int* flag) {
+  *static_cast<void**>(out) = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+int MPI_COMM_NULL_DELETE_FN(MPI_Comm, int, void*, void*) { return MPI_SUCCESS; }
+
+int MPI_NULL_COPY_FN(MPI_Comm c, int kv, void* extra, void* in, void* out, int* flag) {
+  return MPI_COMM_NULL_COPY_FN(c, kv, extra, in, out, flag);
+}
+
+int MPI_DUP_FN(MPI_Comm c, int kv, void* extra, void* in, void* out, int* flag) {
+  return MPI_COMM_DUP_FN(c, kv, extra, in, out, flag);
+}
+
+int MPI_NULL_DELETE_FN(MPI_Comm c, int kv, void* val, void* extra) {
+  return MPI_COMM_NULL_DELETE_FN(c, kv, val, extra);
+}
+
+// ------------------------------------------------------------ MPI-2 names
+
+BCS_PMPI_ALIAS(Comm_create_keyval)
+int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_function* del,
+                            int* kv, void* extra) {
+  return create_keyval("MPI_Comm_create_keyval", copy, del, kv, extra);
+}
+
+BCS_PMPI_ALIAS(Comm_free_keyval)
+int PMPI_Comm_free_keyval(int* kv) { return free_keyval("MPI_Comm_free_keyval", kv); }
+
+BCS_PMPI_ALIAS(Comm_set_attr)
+int PMPI_Comm_set_attr(MPI_Comm c, int kv, void* val) {
+  return set_attr("MPI_Comm_set_attr", c, kv, val);
+}
+
+BCS_PMPI_ALIAS(Comm_get_attr)
+int PMPI_Comm_get_attr(MPI_Comm c, int kv, void* attribute_val, int* flag) {
+  return get_attr("MPI_Comm_get_attr", c, kv, attribute_val, flag);
+}
+
+BCS_PMPI_ALIAS(Comm_delete_attr)
+int PMPI_Comm_delete_attr(MPI_Comm c, int kv) { return delete_attr("MPI_Comm_delete_attr", c, kv); }
+
+// ------------------------------------------------------------ MPI-1 names (deprecated)
+
+BCS_PMPI_ALIAS(Keyval_create)
+int PMPI_Keyval_create(MPI_Copy_function* copy, MPI_Delete_function* del, int* kv, void* extra) {
+  return create_keyval("MPI_Keyval_create", copy, del, kv, extra);
+}
+
+BCS_PMPI_ALIAS(Keyval_free)
+int PMPI_Keyval_free(int* kv) { return free_keyval("MPI_Keyval_free", kv); }
+
+BCS_PMPI_ALIAS(Attr_put)
+int PMPI_Attr_put(MPI_Comm c, int kv, void* val) { return set_attr("MPI_Attr_put", c, kv, val); }
+
+BCS_PMPI_ALIAS(Attr_get)
+int PMPI_Attr_get(MPI_Comm c, int kv, void* attribute_val, int* flag) {
+  return get_attr("MPI_Attr_get", c, kv, attribute_val, flag);
+}
+
+BCS_PMPI_ALIAS(Attr_delete)
+int PMPI_Attr_delete(MPI_Comm c, int kv) { return delete_attr("MPI_Attr_delete", c, kv); }
+
+}  // extern "C"

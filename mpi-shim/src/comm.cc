@@ -1,0 +1,554 @@
+// Communicators: the table, context ids, and the calls that make, compare,
+// name and free communicators. Intracommunicators only.
+//
+// A communicator is its members (world ranks in communicator rank order,
+// shared with the groups made from it), the caller's rank, a pair of
+// context ids (point-to-point = even id, collectives = id + 1), an error
+// handler (inherited from the parent), a name and attributes (attr.cc).
+// Point-to-point calls translate ranks through the member list, collectives
+// run on the collective context with the communicator's size. A new
+// communicator of more than one member is registered with the node managers
+// (bcs_comm_register) before anything else is posted on it; one-member
+// communicators never reach the runtime (bcs_coll_local).
+//
+// Context ids. The node managers know a collective context by its id alone,
+// for the whole job: a node manager refuses a second registration of an id
+// with another member list, and the machine manager adds up the progress
+// reports of every node under that id. So an id must never name two
+// communicators in a job, not even two with disjoint members (the colours
+// of one MPI_Comm_split, two MPI_Comm_create_group on disjoint groups), and
+// a freed communicator's id is never used again (the node managers keep
+// registrations until the job ends). Ids 0/1 and 2/3 are WORLD and SELF;
+// 4 is the point-to-point context of MPI_Comm_create_group's own messages;
+// every world rank L owns the ids
+//
+//     ctx(L, k) = 6 + 2 * (k * world_size + L),   k = 0, 1, 2, ...
+//
+// and alone hands them out, in order (Shim::next_ctx_index is its k). A new
+// communicator's id comes from the space of its *leader*, its member of rank
+// 0, which is always among the callers: the members learn the leader's k in
+// the exchange the call needs anyway, and only the leader advances its k.
+// Ids are therefore unique in the job without any global agreement, and
+// every member computes the same one.
+//
+//   MPI_Comm_dup / idup / dup_with_info: rank 0 of the parent broadcasts its
+//     k over the parent (one bcs_coll BCAST on the parent's context).
+//   MPI_Comm_split / split_type: one allgather over the parent of (colour,
+//     key, k); each colour's members sort by (key, parent rank), and the
+//     first one is the leader. split_type's colour is a 63-bit hash of
+//     BCS_NODE (the rank's node manager; the host name if unset).
+//   MPI_Comm_create: one allgather of k over the parent (the groups may
+//     differ between processes, as MPI-2.2 allows, if they are disjoint).
+//   MPI_Comm_create_group: collective over the group only. The leader
+//     (group rank 0) sends its k to every other member, point-to-point on
+//     the reserved context 4 with the caller's tag (8 bytes: inline, so the
+//     sends complete at once); the others receive it from the leader.
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <numeric>
+
+#include "shim.h"
+
+namespace bcs::shim {
+
+// ------------------------------------------------------------ members
+
+int Members::rank_of(int32_t w) const {
+  if (identity) return w >= 0 && w < size() ? w : -1;
+  auto it = std::lower_bound(index.begin(), index.end(), std::make_pair(w, INT32_MIN));
+  return it != index.end() && it->first == w ? it->second : -1;
+}
+
+MembersPtr make_members(std::vector<int32_t> world) {
+  auto m = std::make_shared<Members>();
+  m->world = std::move(world);
+  m->identity = true;
+  for (size_t i = 0; i < m->world.size(); ++i)
+    if (m->world[i] != static_cast<int32_t>(i)) m->identity = false;
+  if (!m->identity) {
+    m->index.reserve(m->world.size());
+    for (size_t i = 0; i < m->world.size(); ++i)
+      m->index.emplace_back(m->world[i], static_cast<int32_t>(i));
+    std::sort(m->index.begin(), m->index.end());
+  }
+  return m;
+}
+
+namespace {
+
+constexpr int32_t kContextCreateGroup = 4;  // MPI_Comm_create_group's messages
+constexpr int32_t kFirstContext = 6;
+
+Comm& new_comm_slot(int* idx) {
+  auto& t = S().comms;
+  *idx = static_cast<int>(t.size());
+  t.push_back(std::make_unique<Comm>());
+  return *t.back();
+}
+
+}  // namespace
+
+void comm_init() {
+  Shim& s = S();
+  s.comms.clear();
+  std::vector<int32_t> world(static_cast<size_t>(s.size));
+  std::iota(world.begin(), world.end(), 0);
+  int idx;
+  Comm& w = new_comm_slot(&idx);
+  w.m = make_members(std::move(world));
+  w.rank = s.rank;
+  w.context = bcs::kContextWorld;
+  w.name = "MPI_COMM_WORLD";
+  Comm& self = new_comm_slot(&idx);
+  self.m = make_members({s.rank});
+  self.rank = 0;
+  self.context = bcs::kContextSelf;
+  self.name = "MPI_COMM_SELF";
+  s.next_ctx_index = 0;
+  s.groups.assign(1, Group{true, make_members({})});  // MPI_GROUP_EMPTY
+  s.free_groups.clear();
+  s.keyvals.clear();
+}
+
+namespace {
+
+// ------------------------------------------------------------ context ids
+
+// The context id `k` of world rank `leader`'s space, false if out of ids.
+bool context_id(int32_t leader, int64_t k, int32_t* ctx) {
+  const int64_t slot = k * S().size + leader;
+  const int64_t id = kFirstContext + 2 * slot;
+  if (k < 0 || id > INT32_MAX - 1) return false;
+  *ctx = static_cast<int32_t>(id);
+  return true;
+}
+
+int out_of_contexts(int parent, const char* fn) {
+  return raise_error(parent, fn, MPI_ERR_OTHER,
+                     "out of communicator context ids (too many communicators created)");
+}
+
+// Every member's `bytes` of `mine`, in parent rank order, into `all`.
+int exchange(const char* fn, int comm, const void* mine, size_t bytes, void* all) {
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_ALLGATHER;
+  a.sendbuf = mine;
+  a.sbytes = bytes;
+  a.recvbuf = all;
+  a.rbytes = bytes;
+  return run_coll(fn, comm, a, nullptr, nullptr);
+}
+
+// Adds a communicator over `m` with context `ctx`, inheriting `parent`'s
+// error handler, and registers it with the node managers.
+int make_comm(const char* fn, int parent, MembersPtr m, int32_t ctx, int* out) {
+  const int me = m->rank_of(S().rank);
+  if (m->size() > 1 && !S().singleton) {
+    // Before anything is posted on the new contexts; the member array lives
+    // as long as the communicator object, i.e. until the process ends.
+    const int e = bcs_comm_register(ctx + 1, m->size(), m->world.data());
+    if (e != BCS_OK) return raise_bcs(parent, fn, e);
+  }
+  const MPI_Errhandler h = comm_at(parent).errh;
+  Comm& c = new_comm_slot(out);
+  c.m = std::move(m);
+  c.rank = me;
+  c.context = ctx;
+  c.errh = h;
+  return MPI_SUCCESS;
+}
+
+// The leader of a new communicator over `m` took id k: if that is this
+// process, its next id is k + 1.
+void advance_if_leader(const Members& m, int64_t k) {
+  if (m.world[0] == S().rank) S().next_ctx_index = k + 1;
+}
+
+int check_parent(const char* fn, MPI_Comm c, void* out, int* comm) {
+  REQUIRE_RUNNING(fn);
+  *comm = comm_index(c);
+  if (*comm == kNoComm)
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (!out) return raise_error(*comm, fn, MPI_ERR_ARG, "NULL newcomm pointer");
+  return MPI_SUCCESS;
+}
+
+// ------------------------------------------------------------ dup
+
+int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request, bool nb) {
+  int parent;
+  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (nb && !request) return raise_error(parent, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  const Comm& p = comm_at(parent);
+  int64_t k = S().next_ctx_index;  // the leader's (parent rank 0's) value counts
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_BCAST;
+  a.sendbuf = &k;
+  a.recvbuf = &k;
+  a.sbytes = a.rbytes = sizeof k;
+  if (int e = run_coll(fn, parent, a, nullptr, nullptr)) return e;
+  MembersPtr m = p.m;
+  int32_t ctx;
+  if (!context_id(m->world[0], k, &ctx)) return out_of_contexts(parent, fn);
+  advance_if_leader(*m, k);
+  int idx;
+  if (int e = make_comm(fn, parent, std::move(m), ctx, &idx)) return e;
+  if (int e = attr_copy_all(parent, idx)) {
+    attr_delete_all(idx);
+    comm_at(idx).live = false;
+    *newcomm = MPI_COMM_NULL;
+    return raise_error(parent, fn, e, "an attribute copy callback failed");
+  }
+  *newcomm = comm_handle(idx);
+  if (nb) {  // complete at once
+    Req r;
+    r.comm = parent;
+    r.is_coll = true;
+    r.local_done = true;
+    set_empty_status(&r.local_status);
+    *request = req_alloc(r);
+  }
+  return MPI_SUCCESS;
+}
+
+// ------------------------------------------------------------ split
+
+constexpr int64_t kNoColour = INT64_MIN;
+
+// MPI_Comm_split with a 64-bit colour (kNoColour: MPI_UNDEFINED).
+int split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm) {
+  struct Entry {
+    int64_t colour;
+    int64_t k;
+    int32_t key;
+    int32_t pad;
+  };
+  const Comm& p = comm_at(parent);
+  const int n = p.size();
+  const Entry mine{colour, S().next_ctx_index, key, 0};
+  std::vector<Entry> all(static_cast<size_t>(n));
+  if (int e = exchange(fn, parent, &mine, sizeof mine, all.data())) return e;
+  *newcomm = MPI_COMM_NULL;
+  if (colour == kNoColour) return MPI_SUCCESS;
+  std::vector<std::pair<int32_t, int32_t>> order;  // (key, parent rank)
+  for (int i = 0; i < n; ++i)
+    if (all[static_cast<size_t>(i)].colour == colour)
+      order.emplace_back(all[static_cast<size_t>(i)].key, i);
+  std::sort(order.begin(), order.end());
+  std::vector<int32_t> world;
+  world.reserve(order.size());
+  for (const auto& [k, r] : order) world.push_back(p.m->world[static_cast<size_t>(r)]);
+  const int64_t k = all[static_cast<size_t>(order[0].second)].k;
+  MembersPtr m = make_members(std::move(world));
+  int32_t ctx;
+  if (!context_id(m->world[0], k, &ctx)) return out_of_contexts(parent, fn);
+  advance_if_leader(*m, k);
+  int idx;
+  if (int e = make_comm(fn, parent, std::move(m), ctx, &idx)) return e;
+  *newcomm = comm_handle(idx);
+  return MPI_SUCCESS;
+}
+
+// 63-bit FNV-1a of this rank's node manager name (never kNoColour).
+int64_t node_colour() {
+  const char* node = std::getenv("BCS_NODE");
+  char host[256] = "localhost";
+  if (!node || !*node) {
+    if (gethostname(host, sizeof host) != 0) std::strcpy(host, "localhost");
+    host[sizeof host - 1] = '\0';
+    node = host;
+  }
+  uint64_t h = 1469598103934665603ull;
+  for (const char* q = node; *q; ++q) {
+    h ^= static_cast<unsigned char>(*q);
+    h *= 1099511628211ull;
+  }
+  return static_cast<int64_t>(h & 0x7fffffffffffffffull);
+}
+
+// ------------------------------------------------------------ create
+
+// The group argument of MPI_Comm_create(_group): valid, and a subgroup of
+// the parent's.
+int check_group(const char* fn, int parent, MPI_Group g, MembersPtr* out) {
+  const int gi = group_index(g);
+  if (gi < 0) return raise_error(parent, fn, MPI_ERR_GROUP, "invalid group 0x%x", g);
+  const MembersPtr& m = S().groups[static_cast<size_t>(gi)].m;
+  const Members& pm = *comm_at(parent).m;
+  for (int32_t w : m->world)
+    if (pm.rank_of(w) < 0)
+      return raise_error(parent, fn, MPI_ERR_GROUP,
+                         "the group names process %d (world rank), which is not in the "
+                         "communicator",
+                         w);
+  *out = m;
+  return MPI_SUCCESS;
+}
+
+int create(const char* fn, MPI_Comm c, MPI_Group g, MPI_Comm* newcomm) {
+  int parent;
+  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  MembersPtr m;
+  if (int e = check_group(fn, parent, g, &m)) return e;
+  const Comm& p = comm_at(parent);
+  const int64_t mine = S().next_ctx_index;
+  std::vector<int64_t> all(static_cast<size_t>(p.size()));
+  if (int e = exchange(fn, parent, &mine, sizeof mine, all.data())) return e;
+  *newcomm = MPI_COMM_NULL;
+  if (m->rank_of(S().rank) < 0) return MPI_SUCCESS;  // not in my group (or it is empty)
+  const int64_t k = all[static_cast<size_t>(p.m->rank_of(m->world[0]))];
+  int32_t ctx;
+  if (!context_id(m->world[0], k, &ctx)) return out_of_contexts(parent, fn);
+  advance_if_leader(*m, k);
+  int idx;
+  if (int e = make_comm(fn, parent, std::move(m), ctx, &idx)) return e;
+  *newcomm = comm_handle(idx);
+  return MPI_SUCCESS;
+}
+
+int create_group(const char* fn, MPI_Comm c, MPI_Group g, int tag, MPI_Comm* newcomm) {
+  int parent;
+  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  MembersPtr m;
+  if (int e = check_group(fn, parent, g, &m)) return e;
+  if (tag < 0 || tag > kTagUb)
+    return raise_error(parent, fn, MPI_ERR_TAG, "tag %d out of range (0..%d)", tag, kTagUb);
+  *newcomm = MPI_COMM_NULL;
+  const int me = m->rank_of(S().rank);
+  if (me < 0) return MPI_SUCCESS;  // not a member: a local call
+  int64_t k = S().next_ctx_index;
+  const int32_t leader = m->world[0];
+  if (me == 0) {
+    for (int i = 1; i < m->size(); ++i) {
+      const int e = post_with_retry([&] {
+        return bcs_send(&k, sizeof k, m->world[static_cast<size_t>(i)], tag, kContextCreateGroup,
+                        BCS_BLOCKING, nullptr);
+      });
+      if (e != BCS_OK) return raise_bcs(parent, fn, e);
+    }
+  } else {
+    bcs_msg_status_t st{};
+    const int e = post_with_retry([&] {
+      return bcs_recv(&k, sizeof k, leader, tag, kContextCreateGroup, BCS_BLOCKING, nullptr, &st);
+    });
+    if (e != BCS_OK) return raise_bcs(parent, fn, e, sizeof k);
+  }
+  int32_t ctx;
+  if (!context_id(leader, k, &ctx)) return out_of_contexts(parent, fn);
+  advance_if_leader(*m, k);
+  int idx;
+  if (int e = make_comm(fn, parent, std::move(m), ctx, &idx)) return e;
+  *newcomm = comm_handle(idx);
+  return MPI_SUCCESS;
+}
+
+int not_inter(int comm, const char* fn) {
+  return raise_error(comm, fn, MPI_ERR_COMM,
+                     "not an intercommunicator (bcs has intracommunicators only)");
+}
+
+// Communicator argument of a query.
+#define QUERY_COMM(fn, c, comm)                                                              \
+  REQUIRE_RUNNING(fn);                                                                       \
+  const int comm = comm_index(c);                                                            \
+  if (comm == kNoComm)                                                                       \
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c)
+
+}  // namespace
+}  // namespace bcs::shim
+
+using namespace bcs::shim;
+
+extern "C" {
+
+// ------------------------------------------------------------ queries
+
+BCS_PMPI_ALIAS(Comm_rank)
+int PMPI_Comm_rank(MPI_Comm c, int* rank) {
+  QUERY_COMM("MPI_Comm_rank", c, comm);
+  if (!rank) return raise_error(comm, "MPI_Comm_rank", MPI_ERR_ARG, "NULL rank pointer");
+  *rank = comm_rank(comm);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_size)
+int PMPI_Comm_size(MPI_Comm c, int* size) {
+  QUERY_COMM("MPI_Comm_size", c, comm);
+  if (!size) return raise_error(comm, "MPI_Comm_size", MPI_ERR_ARG, "NULL size pointer");
+  *size = comm_size(comm);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_compare)
+int PMPI_Comm_compare(MPI_Comm c1, MPI_Comm c2, int* result) {
+  static const char fn[] = "MPI_Comm_compare";
+  QUERY_COMM(fn, c1, a);
+  const int b = comm_index(c2);
+  if (b == kNoComm) return raise_error(a, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c2);
+  if (!result) return raise_error(a, fn, MPI_ERR_ARG, "NULL result pointer");
+  const Members& ma = *comm_at(a).m;
+  const Members& mb = *comm_at(b).m;
+  if (a == b)
+    *result = MPI_IDENT;
+  else if (ma.world == mb.world)
+    *result = MPI_CONGRUENT;
+  else if (ma.size() == mb.size() &&
+           std::all_of(ma.world.begin(), ma.world.end(), [&](int32_t w) { return mb.rank_of(w) >= 0; }))
+    *result = MPI_SIMILAR;
+  else
+    *result = MPI_UNEQUAL;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_group)
+int PMPI_Comm_group(MPI_Comm c, MPI_Group* group) {
+  QUERY_COMM("MPI_Comm_group", c, comm);
+  if (!group) return raise_error(comm, "MPI_Comm_group", MPI_ERR_ARG, "NULL group pointer");
+  *group = group_alloc(comm_at(comm).m);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_get_name)
+int PMPI_Comm_get_name(MPI_Comm c, char* name, int* resultlen) {
+  QUERY_COMM("MPI_Comm_get_name", c, comm);
+  if (!name || !resultlen)
+    return raise_error(comm, "MPI_Comm_get_name", MPI_ERR_ARG, "NULL pointer");
+  const std::string& n = comm_at(comm).name;
+  std::memcpy(name, n.c_str(), n.size() + 1);
+  *resultlen = static_cast<int>(n.size());
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_set_name)
+int PMPI_Comm_set_name(MPI_Comm c, const char* name) {
+  QUERY_COMM("MPI_Comm_set_name", c, comm);
+  if (!name) return raise_error(comm, "MPI_Comm_set_name", MPI_ERR_ARG, "NULL name");
+  // Longer names are truncated to MPI_MAX_OBJECT_NAME - 1 characters.
+  comm_at(comm).name.assign(name, strnlen(name, MPI_MAX_OBJECT_NAME - 1));
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_test_inter)
+int PMPI_Comm_test_inter(MPI_Comm c, int* flag) {
+  QUERY_COMM("MPI_Comm_test_inter", c, comm);
+  if (!flag) return raise_error(comm, "MPI_Comm_test_inter", MPI_ERR_ARG, "NULL flag pointer");
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Comm_remote_size)
+int PMPI_Comm_remote_size(MPI_Comm c, int* size) {
+  (void)size;
+  QUERY_COMM("MPI_Comm_remote_size", c, comm);
+  return not_inter(comm, "MPI_Comm_remote_size");
+}
+
+BCS_PMPI_ALIAS(Comm_remote_group)
+int PMPI_Comm_remote_group(MPI_Comm c, MPI_Group* group) {
+  (void)group;
+  QUERY_COMM("MPI_Comm_remote_group", c, comm);
+  return not_inter(comm, "MPI_Comm_remote_group");
+}
+
+BCS_PMPI_ALIAS(Intercomm_merge)
+int PMPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* newcomm) {
+  (void)high;
+  QUERY_COMM("MPI_Intercomm_merge", c, comm);
+  if (newcomm) *newcomm = MPI_COMM_NULL;
+  return not_inter(comm, "MPI_Intercomm_merge");
+}
+
+BCS_PMPI_ALIAS(Intercomm_create)
+int PMPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int remote_leader,
+                          int tag, MPI_Comm* newcomm) {
+  (void)local_leader;
+  (void)peer;
+  (void)remote_leader;
+  (void)tag;
+  QUERY_COMM("MPI_Intercomm_create", local, comm);
+  if (!newcomm) return raise_error(comm, "MPI_Intercomm_create", MPI_ERR_ARG, "NULL newcomm pointer");
+  *newcomm = MPI_COMM_NULL;
+  return raise_error(comm, "MPI_Intercomm_create", MPI_ERR_OTHER,
+                     "intercommunicators are not supported");
+}
+
+// ------------------------------------------------------------ construction
+
+BCS_PMPI_ALIAS(Comm_dup)
+int PMPI_Comm_dup(MPI_Comm c, MPI_Comm* newcomm) {
+  return dup("MPI_Comm_dup", c, newcomm, nullptr, false);
+}
+
+BCS_PMPI_ALIAS(Comm_dup_with_info)
+int PMPI_Comm_dup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm) {
+  (void)info;  // no hints are used
+  return dup("MPI_Comm_dup_with_info", c, newcomm, nullptr, false);
+}
+
+BCS_PMPI_ALIAS(Comm_idup)
+int PMPI_Comm_idup(MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
+  return dup("MPI_Comm_idup", c, newcomm, request, true);
+}
+
+BCS_PMPI_ALIAS(Comm_split)
+int PMPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
+  static const char fn[] = "MPI_Comm_split";
+  int parent;
+  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (color < 0 && color != MPI_UNDEFINED)
+    return raise_error(parent, fn, MPI_ERR_ARG, "invalid color %d (>= 0 or MPI_UNDEFINED)",
+                       color);
+  return split(fn, parent, color == MPI_UNDEFINED ? kNoColour : color, key, newcomm);
+}
+
+BCS_PMPI_ALIAS(Comm_split_type)
+int PMPI_Comm_split_type(MPI_Comm c, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
+  static const char fn[] = "MPI_Comm_split_type";
+  (void)info;
+  int parent;
+  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
+    return raise_error(parent, fn, MPI_ERR_ARG,
+                       "invalid split_type %d (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)",
+                       split_type);
+  return split(fn, parent, split_type == MPI_UNDEFINED ? kNoColour : node_colour(), key,
+               newcomm);
+}
+
+BCS_PMPI_ALIAS(Comm_create)
+int PMPI_Comm_create(MPI_Comm c, MPI_Group group, MPI_Comm* newcomm) {
+  return create("MPI_Comm_create", c, group, newcomm);
+}
+
+BCS_PMPI_ALIAS(Comm_create_group)
+int PMPI_Comm_create_group(MPI_Comm c, MPI_Group group, int tag, MPI_Comm* newcomm) {
+  return create_group("MPI_Comm_create_group", c, group, tag, newcomm);
+}
+
+BCS_PMPI_ALIAS(Comm_free)
+int PMPI_Comm_free(MPI_Comm* c) {
+  static const char fn[] = "MPI_Comm_free";
+  REQUIRE_RUNNING(fn);
+  if (!c) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL communicator pointer");
+  const int comm = comm_index(*c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", *c);
+  if (comm == kWorld || comm == kSelf)
+    return raise_error(comm, fn, MPI_ERR_COMM, "%s cannot be freed",
+                       comm == kWorld ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+  if (int e = attr_delete_all(comm))
+    return raise_error(comm, fn, e, "an attribute delete callback failed");
+  // The object stays (see Comm in shim.h): operations still pending on it
+  // complete normally, and the node managers may still read its members.
+  Comm& x = comm_at(comm);
+  x.live = false;
+  x.name.clear();
+  x.name.shrink_to_fit();
+  *c = MPI_COMM_NULL;
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
