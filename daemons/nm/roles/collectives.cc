@@ -277,7 +277,11 @@ bool Collectives::post(int32_t world_rank, const Descriptor& d, std::string* why
 std::vector<wire::CollLevel> Collectives::levels() const {
   std::vector<wire::CollLevel> out;
   for (const auto& [ctx, c] : impl_->ctxs) {
-    if (c.local.empty()) continue;
+    // Only contexts with work waiting: a node with nothing posted on a
+    // context could only hold it back, and that is what its silence does
+    // (the MM releases a context only when every node hosting members
+    // reported it). So idle communicators cost nothing per slice.
+    if (c.local.empty() || c.ops.empty()) continue;
     wire::CollLevel l;
     l.context = ctx;
     l.nodes = static_cast<uint32_t>(c.nodes.size());

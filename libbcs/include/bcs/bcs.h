@@ -191,7 +191,8 @@ bcs_status_t bcs_coll(const bcs_coll_args_t* args, bcs_mode_t mode, bcs_request_
  * communicator order). Every member calls it with the same list (they are
  * compared); the node managers read `members` from this process's memory,
  * so the array must stay valid while the communicator exists. Contexts of
- * the predefined communicators may not be registered. */
+ * the predefined communicators may not be registered, and a context id is
+ * unique in the job: two communicators never share one, even disjoint. */
 bcs_status_t bcs_comm_register(int32_t coll_context, int32_t size, const int32_t* members);
 
 /* The one-member case of a collective (comm_size == 1), done by plain
