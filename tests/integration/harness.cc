@@ -292,3 +292,30 @@ bool kill_announced_rank(const std::string& out, int rank, int sig) {
 }
 
 }  // namespace bcs::test
+
+// ------------------------------------------------------------ story fixture
+#include "story.h"
+
+namespace bcs::test {
+
+std::string describe(const RunResult& r) {
+  return "status " + std::to_string(r.status) + (r.timed_out ? " (TIMED OUT)" : "") +
+         "\n--- stdout\n" + r.out.substr(0, 4000) + "\n--- stderr\n" + r.err.substr(0, 4000);
+}
+
+void Story::TearDown() {
+  auto left = wait_no_marked_processes(std::chrono::seconds(10));
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) left behind, first pid "
+                            << (left.empty() ? 0 : left[0]);
+  for (pid_t p : left) kill(p, SIGKILL);
+  auto after = shm_entries();
+  std::set<std::string> before(shm_before_.begin(), shm_before_.end());
+  for (auto& e : after) EXPECT_TRUE(before.count(e)) << "leaked /dev/shm/" << e;
+}
+
+void Story::expect_nothing_left_now() {
+  auto left = marked_processes();
+  EXPECT_TRUE(left.empty()) << left.size() << " process(es) still alive when bcs returned";
+}
+
+}  // namespace bcs::test

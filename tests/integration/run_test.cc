@@ -12,40 +12,20 @@
 #include <set>
 
 #include "harness.h"
+#include "story.h"
 
 using namespace std::chrono_literals;
 using bcs::test::bcs_run;
 using bcs::test::prog;
+using bcs::test::describe;
 using bcs::test::RunResult;
 using testing::HasSubstr;
 
 namespace {
 
-std::string describe(const RunResult& r) {
-  return "status " + std::to_string(r.status) + (r.timed_out ? " (TIMED OUT)" : "") +
-         "\n--- stdout\n" + r.out.substr(0, 4000) + "\n--- stderr\n" + r.err.substr(0, 4000);
-}
 
 // Every test: no process of ours survives the command, no /dev/shm entry appears.
-class Story : public testing::Test {
- protected:
-  void SetUp() override { shm_before_ = bcs::test::shm_entries(); }
-  void TearDown() override {
-    auto left = bcs::test::wait_no_marked_processes(10s);
-    EXPECT_TRUE(left.empty()) << left.size() << " process(es) left behind, first pid "
-                              << (left.empty() ? 0 : left[0]);
-    for (pid_t p : left) kill(p, SIGKILL);
-    auto after = bcs::test::shm_entries();
-    std::set<std::string> before(shm_before_.begin(), shm_before_.end());
-    for (auto& e : after) EXPECT_TRUE(before.count(e)) << "leaked /dev/shm/" << e;
-  }
-  // A job that ended must have left nothing at the moment `bcs` returned.
-  void expect_nothing_left_now() {
-    auto left = bcs::test::marked_processes();
-    EXPECT_TRUE(left.empty()) << left.size() << " process(es) still alive when bcs returned";
-  }
-  std::vector<std::string> shm_before_;
-};
+using bcs::test::Story;
 
 // Parameter: the number of node managers.
 class OnNodes : public Story, public testing::WithParamInterface<int> {

@@ -15,22 +15,12 @@
 
 #include <gtest/gtest.h>
 
+#include "singleton.h"
+
 namespace {
 
-class Coll : public ::testing::Test {
+class Coll : public SingletonMpi {
  protected:
-  static void SetUpTestSuite() {
-    int init = 0;
-    MPI_Initialized(&init);
-    if (!init) {
-      unsetenv("BCS_SEGMENT_FD");
-      ASSERT_EQ(MPI_Init(nullptr, nullptr), MPI_SUCCESS);
-    }
-  }
-  void SetUp() override {
-    ASSERT_EQ(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), MPI_SUCCESS);
-  }
   static constexpr MPI_Comm kComms[2] = {MPI_COMM_SELF, MPI_COMM_WORLD};
 };
 

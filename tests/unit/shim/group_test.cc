@@ -8,20 +8,14 @@
 
 #include <gtest/gtest.h>
 
+#include "singleton.h"
+
 namespace {
 
-class Group : public ::testing::Test {
+class Group : public SingletonMpi {
  protected:
-  static void SetUpTestSuite() {
-    int init = 0;
-    MPI_Initialized(&init);
-    if (!init) {
-      unsetenv("BCS_SEGMENT_FD");
-      ASSERT_EQ(MPI_Init(nullptr, nullptr), MPI_SUCCESS);
-    }
-  }
   void SetUp() override {
-    ASSERT_EQ(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), MPI_SUCCESS);
+    SingletonMpi::SetUp();
     ASSERT_EQ(MPI_Comm_group(MPI_COMM_WORLD, &world_), MPI_SUCCESS);
   }
   void TearDown() override { EXPECT_EQ(MPI_Group_free(&world_), MPI_SUCCESS); }

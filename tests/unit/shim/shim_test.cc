@@ -10,22 +10,12 @@
 
 #include <gtest/gtest.h>
 
+#include "singleton.h"
+
 namespace {
 
-class Shim : public ::testing::Test {
+class Shim : public SingletonMpi {
  protected:
-  static void SetUpTestSuite() {
-    int init = 0;
-    MPI_Initialized(&init);
-    if (!init) {
-      unsetenv("BCS_SEGMENT_FD");
-      ASSERT_EQ(MPI_Init(nullptr, nullptr), MPI_SUCCESS);
-    }
-  }
-  void SetUp() override {
-    ASSERT_EQ(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN), MPI_SUCCESS);
-    ASSERT_EQ(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN), MPI_SUCCESS);
-  }
   int buf_[16] = {};
   MPI_Status st_{};
 };
