@@ -249,6 +249,33 @@ int MPI_NULL_DELETE_FN(MPI_Comm c, int kv, void* val, void* extra) {
   return MPI_COMM_NULL_DELETE_FN(c, kv, val, extra);
 }
 
+// The same predefined callbacks for datatype and window attributes.
+int MPI_TYPE_NULL_COPY_FN(MPI_Datatype, int, void*, void*, void*, int* flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int MPI_TYPE_DUP_FN(MPI_Datatype, int, void*, void* in, void* out, int* flag) {
+  *static_cast<void**>(out) = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+int MPI_TYPE_NULL_DELETE_FN(MPI_Datatype, int, void*, void*) { return MPI_SUCCESS; }
+
+int MPI_WIN_NULL_COPY_FN(MPI_Win, int, void*, void*, void*, int* flag) {
+  *flag = 0;
+  return MPI_SUCCESS;
+}
+
+int MPI_WIN_DUP_FN(MPI_Win, int, void*, void* in, void* out, int* flag) {
+  *static_cast<void**>(out) = in;
+  *flag = 1;
+  return MPI_SUCCESS;
+}
+
+int MPI_WIN_NULL_DELETE_FN(MPI_Win, int, void*, void*) { return MPI_SUCCESS; }
+
 // ------------------------------------------------------------ MPI-2 names
 
 BCS_PMPI_ALIAS(Comm_create_keyval)

@@ -65,9 +65,33 @@ const TypeInfo kTypes[] = {
     {sizeof(Pair<short, int>), "MPI_SHORT_INT", BCS_DT_SHORT_INT},
     {sizeof(Pair<long double, int>), "MPI_LONG_DOUBLE_INT", BCS_DT_LONG_DOUBLE_INT},
     {sizeof(bool), "MPI_CXX_BOOL", BCS_DT_BOOL},
+    {sizeof(std::complex<float>), "MPI_CXX_FLOAT_COMPLEX", BCS_DT_C_FLOAT_COMPLEX},
+    {sizeof(std::complex<double>), "MPI_CXX_DOUBLE_COMPLEX", BCS_DT_C_DOUBLE_COMPLEX},
+    {sizeof(std::complex<long double>), "MPI_CXX_LONG_DOUBLE_COMPLEX",
+     BCS_DT_C_LONG_DOUBLE_COMPLEX},
+    // Fortran types, as gfortran lays them out on x86-64 (no Fortran binding:
+    // C code names them). No reduction type for the (real, real) pairs.
+    {1, "MPI_CHARACTER", 0},
+    {4, "MPI_LOGICAL", BCS_DT_INT32},
+    {4, "MPI_INTEGER", BCS_DT_INT32},
+    {4, "MPI_REAL", BCS_DT_FLOAT},
+    {8, "MPI_DOUBLE_PRECISION", BCS_DT_DOUBLE},
+    {8, "MPI_COMPLEX", BCS_DT_C_FLOAT_COMPLEX},
+    {16, "MPI_DOUBLE_COMPLEX", BCS_DT_C_DOUBLE_COMPLEX},
+    {8, "MPI_2INTEGER", BCS_DT_2INT},
+    {8, "MPI_2REAL", 0},
+    {16, "MPI_2DOUBLE_PRECISION", 0},
+    {1, "MPI_INTEGER1", BCS_DT_INT8},
+    {2, "MPI_INTEGER2", BCS_DT_INT16},
+    {4, "MPI_INTEGER4", BCS_DT_INT32},
+    {8, "MPI_INTEGER8", BCS_DT_INT64},
+    {4, "MPI_REAL4", BCS_DT_FLOAT},
+    {8, "MPI_REAL8", BCS_DT_DOUBLE},
+    {8, "MPI_COMPLEX8", BCS_DT_C_FLOAT_COMPLEX},
+    {16, "MPI_COMPLEX16", BCS_DT_C_DOUBLE_COMPLEX},
 };
 constexpr int kTypeCount = static_cast<int>(sizeof(kTypes) / sizeof(kTypes[0]));
-static_assert(kTypeBase + kTypeCount - 1 == MPI_CXX_BOOL, "datatype table out of sync with mpi.h");
+static_assert(kTypeBase + kTypeCount - 1 == MPI_COMPLEX16, "datatype table out of sync with mpi.h");
 // The reduction mapping above assumes this ABI.
 static_assert(sizeof(char) == 1 && static_cast<char>(-1) < 0, "MPI_CHAR -> INT8 needs signed char");
 static_assert(sizeof(long) == 8 && sizeof(MPI_Aint) == 8 && sizeof(MPI_Offset) == 8 &&

@@ -20,58 +20,100 @@ Shim& S() {
 
 // ------------------------------------------------------------ errors
 
+namespace {
+
+// Name and sentence of every predefined error class, indexed by class.
+struct ClassInfo {
+  const char* name;
+  const char* text;
+};
+const ClassInfo kClasses[] = {
+    {"MPI_SUCCESS", "no error"},
+    {"MPI_ERR_BUFFER", "invalid buffer pointer"},
+    {"MPI_ERR_COUNT", "invalid count argument"},
+    {"MPI_ERR_TYPE", "invalid datatype"},
+    {"MPI_ERR_TAG", "invalid tag"},
+    {"MPI_ERR_COMM", "invalid communicator"},
+    {"MPI_ERR_RANK", "invalid rank"},
+    {"MPI_ERR_ROOT", "invalid root"},
+    {"MPI_ERR_GROUP", "invalid group"},
+    {"MPI_ERR_OP", "invalid reduction operation"},
+    {"MPI_ERR_TOPOLOGY", "invalid topology"},
+    {"MPI_ERR_DIMS", "invalid dimension argument"},
+    {"MPI_ERR_ARG", "invalid argument"},
+    {"MPI_ERR_UNKNOWN", "unknown error"},
+    {"MPI_ERR_TRUNCATE", "message truncated"},
+    {"MPI_ERR_OTHER", "other error"},
+    {"MPI_ERR_INTERN", "internal error"},
+    {"MPI_ERR_IN_STATUS", "error code is in status"},
+    {"MPI_ERR_PENDING", "pending request"},
+    {"MPI_ERR_REQUEST", "invalid request"},
+    {"MPI_ERR_ACCESS", "permission denied"},
+    {"MPI_ERR_AMODE", "invalid file access mode"},
+    {"MPI_ERR_BAD_FILE", "invalid file name"},
+    {"MPI_ERR_CONVERSION", "data conversion error"},
+    {"MPI_ERR_DUP_DATAREP", "data representation already registered"},
+    {"MPI_ERR_FILE_EXISTS", "file exists"},
+    {"MPI_ERR_FILE_IN_USE", "file in use"},
+    {"MPI_ERR_FILE", "invalid file handle"},
+    {"MPI_ERR_INFO", "invalid info object"},
+    {"MPI_ERR_INFO_KEY", "info key too long"},
+    {"MPI_ERR_INFO_VALUE", "info value too long"},
+    {"MPI_ERR_INFO_NOKEY", "no such info key"},
+    {"MPI_ERR_IO", "I/O error"},
+    {"MPI_ERR_NAME", "invalid service name"},
+    {"MPI_ERR_NO_MEM", "out of memory"},
+    {"MPI_ERR_NOT_SAME", "collective argument not the same on all processes"},
+    {"MPI_ERR_NO_SPACE", "no space left"},
+    {"MPI_ERR_NO_SUCH_FILE", "no such file"},
+    {"MPI_ERR_PORT", "invalid port name"},
+    {"MPI_ERR_QUOTA", "quota exceeded"},
+    {"MPI_ERR_READ_ONLY", "read-only file or file system"},
+    {"MPI_ERR_SERVICE", "invalid service"},
+    {"MPI_ERR_SPAWN", "could not spawn processes"},
+    {"MPI_ERR_UNSUPPORTED_DATAREP", "unsupported data representation"},
+    {"MPI_ERR_UNSUPPORTED_OPERATION", "unsupported operation"},
+    {"MPI_ERR_WIN", "invalid window"},
+    {"MPI_ERR_BASE", "invalid base address"},
+    {"MPI_ERR_LOCKTYPE", "invalid lock type"},
+    {"MPI_ERR_KEYVAL", "invalid attribute key"},
+    {"MPI_ERR_RMA_CONFLICT", "conflicting accesses to a window"},
+    {"MPI_ERR_RMA_SYNC", "wrong synchronisation of RMA calls"},
+    {"MPI_ERR_SIZE", "invalid size"},
+    {"MPI_ERR_DISP", "invalid displacement"},
+    {"MPI_ERR_ASSERT", "invalid assert argument"},
+    {"MPI_ERR_RMA_RANGE", "target memory outside the window"},
+    {"MPI_ERR_RMA_ATTACH", "memory cannot be attached"},
+    {"MPI_ERR_RMA_SHARED", "memory cannot be shared"},
+    {"MPI_ERR_RMA_FLAVOR", "wrong window flavor"},
+    {"MPI_T_ERR_MEMORY", "out of memory (MPI_T)"},
+    {"MPI_T_ERR_NOT_INITIALIZED", "MPI_T not initialized"},
+    {"MPI_T_ERR_CANNOT_INIT", "MPI_T cannot be initialized"},
+    {"MPI_T_ERR_INVALID_INDEX", "invalid MPI_T index"},
+    {"MPI_T_ERR_INVALID_ITEM", "invalid MPI_T item"},
+    {"MPI_T_ERR_INVALID_HANDLE", "invalid MPI_T handle"},
+    {"MPI_T_ERR_OUT_OF_HANDLES", "no MPI_T handles left"},
+    {"MPI_T_ERR_OUT_OF_SESSIONS", "no MPI_T sessions left"},
+    {"MPI_T_ERR_INVALID_SESSION", "invalid MPI_T session"},
+    {"MPI_T_ERR_CVAR_SET_NOT_NOW", "control variable cannot be set now"},
+    {"MPI_T_ERR_CVAR_SET_NEVER", "control variable can never be set"},
+    {"MPI_T_ERR_PVAR_NO_STARTSTOP", "performance variable cannot be started or stopped"},
+    {"MPI_T_ERR_PVAR_NO_WRITE", "performance variable cannot be written"},
+    {"MPI_T_ERR_PVAR_NO_ATOMIC", "performance variable cannot be read and reset atomically"},
+    {"MPI_T_ERR_INVALID_NAME", "invalid MPI_T variable name"},
+    {"MPI_T_ERR_INVALID", "invalid use of MPI_T"},
+};
+static_assert(sizeof(kClasses) / sizeof(kClasses[0]) == MPI_ERR_LASTCODE + 1,
+              "error class table out of sync with mpi.h");
+
+}  // namespace
+
 const char* class_name(int cls) {
-  switch (cls) {
-    case MPI_SUCCESS: return "MPI_SUCCESS";
-    case MPI_ERR_BUFFER: return "MPI_ERR_BUFFER";
-    case MPI_ERR_COUNT: return "MPI_ERR_COUNT";
-    case MPI_ERR_TYPE: return "MPI_ERR_TYPE";
-    case MPI_ERR_TAG: return "MPI_ERR_TAG";
-    case MPI_ERR_COMM: return "MPI_ERR_COMM";
-    case MPI_ERR_RANK: return "MPI_ERR_RANK";
-    case MPI_ERR_ROOT: return "MPI_ERR_ROOT";
-    case MPI_ERR_GROUP: return "MPI_ERR_GROUP";
-    case MPI_ERR_OP: return "MPI_ERR_OP";
-    case MPI_ERR_TOPOLOGY: return "MPI_ERR_TOPOLOGY";
-    case MPI_ERR_DIMS: return "MPI_ERR_DIMS";
-    case MPI_ERR_ARG: return "MPI_ERR_ARG";
-    case MPI_ERR_UNKNOWN: return "MPI_ERR_UNKNOWN";
-    case MPI_ERR_TRUNCATE: return "MPI_ERR_TRUNCATE";
-    case MPI_ERR_OTHER: return "MPI_ERR_OTHER";
-    case MPI_ERR_INTERN: return "MPI_ERR_INTERN";
-    case MPI_ERR_IN_STATUS: return "MPI_ERR_IN_STATUS";
-    case MPI_ERR_PENDING: return "MPI_ERR_PENDING";
-    case MPI_ERR_REQUEST: return "MPI_ERR_REQUEST";
-    case MPI_ERR_KEYVAL: return "MPI_ERR_KEYVAL";
-    default: return nullptr;
-  }
+  return cls >= 0 && cls <= MPI_ERR_LASTCODE ? kClasses[cls].name : nullptr;
 }
 
 const char* class_text(int cls) {
-  switch (cls) {
-    case MPI_SUCCESS: return "no error";
-    case MPI_ERR_BUFFER: return "invalid buffer pointer";
-    case MPI_ERR_COUNT: return "invalid count argument";
-    case MPI_ERR_TYPE: return "invalid datatype";
-    case MPI_ERR_TAG: return "invalid tag";
-    case MPI_ERR_COMM: return "invalid communicator";
-    case MPI_ERR_RANK: return "invalid rank";
-    case MPI_ERR_ROOT: return "invalid root";
-    case MPI_ERR_GROUP: return "invalid group";
-    case MPI_ERR_OP: return "invalid reduction operation";
-    case MPI_ERR_TOPOLOGY: return "invalid topology";
-    case MPI_ERR_DIMS: return "invalid dimension argument";
-    case MPI_ERR_ARG: return "invalid argument";
-    case MPI_ERR_UNKNOWN: return "unknown error";
-    case MPI_ERR_TRUNCATE: return "message truncated";
-    case MPI_ERR_OTHER: return "other error";
-    case MPI_ERR_INTERN: return "internal error";
-    case MPI_ERR_IN_STATUS: return "error code is in status";
-    case MPI_ERR_PENDING: return "pending request";
-    case MPI_ERR_REQUEST: return "invalid request";
-    case MPI_ERR_KEYVAL: return "invalid attribute key";
-    default: return nullptr;
-  }
+  return cls >= 0 && cls <= MPI_ERR_LASTCODE ? kClasses[cls].text : nullptr;
 }
 
 int raise_error(int comm, const char* fn, int cls, const char* fmt, ...) {

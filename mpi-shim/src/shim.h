@@ -12,6 +12,13 @@
 //   coll.cc        collective checks and posting, barrier, bcast, gather,
 //                  scatter, allgather, alltoall (and their v/w/I variants)
 //   coll_reduce.cc reduce, allreduce, reduce_scatter, scan, exscan
+//   interop.cc     C/Fortran handle and status conversion, MPI_Aint_add/diff
+//   mpit.cc        the tool information interface (MPI_T)
+//   unsupported.cc what the generated stubs of unimplemented calls raise
+//
+// mpi.h and the stubs are generated from mpi-shim/api/mpi.api (see
+// mpi-shim/api/README.md): a function defined here must be marked "impl"
+// there, or the library fails to link (duplicate or missing symbol).
 //
 // Nothing here is exported: these functions have external linkage inside
 // the library only, and the version script (libmpi.map) keeps just MPI_* and
@@ -185,6 +192,11 @@ const char* class_text(int cls);
 // with the error class as exit code. ERRORS_RETURN: returns the class.
 int raise_error(int comm, const char* fn, int cls, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
+
+// The calls the list (mpi-shim/api/mpi.api) marks "stub": they raise
+// MPI_ERR_UNSUPPORTED_OPERATION naming the call on `comm` (unsupported.cc).
+int unsupported_call(int comm, const char* fn);
+int unsupported_file_call(const char* fn);
 
 // Maps a BCS error to an MPI class and a sentence for the handler.
 int bcs_to_class(int e);
