@@ -178,10 +178,9 @@ int check_parent(const char* fn, MPI_Comm c, void* out, int* comm) {
 
 // ------------------------------------------------------------ dup
 
-int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request, bool nb) {
+int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
-  if (nb && !request) return raise_error(parent, fn, MPI_ERR_REQUEST, "NULL request pointer");
   const Comm& p = comm_at(parent);
   int64_t k = S().next_ctx_index;  // the leader's (parent rank 0's) value counts
   bcs_coll_args_t a{};
@@ -203,14 +202,68 @@ int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request, boo
     return raise_error(parent, fn, e, "an attribute copy callback failed");
   }
   *newcomm = comm_handle(idx);
-  if (nb) {  // complete at once
-    Req r;
-    r.comm = parent;
-    r.is_coll = true;
-    r.local_done = true;
-    set_empty_status(&r.local_status);
-    *request = req_alloc(r);
+  return MPI_SUCCESS;
+}
+
+// MPI_Comm_idup: the leader's context index travels in a non-blocking
+// broadcast, so the call returns at once and the new communicator comes to
+// life when the request completes (using it earlier is erroneous in MPI).
+// The handle and the attribute copies are made now; the context id, the
+// registration with the node managers and `live` at completion. The leader
+// takes its index at the call, so communicators it creates meanwhile get
+// other ids.
+int idup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
+  int parent;
+  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (!request) return raise_error(parent, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  const Comm& p = comm_at(parent);
+  MembersPtr m = p.m;
+  auto d = std::make_shared<CollData>();
+  d->tmp.resize(sizeof(int64_t));
+  const int64_t k = S().next_ctx_index;
+  std::memcpy(d->tmp.data(), &k, sizeof k);
+  advance_if_leader(*m, k);
+  int idx;
+  Comm& nc = new_comm_slot(&idx);
+  nc.live = false;
+  nc.m = m;
+  nc.rank = m->rank_of(S().rank);
+  nc.errh = p.errh;
+  if (int e = attr_copy_all(parent, idx)) {
+    attr_delete_all(idx);
+    *newcomm = MPI_COMM_NULL;
+    return raise_error(parent, fn, e, "an attribute copy callback failed");
   }
+  CollData* dp = d.get();
+  d->finish = [dp, idx, parent] {
+    int64_t leader_k;
+    std::memcpy(&leader_k, dp->tmp.data(), sizeof leader_k);
+    Comm& n = comm_at(idx);
+    int32_t ctx;
+    if (!context_id(n.m->world[0], leader_k, &ctx)) {
+      out_of_contexts(parent, "MPI_Comm_idup");
+      return;
+    }
+    if (n.m->size() > 1 && !S().singleton) {
+      const int e = bcs_comm_register(ctx + 1, n.m->size(), n.m->world.data());
+      if (e != BCS_OK) {
+        raise_bcs(parent, "MPI_Comm_idup", e);
+        return;
+      }
+    }
+    n.context = ctx;
+    n.live = true;
+  };
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_BCAST;
+  a.sendbuf = dp->tmp.data();
+  a.recvbuf = dp->tmp.data();
+  a.sbytes = a.rbytes = sizeof(int64_t);
+  if (int e = run_coll(fn, parent, a, std::move(d), request)) {
+    *newcomm = MPI_COMM_NULL;
+    return e;
+  }
+  *newcomm = comm_handle(idx);
   return MPI_SUCCESS;
 }
 
@@ -479,18 +532,18 @@ int PMPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int r
 
 BCS_PMPI_ALIAS(Comm_dup)
 int PMPI_Comm_dup(MPI_Comm c, MPI_Comm* newcomm) {
-  return dup("MPI_Comm_dup", c, newcomm, nullptr, false);
+  return dup("MPI_Comm_dup", c, newcomm);
 }
 
 BCS_PMPI_ALIAS(Comm_dup_with_info)
 int PMPI_Comm_dup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm) {
   (void)info;  // no hints are used
-  return dup("MPI_Comm_dup_with_info", c, newcomm, nullptr, false);
+  return dup("MPI_Comm_dup_with_info", c, newcomm);
 }
 
 BCS_PMPI_ALIAS(Comm_idup)
 int PMPI_Comm_idup(MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
-  return dup("MPI_Comm_idup", c, newcomm, request, true);
+  return idup("MPI_Comm_idup", c, newcomm, request);
 }
 
 BCS_PMPI_ALIAS(Comm_split)

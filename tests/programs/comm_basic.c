@@ -284,6 +284,35 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_dup(MPI_COMM_WORLD, &dup));
   exercise(dup, "dup(WORLD)", expect, wsize);
 
+  /* MPI_Comm_idup must not block: rank 0 sits in receives from everyone
+     else, who post their idup first and only then send. A blocking idup
+     deadlocks here (caught by the story's timeout). Two idups in flight at
+     once must get different communicators. */
+  {
+    MPI_Comm idup1 = MPI_COMM_NULL, idup2 = MPI_COMM_NULL;
+    MPI_Request ireq[2];
+    int token = wrank, got, res = -1;
+    if (wrank == 0) {
+      for (i = 1; i < wsize; ++i) {
+        MPI_OK(MPI_Recv(&got, 1, MPI_INT, i, 99, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+        CHECK(got == i, "idup: rank 0 received %d from %d", got, i);
+      }
+      MPI_OK(MPI_Comm_idup(MPI_COMM_WORLD, &idup1, &ireq[0]));
+      MPI_OK(MPI_Comm_idup(dup, &idup2, &ireq[1]));
+    } else {
+      MPI_OK(MPI_Comm_idup(MPI_COMM_WORLD, &idup1, &ireq[0]));
+      MPI_OK(MPI_Comm_idup(dup, &idup2, &ireq[1]));
+      MPI_OK(MPI_Ssend(&token, 1, MPI_INT, 0, 99, MPI_COMM_WORLD));
+    }
+    MPI_OK(MPI_Waitall(2, ireq, MPI_STATUSES_IGNORE));
+    MPI_OK(MPI_Comm_compare(idup1, idup2, &res));
+    CHECK(res == MPI_CONGRUENT, "idup: two idups compare %d, want MPI_CONGRUENT", res);
+    exercise(idup1, "idup(WORLD)", expect, wsize);
+    exercise(idup2, "idup(dup(WORLD))", expect, wsize);
+    MPI_OK(MPI_Comm_free(&idup1));
+    MPI_OK(MPI_Comm_free(&idup2));
+  }
+
   /* Parity, reversed keys: descending world ranks of my parity. */
   MPI_OK(MPI_Comm_split(MPI_COMM_WORLD, wrank % 2, -wrank, &parity));
   n = 0;
