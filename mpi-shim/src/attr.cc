@@ -12,7 +12,7 @@
 //   MPI_Comm_free_keyval it can no longer be used in calls, but the
 //   attributes that use it still copy and delete with its callbacks.
 // - Predefined attributes (MPI_TAG_UB, MPI_HOST, MPI_IO, MPI_WTIME_IS_GLOBAL,
-//   MPI_UNIVERSE_SIZE, MPI_APPNUM) are readable on every communicator (a
+//   MPI_UNIVERSE_SIZE, MPI_APPNUM, MPI_LASTUSEDCODE) are readable on every communicator (a
 //   pointer to the int value, as MPI says) and cannot be set, deleted or
 //   freed (MPI_ERR_KEYVAL).
 #include <algorithm>
@@ -32,6 +32,7 @@ bool predefined(int kv) {
     case MPI_WTIME_IS_GLOBAL:
     case MPI_UNIVERSE_SIZE:
     case MPI_APPNUM:
+    case MPI_LASTUSEDCODE:
       return true;
     default:
       return false;
@@ -107,8 +108,9 @@ int get_attr(const char* fn, MPI_Comm c, int kv, void* attribute_val, int* flag)
   if (!attribute_val || !flag) return raise_error(comm, fn, MPI_ERR_ARG, "NULL pointer");
   if (predefined(kv)) {
     static int tag_ub = kTagUb, host = MPI_PROC_NULL, io = MPI_ANY_SOURCE, wtime_global = 0,
-               universe = 1, appnum = 0;
+               universe = 1, appnum = 0, lastused = MPI_ERR_LASTCODE;
     universe = S().size;
+    lastused = last_used_code();
     int* v = nullptr;
     switch (kv) {
       case MPI_TAG_UB: v = &tag_ub; break;
@@ -116,6 +118,7 @@ int get_attr(const char* fn, MPI_Comm c, int kv, void* attribute_val, int* flag)
       case MPI_IO: v = &io; break;
       case MPI_WTIME_IS_GLOBAL: v = &wtime_global; break;
       case MPI_UNIVERSE_SIZE: v = &universe; break;
+      case MPI_LASTUSEDCODE: v = &lastused; break;
       default: v = &appnum; break;
     }
     // Predefined attributes are returned as a pointer to the value (MPI rule).
