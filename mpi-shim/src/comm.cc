@@ -537,7 +537,8 @@ int PMPI_Comm_dup(MPI_Comm c, MPI_Comm* newcomm) {
 
 BCS_PMPI_ALIAS(Comm_dup_with_info)
 int PMPI_Comm_dup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm) {
-  (void)info;  // no hints are used
+  // No hints are used, but a bad info handle is an error (MPI_ERR_INFO).
+  if (int e = check_info(comm_index(c), "MPI_Comm_dup_with_info", info)) return e;
   return dup("MPI_Comm_dup_with_info", c, newcomm);
 }
 
@@ -560,9 +561,9 @@ int PMPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
 BCS_PMPI_ALIAS(Comm_split_type)
 int PMPI_Comm_split_type(MPI_Comm c, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Comm_split_type";
-  (void)info;
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (int e = check_info(parent, fn, info)) return e;  // hints are ignored
   if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
     return raise_error(parent, fn, MPI_ERR_ARG,
                        "invalid split_type %d (MPI_COMM_TYPE_SHARED or MPI_UNDEFINED)",

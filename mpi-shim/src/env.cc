@@ -1,13 +1,29 @@
-// Environment: init/finalize/abort, thread level, versions, Wtime, error
-// handlers and error classes. Also the shim's state and the error path every
-// call raises through.
+// Environment (MPI 3.1 chapter 8): the shim's state, init/finalize/abort,
+// the thread level, versions, the processor name, Wtime/Wtick, memory
+// allocation (MPI_Alloc_mem) and MPI_Pcontrol. Errors and error handlers are
+// in errhandler.cc, info objects in info.cc.
+//
+// - Thread level: MPI_THREAD_SERIALIZED at most. MPI_Init_thread gives
+//   min(required, SERIALIZED) in `provided` (MULTIPLE is refused honestly:
+//   the request table and counters have no locks), MPI_Query_thread the
+//   same; MPI_Is_thread_main is true in the thread that called MPI_Init.
+// - MPI_Wtime is CLOCK_MONOTONIC (per process, not global:
+//   MPI_WTIME_IS_GLOBAL is 0), MPI_Wtick that clock's resolution.
+// - MPI_Alloc_mem is plain process memory (the node managers read and write
+//   any rank memory by cross-memory attach, so no registration is needed),
+//   aligned to a cache line; info hints are accepted and ignored. The shim
+//   remembers what it handed out, so MPI_Free_mem of anything else is
+//   MPI_ERR_BASE rather than a corrupted heap.
+// - MPI_Pcontrol is accepted at any time and does nothing: bcs has no
+//   profiling levels (the monitor, `bcs stats`, is always on).
 #include <time.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <cstdarg>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <unordered_set>
 
 #include "shim.h"
 
@@ -18,168 +34,15 @@ Shim& S() {
   return s;
 }
 
-// ------------------------------------------------------------ errors
-
 namespace {
 
-// Name and sentence of every predefined error class, indexed by class.
-struct ClassInfo {
-  const char* name;
-  const char* text;
-};
-const ClassInfo kClasses[] = {
-    {"MPI_SUCCESS", "no error"},
-    {"MPI_ERR_BUFFER", "invalid buffer pointer"},
-    {"MPI_ERR_COUNT", "invalid count argument"},
-    {"MPI_ERR_TYPE", "invalid datatype"},
-    {"MPI_ERR_TAG", "invalid tag"},
-    {"MPI_ERR_COMM", "invalid communicator"},
-    {"MPI_ERR_RANK", "invalid rank"},
-    {"MPI_ERR_ROOT", "invalid root"},
-    {"MPI_ERR_GROUP", "invalid group"},
-    {"MPI_ERR_OP", "invalid reduction operation"},
-    {"MPI_ERR_TOPOLOGY", "invalid topology"},
-    {"MPI_ERR_DIMS", "invalid dimension argument"},
-    {"MPI_ERR_ARG", "invalid argument"},
-    {"MPI_ERR_UNKNOWN", "unknown error"},
-    {"MPI_ERR_TRUNCATE", "message truncated"},
-    {"MPI_ERR_OTHER", "other error"},
-    {"MPI_ERR_INTERN", "internal error"},
-    {"MPI_ERR_IN_STATUS", "error code is in status"},
-    {"MPI_ERR_PENDING", "pending request"},
-    {"MPI_ERR_REQUEST", "invalid request"},
-    {"MPI_ERR_ACCESS", "permission denied"},
-    {"MPI_ERR_AMODE", "invalid file access mode"},
-    {"MPI_ERR_BAD_FILE", "invalid file name"},
-    {"MPI_ERR_CONVERSION", "data conversion error"},
-    {"MPI_ERR_DUP_DATAREP", "data representation already registered"},
-    {"MPI_ERR_FILE_EXISTS", "file exists"},
-    {"MPI_ERR_FILE_IN_USE", "file in use"},
-    {"MPI_ERR_FILE", "invalid file handle"},
-    {"MPI_ERR_INFO", "invalid info object"},
-    {"MPI_ERR_INFO_KEY", "info key too long"},
-    {"MPI_ERR_INFO_VALUE", "info value too long"},
-    {"MPI_ERR_INFO_NOKEY", "no such info key"},
-    {"MPI_ERR_IO", "I/O error"},
-    {"MPI_ERR_NAME", "invalid service name"},
-    {"MPI_ERR_NO_MEM", "out of memory"},
-    {"MPI_ERR_NOT_SAME", "collective argument not the same on all processes"},
-    {"MPI_ERR_NO_SPACE", "no space left"},
-    {"MPI_ERR_NO_SUCH_FILE", "no such file"},
-    {"MPI_ERR_PORT", "invalid port name"},
-    {"MPI_ERR_QUOTA", "quota exceeded"},
-    {"MPI_ERR_READ_ONLY", "read-only file or file system"},
-    {"MPI_ERR_SERVICE", "invalid service"},
-    {"MPI_ERR_SPAWN", "could not spawn processes"},
-    {"MPI_ERR_UNSUPPORTED_DATAREP", "unsupported data representation"},
-    {"MPI_ERR_UNSUPPORTED_OPERATION", "unsupported operation"},
-    {"MPI_ERR_WIN", "invalid window"},
-    {"MPI_ERR_BASE", "invalid base address"},
-    {"MPI_ERR_LOCKTYPE", "invalid lock type"},
-    {"MPI_ERR_KEYVAL", "invalid attribute key"},
-    {"MPI_ERR_RMA_CONFLICT", "conflicting accesses to a window"},
-    {"MPI_ERR_RMA_SYNC", "wrong synchronisation of RMA calls"},
-    {"MPI_ERR_SIZE", "invalid size"},
-    {"MPI_ERR_DISP", "invalid displacement"},
-    {"MPI_ERR_ASSERT", "invalid assert argument"},
-    {"MPI_ERR_RMA_RANGE", "target memory outside the window"},
-    {"MPI_ERR_RMA_ATTACH", "memory cannot be attached"},
-    {"MPI_ERR_RMA_SHARED", "memory cannot be shared"},
-    {"MPI_ERR_RMA_FLAVOR", "wrong window flavor"},
-    {"MPI_T_ERR_MEMORY", "out of memory (MPI_T)"},
-    {"MPI_T_ERR_NOT_INITIALIZED", "MPI_T not initialized"},
-    {"MPI_T_ERR_CANNOT_INIT", "MPI_T cannot be initialized"},
-    {"MPI_T_ERR_INVALID_INDEX", "invalid MPI_T index"},
-    {"MPI_T_ERR_INVALID_ITEM", "invalid MPI_T item"},
-    {"MPI_T_ERR_INVALID_HANDLE", "invalid MPI_T handle"},
-    {"MPI_T_ERR_OUT_OF_HANDLES", "no MPI_T handles left"},
-    {"MPI_T_ERR_OUT_OF_SESSIONS", "no MPI_T sessions left"},
-    {"MPI_T_ERR_INVALID_SESSION", "invalid MPI_T session"},
-    {"MPI_T_ERR_CVAR_SET_NOT_NOW", "control variable cannot be set now"},
-    {"MPI_T_ERR_CVAR_SET_NEVER", "control variable can never be set"},
-    {"MPI_T_ERR_PVAR_NO_STARTSTOP", "performance variable cannot be started or stopped"},
-    {"MPI_T_ERR_PVAR_NO_WRITE", "performance variable cannot be written"},
-    {"MPI_T_ERR_PVAR_NO_ATOMIC", "performance variable cannot be read and reset atomically"},
-    {"MPI_T_ERR_INVALID_NAME", "invalid MPI_T variable name"},
-    {"MPI_T_ERR_INVALID", "invalid use of MPI_T"},
-};
-static_assert(sizeof(kClasses) / sizeof(kClasses[0]) == MPI_ERR_LASTCODE + 1,
-              "error class table out of sync with mpi.h");
-
-}  // namespace
-
-const char* class_name(int cls) {
-  return cls >= 0 && cls <= MPI_ERR_LASTCODE ? kClasses[cls].name : nullptr;
+// Blocks handed out by MPI_Alloc_mem and not freed yet.
+std::unordered_set<void*>& allocations() {
+  static std::unordered_set<void*> a;
+  return a;
 }
 
-const char* class_text(int cls) {
-  return cls >= 0 && cls <= MPI_ERR_LASTCODE ? kClasses[cls].text : nullptr;
-}
-
-int raise_error(int comm, const char* fn, int cls, const char* fmt, ...) {
-  Shim& s = S();
-  // The communicator's own handler (also after MPI_Comm_free, for requests
-  // still pending on it); calls without one use MPI_COMM_WORLD's.
-  const size_t idx = comm == kNoComm ? kWorld : static_cast<size_t>(comm);
-  const MPI_Errhandler h = idx < s.comms.size() ? s.comms[idx]->errh : MPI_ERRORS_ARE_FATAL;
-  if (h == MPI_ERRORS_RETURN && s.phase == Phase::running) return cls;
-  char detail[512];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(detail, sizeof detail, fmt, ap);
-  va_end(ap);
-  // A code from a user callback (attribute copy/delete) may be no class.
-  char code[32];
-  const char* name = class_name(cls);
-  if (!name) {
-    std::snprintf(code, sizeof code, "error code %d", cls);
-    name = code;
-  }
-  std::fprintf(stderr, "bcs: rank %d: %s: %s: %s\n", s.rank, fn, name, detail);
-  bcs_abort(cls > 0 && cls < 256 ? cls : MPI_ERR_OTHER);
-}
-
-int bcs_to_class(int e) {
-  switch (e) {
-    case BCS_OK: return MPI_SUCCESS;
-    case BCS_ERR_TRUNCATE: return MPI_ERR_TRUNCATE;
-    case BCS_ERR_ARG: return MPI_ERR_ARG;
-    case BCS_ERR_INTERNAL: return MPI_ERR_INTERN;
-    case BCS_ERR_COLL_MISMATCH: return MPI_ERR_OTHER;
-    default: return MPI_ERR_OTHER;
-  }
-}
-
-const char* bcs_text(int e) {
-  switch (e) {
-    case BCS_ERR_TRUNCATE: return "message truncated: the message is longer than the receive buffer";
-    case BCS_ERR_PEER: return "the peer process is gone (its memory could not be reached)";
-    case BCS_ERR_INTERNAL: return "internal error in the bcs runtime";
-    case BCS_ERR_ARG: return "invalid argument passed to the bcs runtime";
-    case BCS_ERR_NO_RESOURCES:
-      return "too many outstanding requests (the job segment's request table is full)";
-    case BCS_ERR_NOT_INIT: return "not attached to a bcs node manager";
-    case BCS_ERR_COLL_MISMATCH:
-      return "the members of the communicator called different collectives here (or the same "
-             "collective with different roots, counts, operations or datatypes)";
-    default: return "unknown bcs error";
-  }
-}
-
-int raise_bcs(int comm, const char* fn, int e, size_t cap) {
-  if (e == BCS_ERR_TRUNCATE)
-    return raise_error(comm, fn, MPI_ERR_TRUNCATE, "%s (%zu bytes)", bcs_text(e), cap);
-  return raise_error(comm, fn, bcs_to_class(e), "%s", bcs_text(e));
-}
-
-int raise_coll(int comm, const char* fn, int e) {
-  if (e == BCS_ERR_TRUNCATE)
-    return raise_error(comm, fn, MPI_ERR_TRUNCATE,
-                       "a member sent more data than the receive buffer (block) for it holds");
-  return raise_bcs(comm, fn, e);
-}
-
-namespace {
+constexpr size_t kAllocAlign = 64;  // a cache line
 
 double now_seconds() {
   struct timespec ts{};
@@ -336,59 +199,40 @@ double PMPI_Wtick(void) {
   return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
 }
 
-// ------------------------------------------------------------ error handlers
 
-BCS_PMPI_ALIAS(Comm_set_errhandler)
-int PMPI_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
-  REQUIRE_RUNNING("MPI_Comm_set_errhandler");
-  const int comm = comm_index(c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, "MPI_Comm_set_errhandler", MPI_ERR_COMM,
-                       "invalid communicator 0x%x", c);
-  if (h != MPI_ERRORS_ARE_FATAL && h != MPI_ERRORS_RETURN)
-    return raise_error(comm, "MPI_Comm_set_errhandler", MPI_ERR_ARG,
-                       "invalid error handler 0x%x", h);
-  comm_at(comm).errh = h;
+BCS_PMPI_ALIAS(Pcontrol)
+int PMPI_Pcontrol(const int level, ...) {
+  (void)level;  // no profiling levels: always MPI_SUCCESS, at any time
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_get_errhandler)
-int PMPI_Comm_get_errhandler(MPI_Comm c, MPI_Errhandler* h) {
-  REQUIRE_RUNNING("MPI_Comm_get_errhandler");
-  const int comm = comm_index(c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, "MPI_Comm_get_errhandler", MPI_ERR_COMM,
-                       "invalid communicator 0x%x", c);
-  if (!h) return raise_error(comm, "MPI_Comm_get_errhandler", MPI_ERR_ARG, "NULL pointer");
-  *h = comm_at(comm).errh;
+// ------------------------------------------------------------ memory
+
+BCS_PMPI_ALIAS(Alloc_mem)
+int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
+  static const char fn[] = "MPI_Alloc_mem";
+  REQUIRE_RUNNING(fn);
+  if (size < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative size %ld", static_cast<long>(size));
+  if (int e = check_info(kNoComm, fn, info)) return e;
+  if (!baseptr) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL baseptr");
+  // Size 0 still gets a block of its own, so that MPI_Free_mem accepts it.
+  void* p = nullptr;
+  if (posix_memalign(&p, kAllocAlign, size > 0 ? static_cast<size_t>(size) : 1) != 0 || !p)
+    return raise_error(kNoComm, fn, MPI_ERR_NO_MEM, "cannot allocate %ld bytes",
+                       static_cast<long>(size));
+  allocations().insert(p);
+  *static_cast<void**>(baseptr) = p;
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Errhandler_free)
-int PMPI_Errhandler_free(MPI_Errhandler* h) {
-  if (!h || (*h != MPI_ERRORS_ARE_FATAL && *h != MPI_ERRORS_RETURN))
-    return raise_error(kNoComm, "MPI_Errhandler_free", MPI_ERR_ARG, "invalid error handler");
-  *h = MPI_ERRHANDLER_NULL;
-  return MPI_SUCCESS;
-}
-
-BCS_PMPI_ALIAS(Error_class)
-int PMPI_Error_class(int code, int* cls) {
-  if (!cls || !class_name(code))
-    return raise_error(kNoComm, "MPI_Error_class", MPI_ERR_ARG, "invalid error code %d", code);
-  *cls = code;  // error codes are error classes in this implementation
-  return MPI_SUCCESS;
-}
-
-BCS_PMPI_ALIAS(Error_string)
-int PMPI_Error_string(int code, char* string, int* resultlen) {
-  if (!string || !resultlen)
-    return raise_error(kNoComm, "MPI_Error_string", MPI_ERR_ARG, "NULL pointer");
-  const char* name = class_name(code);
-  if (!name)
-    return raise_error(kNoComm, "MPI_Error_string", MPI_ERR_ARG, "invalid error code %d", code);
-  const int n = std::snprintf(string, MPI_MAX_ERROR_STRING, "%s: %s", name, class_text(code));
-  *resultlen = std::min(n, MPI_MAX_ERROR_STRING - 1);
+BCS_PMPI_ALIAS(Free_mem)
+int PMPI_Free_mem(void* base) {
+  static const char fn[] = "MPI_Free_mem";
+  REQUIRE_RUNNING(fn);
+  if (!base) return MPI_SUCCESS;  // like free(NULL)
+  if (allocations().erase(base) == 0)
+    return raise_error(kNoComm, fn, MPI_ERR_BASE, "%p was not allocated by MPI_Alloc_mem", base);
+  std::free(base);
   return MPI_SUCCESS;
 }
 

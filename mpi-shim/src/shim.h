@@ -1,11 +1,15 @@
 // Internal interface of libmpi (mpi-shim), shared by its source files:
 //
-//   env.cc         init/finalize/abort, versions, Wtime, error handlers,
-//                  error classes; the shim state and raise_error
+//   env.cc         the shim state, init/finalize/abort, thread level,
+//                  versions, Wtime, Alloc_mem/Free_mem, Pcontrol
+//   errhandler.cc  error classes and codes (predefined and user), raise_error,
+//                  communicator error handlers (predefined and user)
+//   info.cc        info objects, MPI_INFO_ENV, Comm_set_info/get_info
 //   comm.cc        the communicator table, context ids, Comm_dup/split/
 //                  create/free/compare/name, Comm_rank/size
 //   group.cc       the group table and the group algebra
-//   attr.cc        keyvals, communicator attributes and their callbacks
+//   attr.cc        keyvals, communicator and datatype attributes and their
+//                  callbacks
 //   datatype.cc    the datatype table, Type_size/Get_count/Get_elements
 //   p2p.cc         the MPI request table, send/recv/probe, Wait/Test families
 //   op.cc          MPI_Op (predefined and user ops), MPI_Reduce_local
@@ -99,12 +103,15 @@ struct Group {
   MembersPtr m;
 };
 
-// A keyval made by MPI_Comm_create_keyval / MPI_Keyval_create. It lives
-// while the user holds it or any attribute uses it (refs).
+// A keyval made by MPI_Comm_create_keyval / MPI_Keyval_create (or
+// MPI_Type_create_keyval: `type`; the callback types are the same C types,
+// as MPI_Datatype and MPI_Comm are both int). It lives while the user holds
+// it or any attribute uses it (refs).
 struct Keyval {
   MPI_Comm_copy_attr_function* copy = nullptr;
   MPI_Comm_delete_attr_function* del = nullptr;
   void* extra = nullptr;
+  bool type = false;        // a datatype keyval (else a communicator keyval)
   bool user_freed = false;  // MPI_Comm_free_keyval called: no new uses
   int refs = 0;             // the user's + one per attribute
 };
@@ -183,13 +190,21 @@ bool reduce_dtype(MPI_Datatype t, bcs_dtype_t* out);
 
 // ------------------------------------------------------------ errors
 
+// Name ("MPI_ERR_TYPE") and sentence of a predefined error class, or null.
 const char* class_name(int cls);
 const char* class_text(int cls);
+// The class of a valid error code (predefined, or made by
+// MPI_Add_error_class/code), or -1.
+int error_class_of(int code);
+// The largest code or class the application added (MPI_LASTUSEDCODE).
+int last_used_code();
 
-// Raises error `cls` from `fn` on communicator `comm` (an index, or kNoComm
-// for calls without one: those use MPI_COMM_WORLD's handler, as MPI says).
-// ERRORS_ARE_FATAL: names the rank and the call on stderr and aborts the job
-// with the error class as exit code. ERRORS_RETURN: returns the class.
+// Raises error `cls` (a class or code) from `fn` on communicator `comm` (an
+// index, or kNoComm for calls without one: those use MPI_COMM_WORLD's
+// handler, as MPI says). ERRORS_ARE_FATAL: names the rank and the call on
+// stderr and aborts the job with the error class as exit code.
+// ERRORS_RETURN: returns `cls`. A user handler is called with the
+// communicator and `cls`, then `cls` is returned.
 int raise_error(int comm, const char* fn, int cls, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 
@@ -253,6 +268,12 @@ constexpr int kGroupBase = MPI_GROUP_EMPTY;
 int group_index(MPI_Group g);
 MPI_Group group_alloc(MembersPtr m);
 
+// ------------------------------------------------------------ info
+
+// MPI_SUCCESS if `info` is MPI_INFO_NULL or a live info object (hints are
+// accepted and ignored); else MPI_ERR_INFO through `comm`'s handler.
+int check_info(int comm, const char* fn, MPI_Info info);
+
 // ------------------------------------------------------------ attributes
 
 // Copies the attributes of communicator `from` to `to` (MPI_Comm_dup),
@@ -262,6 +283,11 @@ int attr_copy_all(int from, int to);
 // callbacks (MPI_Comm_free, MPI_Finalize). Stops at the first failure and
 // returns its error.
 int attr_delete_all(int comm);
+// The same for datatypes: MPI_Type_dup must call type_attr_copy_all(old,
+// new) and MPI_Type_free type_attr_delete_all(type) before the handle may
+// be reused (the attributes are kept by handle, in attr.cc).
+int type_attr_copy_all(MPI_Datatype from, MPI_Datatype to);
+int type_attr_delete_all(MPI_Datatype t);
 
 // ------------------------------------------------------------ statuses
 

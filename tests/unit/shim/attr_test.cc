@@ -235,6 +235,70 @@ TEST_F(Attr, Mpi1Names) {
   ASSERT_EQ(MPI_Keyval_free(&nkv), MPI_SUCCESS);
 }
 
+// Datatype attributes (MPI_Type_create_keyval ...): the same rules, on any
+// valid datatype; the callbacks get the datatype handle.
+MPI_Datatype& deleted_on() {
+  static MPI_Datatype t = MPI_DATATYPE_NULL;
+  return t;
+}
+
+int type_delete(MPI_Datatype t, int, void*, void* extra) {
+  deleted_on() = t;
+  return log_delete(MPI_COMM_NULL, 0, nullptr, extra);
+}
+
+TEST_F(Attr, DatatypeAttributes) {
+  Extra x{"type"};
+  int kv;
+  ASSERT_EQ(MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, type_delete, &kv, &x), MPI_SUCCESS);
+  static char v1, v2;
+  int flag = -1;
+  void* got = nullptr;
+  ASSERT_EQ(MPI_Type_get_attr(MPI_INT, kv, &got, &flag), MPI_SUCCESS);
+  EXPECT_EQ(flag, 0);
+  ASSERT_EQ(MPI_Type_set_attr(MPI_INT, kv, &v1), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_set_attr(MPI_DOUBLE, kv, &v2), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_get_attr(MPI_INT, kv, &got, &flag), MPI_SUCCESS);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(got, &v1);
+  ASSERT_EQ(MPI_Type_get_attr(MPI_DOUBLE, kv, &got, &flag), MPI_SUCCESS);
+  EXPECT_EQ(got, &v2);
+  // Replacing runs the delete callback on the old value.
+  ASSERT_EQ(MPI_Type_set_attr(MPI_INT, kv, &v2), MPI_SUCCESS);
+  EXPECT_EQ(log(), (std::vector<std::string>{"delete:type"}));
+  EXPECT_EQ(deleted_on(), MPI_INT);
+  ASSERT_EQ(MPI_Type_delete_attr(MPI_DOUBLE, kv), MPI_SUCCESS);
+  EXPECT_EQ(deleted_on(), MPI_DOUBLE);
+  ASSERT_EQ(MPI_Type_get_attr(MPI_DOUBLE, kv, &got, &flag), MPI_SUCCESS);
+  EXPECT_EQ(flag, 0);
+  // Keyvals have a kind: a datatype key is no communicator key and back.
+  int ckv;
+  ASSERT_EQ(MPI_Comm_create_keyval(MPI_COMM_NULL_COPY_FN, MPI_COMM_NULL_DELETE_FN, &ckv, nullptr),
+            MPI_SUCCESS);
+  EXPECT_EQ(MPI_Comm_set_attr(MPI_COMM_SELF, kv, &v1), MPI_ERR_KEYVAL);
+  EXPECT_EQ(MPI_Comm_get_attr(MPI_COMM_SELF, kv, &got, &flag), MPI_ERR_KEYVAL);
+  EXPECT_EQ(MPI_Type_set_attr(MPI_INT, ckv, &v1), MPI_ERR_KEYVAL);
+  EXPECT_EQ(MPI_Type_get_attr(MPI_INT, MPI_TAG_UB, &got, &flag), MPI_ERR_KEYVAL);
+  EXPECT_EQ(MPI_Comm_free_keyval(&kv), MPI_ERR_KEYVAL);
+  EXPECT_EQ(MPI_Type_free_keyval(&ckv), MPI_ERR_KEYVAL);
+  ASSERT_EQ(MPI_Comm_free_keyval(&ckv), MPI_SUCCESS);
+  // Invalid datatypes and arguments.
+  EXPECT_EQ(MPI_Type_set_attr(MPI_DATATYPE_NULL, kv, &v1), MPI_ERR_TYPE);
+  EXPECT_EQ(MPI_Type_get_attr(static_cast<MPI_Datatype>(0x4c0fffff), kv, &got, &flag),
+            MPI_ERR_TYPE);
+  EXPECT_EQ(MPI_Type_delete_attr(MPI_DATATYPE_NULL, kv), MPI_ERR_TYPE);
+  EXPECT_EQ(MPI_Type_get_attr(MPI_INT, kv, nullptr, &flag), MPI_ERR_ARG);
+  EXPECT_EQ(MPI_Type_create_keyval(MPI_TYPE_NULL_COPY_FN, MPI_TYPE_NULL_DELETE_FN, nullptr,
+                                   nullptr),
+            MPI_ERR_ARG);
+  // A freed keyval is no longer usable, but the attribute that uses it
+  // still deletes with its callback.
+  ASSERT_EQ(MPI_Type_free_keyval(&kv), MPI_SUCCESS);
+  EXPECT_EQ(kv, MPI_KEYVAL_INVALID);
+  log().clear();
+  EXPECT_EQ(MPI_Type_get_attr(MPI_INT, kv, &got, &flag), MPI_ERR_KEYVAL);
+}
+
 // MPI_Finalize deletes MPI_COMM_SELF's attributes first, last set first,
 // then MPI_COMM_WORLD's. Runs in a fresh process: exits 42 when right.
 void finalize_order() {
