@@ -201,6 +201,7 @@ int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
     *newcomm = MPI_COMM_NULL;
     return raise_error(parent, fn, e, "an attribute copy callback failed");
   }
+  comm_at(idx).topo = comm_at(parent).topo;  // a dup keeps the topology
   *newcomm = comm_handle(idx);
   return MPI_SUCCESS;
 }
@@ -229,6 +230,7 @@ int idup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
   nc.m = m;
   nc.rank = m->rank_of(S().rank);
   nc.errh = p.errh;
+  nc.topo = p.topo;
   if (int e = attr_copy_all(parent, idx)) {
     attr_delete_all(idx);
     *newcomm = MPI_COMM_NULL;
@@ -268,8 +270,6 @@ int idup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
 }
 
 // ------------------------------------------------------------ split
-
-constexpr int64_t kNoColour = INT64_MIN;
 
 // MPI_Comm_split with a 64-bit colour (kNoColour: MPI_UNDEFINED).
 int split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm) {
@@ -411,6 +411,11 @@ int not_inter(int comm, const char* fn) {
     return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c)
 
 }  // namespace
+
+int comm_split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm) {
+  return split(fn, parent, colour, key, newcomm);
+}
+
 }  // namespace bcs::shim
 
 using namespace bcs::shim;

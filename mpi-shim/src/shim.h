@@ -80,6 +80,19 @@ struct Attr {
   void* val;
 };
 
+// A process topology attached to a communicator (MPI_Cart_create,
+// MPI_Graph_create, MPI_Dist_graph_create(_adjacent)); immutable, shared by
+// the communicator and its dups. topo.cc.
+struct Topology {
+  int kind = MPI_UNDEFINED;             // MPI_CART, MPI_GRAPH or MPI_DIST_GRAPH
+  std::vector<int> dims, periods;       // Cartesian
+  std::vector<int> index, edges;        // graph (MPI_Graph_create's arrays)
+  std::vector<int> sources, sweights;   // distributed graph: in-edges of this process
+  std::vector<int> dests, dweights;     //   and its out-edges
+  bool weighted = false;
+};
+using TopologyPtr = std::shared_ptr<const Topology>;
+
 // A communicator. Objects are never destroyed before the process exits:
 // MPI_Comm_free only invalidates the handle (live = false) and deletes the
 // attributes; requests still pending on it keep using its rank translation
@@ -94,6 +107,7 @@ struct Comm {
   MPI_Errhandler errh = MPI_ERRORS_ARE_FATAL;
   std::string name;
   std::vector<Attr> attrs;
+  TopologyPtr topo;           // null: no topology
   int size() const { return m->size(); }
 };
 
@@ -236,6 +250,16 @@ int raise_coll(int comm, const char* fn, int e);
 void comm_init();
 
 inline Comm& comm_at(int comm) { return *S().comms[static_cast<size_t>(comm)]; }
+
+// MPI_Comm_split of communicator index `parent` with a 64-bit colour
+// (kNoColour: not a member of any new communicator: *newcomm = MPI_COMM_NULL).
+constexpr int64_t kNoColour = INT64_MIN;
+int comm_split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm);
+
+// The in- and out-neighbours of this process in `comm`'s topology, in the
+// order MPI gives them for neighbourhood collectives (MPI_PROC_NULL where a
+// non-periodic Cartesian grid ends). False if the communicator has none.
+bool topo_neighbours(int comm, std::vector<int>* in, std::vector<int>* out);
 
 // Table index of a valid (live) communicator handle, or kNoComm.
 inline int comm_index(MPI_Comm c) {

@@ -111,7 +111,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"coll_errors", 4, 4, {}},
         // Communicators and groups: dup, split, split_type, create, traffic on each.
         Case{"comm_basic", 1, 1, {}}, Case{"comm_basic", 3, 2, {}}, Case{"comm_basic", 8, 4, {}},
-        Case{"comm_groups", 2, 1, {}}, Case{"comm_groups", 4, 2, {}}),
+        Case{"comm_groups", 2, 1, {}}, Case{"comm_groups", 4, 2, {}},
+        // Topologies and neighbourhood collectives: grids (periodic, with
+        // duplicate neighbours at sizes 1 and 2), sub-grids, distributed graphs.
+        Case{"topo", 1, 1, {}}, Case{"topo", 2, 2, {}}, Case{"topo", 3, 2, {}},
+        Case{"topo", 4, 4, {}}, Case{"topo", 8, 4, {}}),
     case_name);
 
 // ---------------------------------------------------------------------------
