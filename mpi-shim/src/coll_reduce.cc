@@ -66,7 +66,8 @@ int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, 
     a.recvbuf = is_root ? recvbuf : nullptr;
     a.sbytes = bytes;
     a.rbytes = is_root ? bytes : 0;
-    a.count = static_cast<uint64_t>(count);
+    // A derived type of one basic type reduces element-wise.
+    a.count = static_cast<uint64_t>(count) * static_cast<uint64_t>(type_elems(type));
     a.op = k.red.op;
     a.dtype = k.red.dtype;
     return run_coll(fn, k.comm, a, nullptr, request);
@@ -131,9 +132,11 @@ int reduce_scatter(const char* fn, const void* sendbuf, void* recvbuf, const int
     a.recvbuf = recvbuf;
     a.sbytes = bytes;
     a.rbytes = mine * unit;
-    a.count = static_cast<uint64_t>(total);
+    a.count = static_cast<uint64_t>(total) * static_cast<uint64_t>(type_elems(type));
     a.op = k.red.op;
     a.dtype = k.red.dtype;
+    // The runtime counts elements of the basic type.
+    for (auto& rc : d->rcounts) rc *= static_cast<uint64_t>(type_elems(type));
     a.rcounts = d->rcounts.data();
     return run_coll(fn, k.comm, a, std::move(d), request);
   }

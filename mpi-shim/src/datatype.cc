@@ -1,8 +1,22 @@
-// Datatypes: predefined contiguous types only. The handle of a predefined
-// type is kTypeBase + its index in the table below (see mpi.h).
+// Datatypes: the table of every datatype, predefined and derived, and the
+// calls that query them (size, extent, envelope and contents, names, counts
+// of a status). Constructors are in type_create.cc, packing in pack.cc.
+//
+// A datatype is kept flat: one instance is the list of its contiguous byte
+// blocks in type-map order (adjacent blocks merged) plus the run-length list
+// of its basic elements, so sending, packing and counting never walk a tree.
+// A predefined type is a single block. Derived handles are kDerivedBase +
+// their index; they are reference counted (MPI_Type_free, and the handles
+// MPI_Type_get_contents hands out) and never reused.
+#include <algorithm>
 #include <complex>
 #include <cstdint>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <vector>
 
+#include "dtype.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -100,43 +114,421 @@ static_assert(sizeof(long) == 8 && sizeof(MPI_Aint) == 8 && sizeof(MPI_Offset) =
 static_assert(sizeof(wchar_t) == 4 && static_cast<wchar_t>(-1) < 0, "MPI_WCHAR -> INT32");
 static_assert(sizeof(bool) == 1, "MPI_C_BOOL/MPI_CXX_BOOL -> BOOL");
 
-int type_index(MPI_Datatype t) {
+
+constexpr int kDerivedBase = 0x4c800000;
+
+// Index of a predefined handle in kTypes, or -1.
+int predefined_index(MPI_Datatype t) {
   const long idx = static_cast<long>(t) - kTypeBase;
   return idx < 1 || idx >= kTypeCount ? -1 : static_cast<int>(idx);
 }
 
+std::vector<std::unique_ptr<DType>>& derived_table() {
+  static std::vector<std::unique_ptr<DType>> t;
+  return t;
+}
+
+const std::vector<DType>& predefined_table() {
+  static const std::vector<DType> t = [] {
+    std::vector<DType> v(static_cast<size_t>(kTypeCount));
+    for (int i = 1; i < kTypeCount; ++i) {
+      DType& d = v[static_cast<size_t>(i)];
+      d.live = d.committed = d.predefined = true;
+      d.handle = kTypeBase + i;
+      d.size = kTypes[i].size;
+      d.ub = d.tub = d.size;
+      d.blocks.push_back({0, d.size});
+      d.elems.push_back({kTypeBase + i, 1});
+      d.nelems = 1;
+      d.dtype = kTypes[i].dtype;
+      // C alignment on x86-64: the largest power of two dividing the size,
+      // at most 8, except the long double family (16).
+      const int64_t pow2 = d.size & -d.size;
+      d.align = static_cast<int>(std::min<int64_t>(pow2, 8));
+      const MPI_Datatype h = kTypeBase + i;
+      if (h == MPI_LONG_DOUBLE || h == MPI_C_LONG_DOUBLE_COMPLEX ||
+          h == MPI_CXX_LONG_DOUBLE_COMPLEX || h == MPI_LONG_DOUBLE_INT)
+        d.align = 16;
+      d.name = kTypes[i].name;
+    }
+    return v;
+  }();
+  return t;
+}
+
 }  // namespace
 
+DType* dtype_of(MPI_Datatype t) {
+  const int p = predefined_index(t);
+  if (p >= 0) return const_cast<DType*>(&predefined_table()[static_cast<size_t>(p)]);
+  const long k = static_cast<long>(t) - kDerivedBase;
+  auto& d = derived_table();
+  if (k < 0 || k >= static_cast<long>(d.size()) || !d[static_cast<size_t>(k)]->live) return nullptr;
+  return d[static_cast<size_t>(k)].get();
+}
+
+MPI_Datatype dtype_add(std::unique_ptr<DType> d) {
+  auto& t = derived_table();
+  d->live = true;
+  d->refs = 1;
+  d->handle = kDerivedBase + static_cast<int>(t.size());
+  const MPI_Datatype h = d->handle;
+  for (MPI_Datatype c : d->types)
+    if (DType* x = dtype_of(c); x && !x->predefined) ++x->refs;  // contents keep them
+  t.push_back(std::move(d));
+  return h;
+}
+
+void dtype_release(DType* d) {
+  if (d->predefined || --d->refs > 0) return;
+  d->live = false;
+  const std::vector<MPI_Datatype> kids = std::move(d->types);
+  d->blocks.clear();
+  d->blocks.shrink_to_fit();
+  d->elems.clear();
+  for (MPI_Datatype c : kids)
+    if (DType* x = dtype_of(c); x && !x->predefined) dtype_release(x);
+}
+
+void DType::append(const DType& t, int64_t disp, int64_t reps) {
+  if (reps <= 0) return;
+  const int64_t ext = t.extent();
+  // Bounds: of the first and the last instance (extent may be negative).
+  const int64_t lo = disp + std::min<int64_t>(0, ext * (reps - 1));
+  const int64_t hi = disp + std::max<int64_t>(0, ext * (reps - 1));
+  if (first) {
+    lb = lo + t.lb;
+    ub = hi + t.ub;
+    if (t.size > 0) {
+      tlb = lo + t.tlb;
+      tub = hi + t.tub;
+    }
+    first = false;
+  } else {
+    lb = std::min(lb, lo + t.lb);
+    ub = std::max(ub, hi + t.ub);
+    if (t.size > 0) {
+      if (size == 0) {
+        tlb = lo + t.tlb;
+        tub = hi + t.tub;
+      } else {
+        tlb = std::min(tlb, lo + t.tlb);
+        tub = std::max(tub, hi + t.tub);
+      }
+    }
+  }
+  sticky = sticky || t.sticky;
+  align = std::max(align, t.align);
+  for (int64_t r = 0; r < reps; ++r) {
+    const int64_t base = disp + r * ext;
+    for (const TypeBlock& b : t.blocks) {
+      if (b.len == 0) continue;
+      if (!blocks.empty() && blocks.back().off + blocks.back().len == base + b.off)
+        blocks.back().len += b.len;
+      else
+        blocks.push_back({base + b.off, b.len});
+    }
+  }
+  auto add_run = [this](const ElemRun& e) {
+    if (!elems.empty() && elems.back().type == e.type)
+      elems.back().count += e.count;
+    else
+      elems.push_back(e);
+  };
+  if (t.elems.size() == 1)
+    add_run({t.elems[0].type, t.elems[0].count * reps});
+  else
+    for (int64_t r = 0; r < reps; ++r)  // a mixed type: its runs repeat per instance
+      for (const ElemRun& e : t.elems) add_run(e);
+  size += t.size * reps;
+  nelems += t.nelems * reps;
+  // Reductions work element-wise on a type made of one basic reducible type.
+  if (t.size > 0) {
+    if (dtype_state == 0) {
+      dtype = t.dtype;
+      dtype_state = t.dtype ? 1 : 2;
+    } else if (dtype != t.dtype || t.dtype == 0) {
+      dtype = 0;
+      dtype_state = 2;
+    }
+  }
+}
+
 int type_size(MPI_Datatype t) {
-  const int i = type_index(t);
-  return i < 0 ? -1 : kTypes[i].size;
+  const DType* d = dtype_of(t);
+  if (!d) return -1;
+  return d->size > INT32_MAX ? INT32_MAX : static_cast<int>(d->size);
 }
 
 const char* type_name(MPI_Datatype t) {
   if (t == MPI_DATATYPE_NULL) return "MPI_DATATYPE_NULL";
-  const int i = type_index(t);
-  return i < 0 ? "an invalid datatype" : kTypes[i].name;
+  const DType* d = dtype_of(t);
+  if (!d) return "an invalid datatype";
+  return d->predefined ? d->name.c_str() : "a derived datatype";
 }
 
 bool reduce_dtype(MPI_Datatype t, bcs_dtype_t* out) {
-  const int i = type_index(t);
-  if (i < 0 || kTypes[i].dtype == 0) return false;
-  *out = static_cast<bcs_dtype_t>(kTypes[i].dtype);
+  const DType* d = dtype_of(t);
+  if (!d || d->dtype == 0) return false;
+  *out = static_cast<bcs_dtype_t>(d->dtype);
   return true;
+}
+
+int64_t type_elems(MPI_Datatype t) {
+  const DType* d = dtype_of(t);
+  return d ? d->nelems : 0;
+}
+
+bool type_contiguous(MPI_Datatype t, int64_t* offset) {
+  const DType* d = dtype_of(t);
+  if (!d) return false;
+  *offset = 0;
+  if (d->size == 0) return true;
+  if (d->blocks.size() != 1 || d->blocks[0].len != d->extent()) return false;
+  *offset = d->blocks[0].off;
+  return true;
+}
+
+int check_usable(int comm, const char* fn, MPI_Datatype t) {
+  const DType* d = dtype_of(t);
+  if (!d) return raise_error(comm, fn, MPI_ERR_TYPE, "invalid datatype handle 0x%x", t);
+  if (!d->committed)
+    return raise_error(comm, fn, MPI_ERR_TYPE,
+                       "the datatype is not committed (call MPI_Type_commit before using it)");
+  return MPI_SUCCESS;
 }
 
 }  // namespace bcs::shim
 
 using namespace bcs::shim;
 
+namespace {
+
+// Checks a datatype argument of a query (any live handle).
+int get_type(const char* fn, MPI_Datatype t, DType** out) {
+  *out = dtype_of(t);
+  if (!*out) return raise_error(kNoComm, fn, MPI_ERR_TYPE, "invalid datatype handle 0x%x", t);
+  return MPI_SUCCESS;
+}
+
+// Basic elements in the first `bytes` of a packed stream of type d, or -1
+// when the bytes end inside an element.
+int64_t elements_in(const DType& d, int64_t bytes) {
+  if (d.size == 0) return 0;
+  const int64_t whole = bytes / d.size;
+  int64_t rest = bytes % d.size, n = whole * d.nelems;
+  for (const ElemRun& e : d.elems) {
+    if (rest == 0) break;
+    const int64_t es = dtype_of(e.type)->size;
+    const int64_t k = std::min(e.count, rest / es);
+    n += k;
+    rest -= k * es;
+    if (k < e.count) break;
+  }
+  return rest == 0 ? n : -1;
+}
+
+}  // namespace
+
 extern "C" {
 
 BCS_PMPI_ALIAS(Type_size)
 int PMPI_Type_size(MPI_Datatype type, int* size) {
-  const int ts = type_size(type);
-  if (ts < 0) return raise_error(kNoComm, "MPI_Type_size", MPI_ERR_TYPE, "invalid datatype 0x%x", type);
+  DType* d;
+  if (int e = get_type("MPI_Type_size", type, &d)) return e;
   if (!size) return raise_error(kNoComm, "MPI_Type_size", MPI_ERR_ARG, "NULL size pointer");
-  *size = ts;
+  *size = d->size > INT32_MAX ? MPI_UNDEFINED : static_cast<int>(d->size);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_size_x)
+int PMPI_Type_size_x(MPI_Datatype type, MPI_Count* size) {
+  DType* d;
+  if (int e = get_type("MPI_Type_size_x", type, &d)) return e;
+  if (!size) return raise_error(kNoComm, "MPI_Type_size_x", MPI_ERR_ARG, "NULL size pointer");
+  *size = d->size;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_extent)
+int PMPI_Type_get_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
+  DType* d;
+  if (int e = get_type("MPI_Type_get_extent", type, &d)) return e;
+  if (!lb || !extent) return raise_error(kNoComm, "MPI_Type_get_extent", MPI_ERR_ARG, "NULL lb or extent");
+  *lb = d->lb;
+  *extent = d->extent();
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_extent_x)
+int PMPI_Type_get_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
+  DType* d;
+  if (int e = get_type("MPI_Type_get_extent_x", type, &d)) return e;
+  if (!lb || !extent)
+    return raise_error(kNoComm, "MPI_Type_get_extent_x", MPI_ERR_ARG, "NULL lb or extent");
+  *lb = d->lb;
+  *extent = d->extent();
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_true_extent)
+int PMPI_Type_get_true_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
+  DType* d;
+  if (int e = get_type("MPI_Type_get_true_extent", type, &d)) return e;
+  if (!lb || !extent)
+    return raise_error(kNoComm, "MPI_Type_get_true_extent", MPI_ERR_ARG, "NULL lb or extent");
+  *lb = d->tlb;
+  *extent = d->tub - d->tlb;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_true_extent_x)
+int PMPI_Type_get_true_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
+  DType* d;
+  if (int e = get_type("MPI_Type_get_true_extent_x", type, &d)) return e;
+  if (!lb || !extent)
+    return raise_error(kNoComm, "MPI_Type_get_true_extent_x", MPI_ERR_ARG, "NULL lb or extent");
+  *lb = d->tlb;
+  *extent = d->tub - d->tlb;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_commit)
+int PMPI_Type_commit(MPI_Datatype* type) {
+  if (!type) return raise_error(kNoComm, "MPI_Type_commit", MPI_ERR_ARG, "NULL datatype pointer");
+  DType* d;
+  if (int e = get_type("MPI_Type_commit", *type, &d)) return e;
+  d->committed = true;  // flat already: nothing else to do
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_free)
+int PMPI_Type_free(MPI_Datatype* type) {
+  static const char fn[] = "MPI_Type_free";
+  if (!type) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL datatype pointer");
+  DType* d;
+  if (int e = get_type(fn, *type, &d)) return e;
+  if (d->predefined)
+    return raise_error(kNoComm, fn, MPI_ERR_TYPE, "%s is predefined and cannot be freed",
+                       d->name.c_str());
+  if (int e = type_attr_delete_all(*type))
+    return raise_error(kNoComm, fn, e, "an attribute delete callback failed");
+  // One reference: the same handle may be held several times (it comes back
+  // from MPI_Type_get_contents); the type ends with the last.
+  dtype_release(d);
+  *type = MPI_DATATYPE_NULL;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_dup)
+int PMPI_Type_dup(MPI_Datatype type, MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_dup";
+  DType* d;
+  if (int e = get_type(fn, type, &d)) return e;
+  if (!newtype) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL newtype");
+  auto n = std::make_unique<DType>(*d);
+  n->predefined = false;
+  n->name.clear();
+  n->combiner = MPI_COMBINER_DUP;
+  n->ints.clear();
+  n->aints.clear();
+  n->types = {type};
+  // MPI: the duplicate is committed if the original was (and is then usable).
+  const MPI_Datatype h = dtype_add(std::move(n));
+  if (int e = type_attr_copy_all(type, h)) {
+    dtype_release(dtype_of(h));
+    return raise_error(kNoComm, fn, e, "an attribute copy callback failed");
+  }
+  *newtype = h;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_name)
+int PMPI_Type_get_name(MPI_Datatype type, char* name, int* resultlen) {
+  DType* d;
+  if (int e = get_type("MPI_Type_get_name", type, &d)) return e;
+  if (!name || !resultlen)
+    return raise_error(kNoComm, "MPI_Type_get_name", MPI_ERR_ARG, "NULL name or resultlen");
+  const size_t n = std::min<size_t>(d->name.size(), MPI_MAX_OBJECT_NAME - 1);
+  std::memcpy(name, d->name.data(), n);
+  name[n] = '\0';
+  *resultlen = static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_set_name)
+int PMPI_Type_set_name(MPI_Datatype type, const char* name) {
+  DType* d;
+  if (int e = get_type("MPI_Type_set_name", type, &d)) return e;
+  if (!name) return raise_error(kNoComm, "MPI_Type_set_name", MPI_ERR_ARG, "NULL name");
+  d->name.assign(name, strnlen(name, MPI_MAX_OBJECT_NAME - 1));
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_envelope)
+int PMPI_Type_get_envelope(MPI_Datatype type, int* num_integers, int* num_addresses,
+                           int* num_datatypes, int* combiner) {
+  DType* d;
+  if (int e = get_type("MPI_Type_get_envelope", type, &d)) return e;
+  if (!num_integers || !num_addresses || !num_datatypes || !combiner)
+    return raise_error(kNoComm, "MPI_Type_get_envelope", MPI_ERR_ARG, "NULL argument");
+  *num_integers = static_cast<int>(d->ints.size());
+  *num_addresses = static_cast<int>(d->aints.size());
+  *num_datatypes = static_cast<int>(d->types.size());
+  *combiner = d->combiner;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_get_contents)
+int PMPI_Type_get_contents(MPI_Datatype type, int max_integers, int max_addresses,
+                           int max_datatypes, int ints[], MPI_Aint aints[], MPI_Datatype types[]) {
+  static const char fn[] = "MPI_Type_get_contents";
+  DType* d;
+  if (int e = get_type(fn, type, &d)) return e;
+  if (d->combiner == MPI_COMBINER_NAMED)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "a predefined datatype has no contents");
+  if (max_integers < static_cast<int>(d->ints.size()) ||
+      max_addresses < static_cast<int>(d->aints.size()) ||
+      max_datatypes < static_cast<int>(d->types.size()))
+    return raise_error(kNoComm, fn, MPI_ERR_ARG,
+                       "the arrays are too small (use MPI_Type_get_envelope for the sizes)");
+  if ((!d->ints.empty() && !ints) || (!d->aints.empty() && !aints) ||
+      (!d->types.empty() && !types))
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL array");
+  std::copy(d->ints.begin(), d->ints.end(), ints);
+  std::copy(d->aints.begin(), d->aints.end(), aints);
+  for (size_t i = 0; i < d->types.size(); ++i) {
+    types[i] = d->types[i];
+    // The caller owns a reference to each derived handle it gets (and frees it).
+    if (DType* x = dtype_of(types[i]); x && !x->predefined) ++x->refs;
+  }
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_match_size)
+int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* type) {
+  static const char fn[] = "MPI_Type_match_size";
+  if (!type) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL type");
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  if (typeclass == MPI_TYPECLASS_REAL)
+    t = size == 4 ? MPI_FLOAT : size == 8 ? MPI_DOUBLE : size == (int)sizeof(long double) ? MPI_LONG_DOUBLE : MPI_DATATYPE_NULL;
+  else if (typeclass == MPI_TYPECLASS_INTEGER)
+    t = size == 1 ? MPI_INT8_T : size == 2 ? MPI_INT16_T : size == 4 ? MPI_INT32_T
+        : size == 8 ? MPI_INT64_T : MPI_DATATYPE_NULL;
+  else if (typeclass == MPI_TYPECLASS_COMPLEX)
+    t = size == 8 ? MPI_C_FLOAT_COMPLEX : size == 16 ? MPI_C_DOUBLE_COMPLEX : MPI_DATATYPE_NULL;
+  else
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "invalid typeclass %d", typeclass);
+  if (t == MPI_DATATYPE_NULL)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "no type of class %d has size %d", typeclass, size);
+  *type = t;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Get_address)
+int PMPI_Get_address(const void* location, MPI_Aint* address) {
+  if (!address) return raise_error(kNoComm, "MPI_Get_address", MPI_ERR_ARG, "NULL address");
+  *address = reinterpret_cast<MPI_Aint>(location);
   return MPI_SUCCESS;
 }
 
@@ -144,17 +536,62 @@ BCS_PMPI_ALIAS(Get_count)
 int PMPI_Get_count(const MPI_Status* st, MPI_Datatype type, int* count) {
   if (ignored(st) || !count)
     return raise_error(kNoComm, "MPI_Get_count", MPI_ERR_ARG, "NULL or ignored status");
-  const int ts = type_size(type);
-  if (ts < 0) return raise_error(kNoComm, "MPI_Get_count", MPI_ERR_TYPE, "invalid datatype 0x%x", type);
-  const long long n = st->bcs_count / ts;
-  *count = (st->bcs_count % ts || n > 0x7fffffff) ? MPI_UNDEFINED : static_cast<int>(n);
+  DType* d;
+  if (int e = get_type("MPI_Get_count", type, &d)) return e;
+  if (d->size == 0) {
+    *count = 0;  // MPI: a zero-size type counts 0 (any number would fit)
+    return MPI_SUCCESS;
+  }
+  const long long n = st->bcs_count / d->size;
+  *count = (st->bcs_count % d->size || n > 0x7fffffff) ? MPI_UNDEFINED : static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Get_elements_x)
+int PMPI_Get_elements_x(const MPI_Status* st, MPI_Datatype type, MPI_Count* count) {
+  if (ignored(st) || !count)
+    return raise_error(kNoComm, "MPI_Get_elements_x", MPI_ERR_ARG, "NULL or ignored status");
+  DType* d;
+  if (int e = get_type("MPI_Get_elements_x", type, &d)) return e;
+  const int64_t n = elements_in(*d, st->bcs_count);
+  *count = n < 0 ? MPI_UNDEFINED : n;
   return MPI_SUCCESS;
 }
 
 BCS_PMPI_ALIAS(Get_elements)
 int PMPI_Get_elements(const MPI_Status* st, MPI_Datatype type, int* count) {
-  // Predefined types only: an element is one datatype.
-  return PMPI_Get_count(st, type, count);
+  MPI_Count n = 0;
+  if (int e = PMPI_Get_elements_x(st, type, &n)) return e;
+  *count = n > INT32_MAX ? MPI_UNDEFINED : static_cast<int>(n);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Status_set_elements_x)
+int PMPI_Status_set_elements_x(MPI_Status* st, MPI_Datatype type, MPI_Count count) {
+  static const char fn[] = "MPI_Status_set_elements_x";
+  if (ignored(st)) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL or ignored status");
+  DType* d;
+  if (int e = get_type(fn, type, &d)) return e;
+  if (count < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count");
+  // count basic elements of `type`: whole instances, then a prefix.
+  if (d->nelems == 0) {
+    st->bcs_count = 0;
+    return MPI_SUCCESS;
+  }
+  int64_t bytes = (count / d->nelems) * d->size, rest = count % d->nelems;
+  for (const ElemRun& e : d->elems) {
+    if (rest == 0) break;
+    const int64_t k = std::min(e.count, rest);
+    bytes += k * dtype_of(e.type)->size;
+    rest -= k;
+  }
+  st->bcs_count = bytes;
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Status_set_elements)
+int PMPI_Status_set_elements(MPI_Status* st, MPI_Datatype type, int count) {
+  return PMPI_Status_set_elements_x(st, type, count);
 }
 
 }  // extern "C"

@@ -157,6 +157,12 @@ int PMPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype
   const int ts = type_size(type);
   if (count > 0 && ts < 0)
     return raise_error(kNoComm, fn, MPI_ERR_TYPE, "invalid datatype 0x%x", type);
+  if (count > 0 && ts >= 0)
+    if (int e = check_usable(kNoComm, fn, type)) return e;
+  int64_t off = 0;
+  if (count > 0 && (!type_contiguous(type, &off) || off != 0))
+    return raise_error(kNoComm, fn, MPI_ERR_TYPE,
+                       "datatypes with holes are not supported in MPI_Reduce_local yet");
   if (count > 0 && (!inbuf || !inoutbuf))
     return raise_error(kNoComm, fn, MPI_ERR_BUFFER, "NULL %s with count %d",
                        !inbuf ? "inbuf" : "inoutbuf", count);
@@ -176,7 +182,8 @@ int PMPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype
   const size_t bytes = static_cast<size_t>(count) * static_cast<size_t>(ts);
   std::vector<unsigned char> acc(static_cast<const unsigned char*>(inbuf),
                                  static_cast<const unsigned char*>(inbuf) + bytes);
-  const int e = bcs_reduce_local(red.op, red.dtype, acc.data(), inoutbuf, static_cast<size_t>(count));
+  const int e = bcs_reduce_local(red.op, red.dtype, acc.data(), inoutbuf,
+                                 static_cast<size_t>(count) * static_cast<size_t>(type_elems(type)));
   if (e != BCS_OK) return raise_bcs(kNoComm, fn, e);
   std::memcpy(inoutbuf, acc.data(), bytes);
   return MPI_SUCCESS;

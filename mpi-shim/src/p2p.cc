@@ -86,8 +86,8 @@ int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
   // An empty message carries no data, so its datatype is never used: like
   // MPICH, accept any handle (MPI_DATATYPE_NULL included) when count is 0.
   const int ts = type_size(type);
-  if (ts < 0 && count > 0)
-    return raise_error(*comm, fn, MPI_ERR_TYPE, "invalid datatype handle 0x%x", type);
+  if (count > 0)
+    if (int e = check_usable(*comm, fn, type)) return e;
   if (!buf && count > 0)
     return raise_error(*comm, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
   const int n = comm_size(*comm);
@@ -101,6 +101,41 @@ int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
     return raise_error(*comm, fn, MPI_ERR_TAG, "tag %d out of range (0..%d)", tag, kTagUb);
   *bytes = count > 0 ? static_cast<size_t>(count) * static_cast<size_t>(ts) : 0;
   return MPI_SUCCESS;
+}
+
+// Datatypes with holes travel packed: the rank packs a send into a staging
+// buffer that lives as long as the request, and a receive lands in one that
+// is unpacked when it completes. (The node managers move contiguous bytes;
+// moving the blocks themselves with iovecs is the planned next step, see
+// docs/architecture.md.) Returns null for a contiguous type.
+std::shared_ptr<CollData> stage_send(const void*& buf, int count, MPI_Datatype type) {
+  int64_t off = 0;
+  if (count <= 0 || type_contiguous(type, &off)) {
+    if (count > 0) buf = static_cast<const unsigned char*>(buf) + off;
+    return nullptr;
+  }
+  auto d = std::make_shared<CollData>();
+  d->tmp.resize(static_cast<size_t>(count) * static_cast<size_t>(type_size(type)));
+  type_pack(buf, count, type, d->tmp.data());
+  buf = d->tmp.data();
+  return d;
+}
+
+std::shared_ptr<CollData> stage_recv(void*& buf, int count, MPI_Datatype type) {
+  int64_t off = 0;
+  if (count <= 0 || type_contiguous(type, &off)) {
+    if (count > 0) buf = static_cast<unsigned char*>(buf) + off;
+    return nullptr;
+  }
+  auto d = std::make_shared<CollData>();
+  d->tmp.resize(static_cast<size_t>(count) * static_cast<size_t>(type_size(type)));
+  void* user = buf;
+  CollData* dp = d.get();
+  d->unpack = [dp, user, count, type](uint64_t bytes) {
+    type_unpack(dp->tmp.data(), std::min<uint64_t>(bytes, dp->tmp.size()), count, type, user);
+  };
+  buf = d->tmp.data();
+  return d;
 }
 
 int singleton_p2p(int comm, const char* fn) {
@@ -123,8 +158,17 @@ void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
 // The rank's own part of a collective whose runtime part just completed
 // without error (the fold of a user-op reduction). Runs before the request
 // is released, so the data it works on is still alive.
-void finish_coll(const Req& r, int error) {
-  if (error != BCS_OK || !r.coll || !r.coll->finish) return;
+void finish_coll(const Req& r, int error, uint64_t bytes = 0) {
+  if (!r.coll) return;
+  if (r.coll->unpack) {
+    // A receive of a datatype with holes: what arrived goes to the user's
+    // buffer (also on truncation: the bytes that fit did arrive).
+    const auto u = std::move(r.coll->unpack);
+    r.coll->unpack = nullptr;
+    u(bytes);
+    return;
+  }
+  if (error != BCS_OK || !r.coll->finish) return;
   const std::shared_ptr<CollData> keep = r.coll;
   const auto f = std::move(keep->finish);
   keep->finish = nullptr;
@@ -187,7 +231,7 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
         failed_cap = r.cap;
         failed_coll = r.is_coll;
       }
-      finish_coll(r, bs[i].error);  // last use of r: a user function may grow the table
+      finish_coll(r, bs[i].error, bs[i].bytes);  // last use of r: a user function may grow the table
     }
     req_release(idx);
     reqs[i] = MPI_REQUEST_NULL;
@@ -238,7 +282,7 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   const int comm = r.comm;
   const size_t cap = r.cap;
   const bool coll = r.is_coll;
-  finish_coll(r, b.error);  // last use of r: a user function may grow the table
+  finish_coll(r, b.error, b.bytes);  // last use of r: a user function may grow the table
   req_release(idx);
   *req = MPI_REQUEST_NULL;
   if (b.error != BCS_OK) return coll ? raise_coll(comm, fn, b.error) : raise_bcs(comm, fn, b.error, cap);
@@ -287,7 +331,7 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   const int idx = req_index(reqs[which]);
   const Req r = s.reqs[idx];
   status_from_bcs(r, bst, st);
-  finish_coll(r, bst.error);
+  finish_coll(r, bst.error, bst.bytes);
   req_release(idx);
   reqs[which] = MPI_REQUEST_NULL;
   *index = which;
@@ -313,6 +357,7 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  r.coll = stage_send(buf, count, type);
   bcs_request_t b = BCS_REQUEST_NULL;
   const int e = post_with_retry([&] {
     return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
@@ -342,6 +387,7 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  r.coll = stage_recv(buf, count, type);
   bcs_request_t b = BCS_REQUEST_NULL;
   const int e = post_with_retry([&] {
     return bcs_recv(buf, bytes, to_world(comm, source), tag, context_of(comm), BCS_NONBLOCKING,
@@ -362,6 +408,7 @@ int send(const char* fn, const void* buf, int count, MPI_Datatype type, int dest
   if (int e = check_p2p(fn, c, buf, count, type, dest, tag, false, &comm, &bytes)) return e;
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   if (S().singleton) return singleton_p2p(comm, fn);
+  const std::shared_ptr<CollData> staged = stage_send(buf, count, type);
   const int e = post_with_retry([&] {
     return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
                                          BCS_BLOCKING, nullptr);
@@ -408,11 +455,13 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  const std::shared_ptr<CollData> staged = stage_recv(buf, count, type);
   bcs_msg_status_t b{};
   const int e = post_with_retry([&] {
     return bcs_recv(buf, bytes, to_world(comm, source), tag, context_of(comm), BCS_BLOCKING,
                     nullptr, &b);
   });
+  if (staged) staged->unpack(b.bytes);
   if (e == BCS_OK || e == b.error) {
     set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));
@@ -563,7 +612,7 @@ int PMPI_Request_free(MPI_Request* request) {
     bcs_msg_status_t st{};
     bcs_test(&b, BCS_NONBLOCKING, &done, &st);
     if (done)
-      finish_coll(r, st.error);
+      finish_coll(r, st.error, st.bytes);
     else
       S().orphans.push_back(Orphan{r.breq, r.coll});
   }

@@ -139,6 +139,9 @@ struct CollData {
   std::vector<uint64_t> scounts, sdispls, rcounts, rdispls;
   std::vector<unsigned char> tmp;
   std::function<void()> finish;  // run once, when the runtime part completed without error
+  // Point-to-point receive of a datatype with holes into `tmp`: unpacks the
+  // bytes that arrived into the user's buffer when the request completes.
+  std::function<void(uint64_t)> unpack;
 };
 
 struct Req {
@@ -194,8 +197,20 @@ Shim& S();
 
 // ------------------------------------------------------------ datatypes
 
-// Size in bytes of a valid datatype, or -1.
+// Size in bytes (packed) of a valid datatype, or -1.
 int type_size(MPI_Datatype t);
+// Basic elements in one instance (reductions on derived types of one basic type).
+int64_t type_elems(MPI_Datatype t);
+// True when any number of instances of `t` is one contiguous byte range
+// that starts `*offset` bytes from the buffer (predefined types, contiguous
+// derived ones); false for a type with holes, which is packed.
+bool type_contiguous(MPI_Datatype t, int64_t* offset);
+// MPI_ERR_TYPE (raised on `comm`) unless `t` is live and committed.
+int check_usable(int comm, const char* fn, MPI_Datatype t);
+// Packs `count` instances of `t` at `in` into `out` (count * size bytes),
+// and unpacks the first `bytes` of such a stream back (pack.cc).
+void type_pack(const void* in, int64_t count, MPI_Datatype t, void* out);
+void type_unpack(const void* in, uint64_t bytes, int64_t count, MPI_Datatype t, void* out);
 // "MPI_INT", ... or "invalid datatype" (for messages).
 const char* type_name(MPI_Datatype t);
 // The reduction element type of a predefined datatype; false if it has none

@@ -115,7 +115,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Topologies and neighbourhood collectives: grids (periodic, with
         // duplicate neighbours at sizes 1 and 2), sub-grids, distributed graphs.
         Case{"topo", 1, 1, {}}, Case{"topo", 2, 2, {}}, Case{"topo", 3, 2, {}},
-        Case{"topo", 4, 4, {}}, Case{"topo", 8, 4, {}}),
+        Case{"topo", 4, 4, {}}, Case{"topo", 8, 4, {}},
+        // Derived datatypes in point-to-point: strided, struct, subarray,
+        // 24 MiB vectors across chunks, pack/unpack.
+        Case{"dtype", 1, 1, {}}, Case{"dtype", 2, 2, {}}, Case{"dtype", 3, 2, {}},
+        Case{"dtype", 4, 4, {}}),
     case_name);
 
 // ---------------------------------------------------------------------------

@@ -1,0 +1,291 @@
+// Datatype constructors (MPI-3.1 §4.1.2–4.1.7): each builds the flat type
+// map of the new type (dtype.h) from the flat maps of its parts, and keeps
+// the arguments for MPI_Type_get_contents. MPI_Type_create_darray and the
+// Fortran 90 parameterised types are not implemented yet (stubs).
+#include <algorithm>
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "dtype.h"
+#include "shim.h"
+
+using namespace bcs::shim;
+
+namespace {
+
+// Common checks; *old receives the old type.
+int check_old(const char* fn, MPI_Datatype t, MPI_Datatype* newtype, DType** old) {
+  if (!newtype) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL newtype");
+  *old = dtype_of(t);
+  if (!*old) return raise_error(kNoComm, fn, MPI_ERR_TYPE, "invalid datatype handle 0x%x", t);
+  return MPI_SUCCESS;
+}
+
+int check_count(const char* fn, int count) {
+  if (count < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", count);
+  return MPI_SUCCESS;
+}
+
+int check_blocklens(const char* fn, int count, const int* bl) {
+  if (count > 0 && !bl) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL blocklengths");
+  for (int i = 0; i < count; ++i)
+    if (bl[i] < 0)
+      return raise_error(kNoComm, fn, MPI_ERR_ARG, "blocklength[%d] = %d (must be >= 0)", i,
+                         bl[i]);
+  return MPI_SUCCESS;
+}
+
+std::unique_ptr<DType> start(int combiner) {
+  auto d = std::make_unique<DType>();
+  d->combiner = combiner;
+  return d;
+}
+
+MPI_Datatype finish(std::unique_ptr<DType> d, MPI_Datatype* newtype) {
+  if (d->first) d->lb = d->ub = d->tlb = d->tub = 0;  // an empty type
+  return *newtype = dtype_add(std::move(d));
+}
+
+// hindexed with byte displacements: the common core of the indexed family.
+void build_indexed(DType& d, const DType& old, int count, const int* bl, int blocklen,
+                   const MPI_Aint* bytes, const int* elems) {
+  const int64_t ext = old.extent();
+  for (int i = 0; i < count; ++i) {
+    const int64_t disp = bytes ? static_cast<int64_t>(bytes[i]) : static_cast<int64_t>(elems[i]) * ext;
+    d.append(old, disp, bl ? bl[i] : blocklen);
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+BCS_PMPI_ALIAS(Type_contiguous)
+int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_contiguous";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  auto d = start(MPI_COMBINER_CONTIGUOUS);
+  d->append(*old, 0, count);
+  d->ints = {count};
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_vector)
+int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+                     MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_vector";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  if (blocklength < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative blocklength");
+  auto d = start(MPI_COMBINER_VECTOR);
+  for (int i = 0; i < count; ++i)
+    d->append(*old, static_cast<int64_t>(i) * stride * old->extent(), blocklength);
+  d->ints = {count, blocklength, stride};
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_hvector)
+int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+                             MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_hvector";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  if (blocklength < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative blocklength");
+  auto d = start(MPI_COMBINER_HVECTOR);
+  for (int i = 0; i < count; ++i) d->append(*old, static_cast<int64_t>(i) * stride, blocklength);
+  d->ints = {count, blocklength};
+  d->aints = {stride};
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_indexed)
+int PMPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype oldtype,
+                      MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_indexed";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  if (int e = check_blocklens(fn, count, blocklens)) return e;
+  if (count > 0 && !displs) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL displacements");
+  auto d = start(MPI_COMBINER_INDEXED);
+  build_indexed(*d, *old, count, blocklens, 0, nullptr, displs);
+  d->ints.push_back(count);
+  d->ints.insert(d->ints.end(), blocklens, blocklens + count);
+  d->ints.insert(d->ints.end(), displs, displs + count);
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_hindexed)
+int PMPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
+                              MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_hindexed";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  if (int e = check_blocklens(fn, count, blocklens)) return e;
+  if (count > 0 && !displs) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL displacements");
+  auto d = start(MPI_COMBINER_HINDEXED);
+  build_indexed(*d, *old, count, blocklens, 0, displs, nullptr);
+  d->ints.push_back(count);
+  d->ints.insert(d->ints.end(), blocklens, blocklens + count);
+  d->aints.assign(displs, displs + count);
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_indexed_block)
+int PMPI_Type_create_indexed_block(int count, int blocklength, const int displs[],
+                                   MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_indexed_block";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  if (blocklength < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative blocklength");
+  if (count > 0 && !displs) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL displacements");
+  auto d = start(MPI_COMBINER_INDEXED_BLOCK);
+  build_indexed(*d, *old, count, nullptr, blocklength, nullptr, displs);
+  d->ints = {count, blocklength};
+  d->ints.insert(d->ints.end(), displs, displs + count);
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_hindexed_block)
+int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displs[],
+                                    MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_hindexed_block";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (int e = check_count(fn, count)) return e;
+  if (blocklength < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative blocklength");
+  if (count > 0 && !displs) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL displacements");
+  auto d = start(MPI_COMBINER_HINDEXED_BLOCK);
+  build_indexed(*d, *old, count, nullptr, blocklength, displs, nullptr);
+  d->ints = {count, blocklength};
+  d->aints.assign(displs, displs + count);
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_struct)
+int PMPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
+                            const MPI_Datatype types[], MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_struct";
+  if (!newtype) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL newtype");
+  if (int e = check_count(fn, count)) return e;
+  if (int e = check_blocklens(fn, count, blocklens)) return e;
+  if (count > 0 && (!displs || !types))
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL displacements or types");
+  auto d = start(MPI_COMBINER_STRUCT);
+  for (int i = 0; i < count; ++i) {
+    const DType* t = dtype_of(types[i]);
+    if (!t) return raise_error(kNoComm, fn, MPI_ERR_TYPE, "invalid types[%d] 0x%x", i, types[i]);
+    d->append(*t, displs[i], blocklens[i]);
+  }
+  // Like C structs (and MPICH, Open MPI): the extent is padded to the
+  // largest alignment inside, unless bounds were set explicitly.
+  if (!d->first && !d->sticky && d->align > 1) {
+    const int64_t ext = d->extent(), a = d->align;
+    if (ext % a) d->ub += a - ext % a;
+  }
+  d->ints.push_back(count);
+  d->ints.insert(d->ints.end(), blocklens, blocklens + count);
+  d->aints.assign(displs, displs + count);
+  d->types.assign(types, types + count);
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_resized)
+int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+                             MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_resized";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  auto d = start(MPI_COMBINER_RESIZED);
+  d->append(*old, 0, 1);
+  d->lb = lb;
+  d->ub = lb + extent;
+  d->sticky = true;
+  d->aints = {lb, extent};
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_subarray)
+int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+                              const int starts[], int order, MPI_Datatype oldtype,
+                              MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_subarray";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (ndims <= 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "ndims %d (must be > 0)", ndims);
+  if (!sizes || !subsizes || !starts)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL sizes, subsizes or starts");
+  if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "invalid order %d", order);
+  for (int i = 0; i < ndims; ++i)
+    if (sizes[i] <= 0 || subsizes[i] <= 0 || subsizes[i] > sizes[i] || starts[i] < 0 ||
+        starts[i] > sizes[i] - subsizes[i])
+      return raise_error(kNoComm, fn, MPI_ERR_ARG,
+                         "dimension %d: size %d, subsize %d, start %d do not fit", i, sizes[i],
+                         subsizes[i], starts[i]);
+  // Dimensions from slowest to fastest varying.
+  std::vector<int> dim(static_cast<size_t>(ndims));
+  for (int i = 0; i < ndims; ++i) dim[static_cast<size_t>(i)] = order == MPI_ORDER_C ? i : ndims - 1 - i;
+  const int64_t ext = old->extent();
+  std::vector<int64_t> stride(static_cast<size_t>(ndims));  // bytes per step in dim[k]
+  int64_t s = ext;
+  for (int k = ndims - 1; k >= 0; --k) {
+    stride[static_cast<size_t>(k)] = s;
+    s *= sizes[dim[static_cast<size_t>(k)]];
+  }
+  const int64_t total = s;  // the whole array, in bytes
+  auto d = start(MPI_COMBINER_SUBARRAY);
+  // Walk every row of the fastest dimension in order.
+  std::vector<int> idx(static_cast<size_t>(ndims), 0);
+  const int fast = dim[static_cast<size_t>(ndims) - 1];
+  for (;;) {
+    int64_t off = static_cast<int64_t>(starts[fast]) * ext;
+    for (int k = 0; k + 1 < ndims; ++k) {
+      const int dd = dim[static_cast<size_t>(k)];
+      off += static_cast<int64_t>(starts[dd] + idx[static_cast<size_t>(k)]) * stride[static_cast<size_t>(k)];
+    }
+    d->append(*old, off, subsizes[fast]);
+    int k = ndims - 2;
+    while (k >= 0 && ++idx[static_cast<size_t>(k)] == subsizes[dim[static_cast<size_t>(k)]])
+      idx[static_cast<size_t>(k--)] = 0;
+    if (k < 0) break;
+  }
+  // The extent is the whole array's (MPI-3.1 §4.1.3).
+  d->lb = 0;
+  d->ub = total;
+  d->sticky = true;
+  d->ints.push_back(ndims);
+  d->ints.insert(d->ints.end(), sizes, sizes + ndims);
+  d->ints.insert(d->ints.end(), subsizes, subsizes + ndims);
+  d->ints.insert(d->ints.end(), starts, starts + ndims);
+  d->ints.push_back(order);
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
