@@ -88,7 +88,10 @@ int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
   const int ts = type_size(type);
   if (count > 0)
     if (int e = check_usable(*comm, fn, type)) return e;
-  if (!buf && count > 0)
+  // MPI_BOTTOM (NULL) is a valid buffer for a derived type whose
+  // displacements are absolute addresses (or which holds no data).
+  int64_t off0 = 0;
+  if (!buf && count > 0 && ts > 0 && type_contiguous(type, &off0) && off0 == 0)
     return raise_error(*comm, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
   const int n = comm_size(*comm);
   const bool peer_ok = (peer >= 0 && peer < n) || peer == MPI_PROC_NULL ||
@@ -131,7 +134,7 @@ std::shared_ptr<CollData> stage_recv(void*& buf, int count, MPI_Datatype type) {
   d->tmp.resize(static_cast<size_t>(count) * static_cast<size_t>(type_size(type)));
   void* user = buf;
   CollData* dp = d.get();
-  d->unpack = [dp, user, count, type](uint64_t bytes) {
+  d->unpack = [dp, user, count, type, hold = type_hold(type)](uint64_t bytes) {
     type_unpack(dp->tmp.data(), std::min<uint64_t>(bytes, dp->tmp.size()), count, type, user);
   };
   buf = d->tmp.data();

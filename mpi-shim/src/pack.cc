@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
+#include <memory>
 
 #include "dtype.h"
 #include "shim.h"
@@ -20,6 +21,13 @@ void type_pack(const void* in, int64_t count, MPI_Datatype t, void* out) {
       std::memcpy(dst, src + i * ext + b.off, static_cast<size_t>(b.len));
       dst += b.len;
     }
+}
+
+std::shared_ptr<void> type_hold(MPI_Datatype t) {
+  DType* d = dtype_of(t);
+  if (!d || d->predefined) return nullptr;
+  ++d->refs;
+  return std::shared_ptr<void>(d, [](void* p) { dtype_release(static_cast<DType*>(p)); });
 }
 
 void type_unpack(const void* in, uint64_t bytes, int64_t count, MPI_Datatype t, void* out) {
@@ -84,7 +92,8 @@ int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype type, void* outbuf, i
     return raise_error(ci, fn, MPI_ERR_TRUNCATE,
                        "%lld bytes do not fit at position %d of a %d-byte buffer",
                        static_cast<long long>(n), *position, outsize);
-  if (n > 0 && (!inbuf || !outbuf)) return raise_error(ci, fn, MPI_ERR_BUFFER, "NULL buffer");
+  // inbuf may be MPI_BOTTOM (absolute displacements in the type).
+  if (n > 0 && !outbuf) return raise_error(ci, fn, MPI_ERR_BUFFER, "NULL outbuf");
   type_pack(inbuf, incount, type, static_cast<unsigned char*>(outbuf) + *position);
   *position += static_cast<int>(n);
   return MPI_SUCCESS;
@@ -103,7 +112,8 @@ int PMPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int 
     return raise_error(ci, fn, MPI_ERR_TRUNCATE,
                        "%lld bytes wanted at position %d of a %d-byte buffer",
                        static_cast<long long>(n), *position, insize);
-  if (n > 0 && (!inbuf || !outbuf)) return raise_error(ci, fn, MPI_ERR_BUFFER, "NULL buffer");
+  // outbuf may be MPI_BOTTOM (absolute displacements in the type).
+  if (n > 0 && !inbuf) return raise_error(ci, fn, MPI_ERR_BUFFER, "NULL inbuf");
   type_unpack(static_cast<const unsigned char*>(inbuf) + *position, static_cast<uint64_t>(n),
               outcount, type, outbuf);
   *position += static_cast<int>(n);

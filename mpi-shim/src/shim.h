@@ -211,6 +211,9 @@ int check_usable(int comm, const char* fn, MPI_Datatype t);
 // and unpacks the first `bytes` of such a stream back (pack.cc).
 void type_pack(const void* in, int64_t count, MPI_Datatype t, void* out);
 void type_unpack(const void* in, uint64_t bytes, int64_t count, MPI_Datatype t, void* out);
+// Keeps a derived type alive (MPI_Type_free may come while an operation
+// that still needs it is pending) until the returned holder is dropped.
+std::shared_ptr<void> type_hold(MPI_Datatype t);
 // "MPI_INT", ... or "invalid datatype" (for messages).
 const char* type_name(MPI_Datatype t);
 // The reduction element type of a predefined datatype; false if it has none
