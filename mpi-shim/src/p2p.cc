@@ -53,7 +53,22 @@ void req_release(int idx) {
   S().free_reqs.push_back(idx);
 }
 
-// Frees the BCS requests of completed orphans (MPI_Request_free'd while
+void req_retire(int idx, MPI_Request* handle) {
+  Req& r = S().reqs[idx];
+  if (r.persistent) {
+    // Back to inactive: the handle stays, a wait on it returns at once
+    // with an empty status until the next MPI_Start.
+    r.active = false;
+    r.local_done = true;
+    set_empty_status(&r.local_status);
+    r.breq = BCS_REQUEST_NULL;
+    r.coll.reset();
+    return;
+  }
+  req_release(idx);
+  *handle = MPI_REQUEST_NULL;
+}
+
 // Frees the BCS requests of completed orphans (MPI_Request_free'd while
 // pending), and with them what their collectives still needed.
 bool reclaim_orphans() {
@@ -236,8 +251,7 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
       }
       finish_coll(r, bs[i].error, bs[i].bytes);  // last use of r: a user function may grow the table
     }
-    req_release(idx);
-    reqs[i] = MPI_REQUEST_NULL;
+    req_retire(idx, &reqs[i]);
   }
   if (failed < 0) return MPI_SUCCESS;
   const int e = bs[failed].error;
@@ -269,8 +283,7 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   Req& r = s.reqs[idx];
   if (r.local_done) {
     if (!ignored(st)) *st = r.local_status;
-    req_release(idx);
-    *req = MPI_REQUEST_NULL;
+    req_retire(idx, req);
     if (flag) *flag = 1;
     return MPI_SUCCESS;
   }
@@ -286,8 +299,7 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   const size_t cap = r.cap;
   const bool coll = r.is_coll;
   finish_coll(r, b.error, b.bytes);  // last use of r: a user function may grow the table
-  req_release(idx);
-  *req = MPI_REQUEST_NULL;
+  req_retire(idx, req);
   if (b.error != BCS_OK) return coll ? raise_coll(comm, fn, b.error) : raise_bcs(comm, fn, b.error, cap);
   return MPI_SUCCESS;
 }
@@ -303,10 +315,10 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   for (int i = 0; i < n; ++i) {
     if (reqs[i] == MPI_REQUEST_NULL) continue;
     const int idx = req_index(reqs[i]);
+    if (s.reqs[idx].persistent && !s.reqs[idx].active) continue;  // inactive: like NULL
     if (s.reqs[idx].local_done) {
       if (!ignored(st)) *st = s.reqs[idx].local_status;
-      req_release(idx);
-      reqs[i] = MPI_REQUEST_NULL;
+      req_retire(idx, &reqs[i]);
       *index = i;
       if (flag) *flag = 1;
       return MPI_SUCCESS;
@@ -335,8 +347,7 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   const Req r = s.reqs[idx];
   status_from_bcs(r, bst, st);
   finish_coll(r, bst.error, bst.bytes);
-  req_release(idx);
-  reqs[which] = MPI_REQUEST_NULL;
+  req_retire(idx, &reqs[which]);
   *index = which;
   if (bst.error != BCS_OK)
     return r.is_coll ? raise_coll(r.comm, fn, bst.error) : raise_bcs(r.comm, fn, bst.error, r.cap);
@@ -421,6 +432,23 @@ int send(const char* fn, const void* buf, int count, MPI_Datatype type, int dest
 }
 
 }  // namespace
+
+int p2p_isend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm c, MPI_Request* request, bool sync) {
+  return isend(fn, buf, count, type, dest, tag, c, request, sync);
+}
+int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, int tag,
+              MPI_Comm c, MPI_Request* request) {
+  return irecv(fn, buf, count, type, source, tag, c, request);
+}
+int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag, MPI_Status* st) {
+  return complete_one(fn, req, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, flag, st);
+}
+int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
+                     int* flag, MPI_Status* st) {
+  return complete_any(fn, n, reqs, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, index, flag, st);
+}
+
 }  // namespace bcs::shim
 
 using namespace bcs::shim;

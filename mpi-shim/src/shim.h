@@ -154,6 +154,12 @@ struct Req {
   size_t cap = 0;              // receive capacity, for error messages
   MPI_Status local_status{};   // status of a local_done request
   std::shared_ptr<CollData> coll;  // collectives: what must outlive the operation
+  // Persistent requests (MPI_*_init): `start` posts one round and returns
+  // its (temporary) request, whose state MPI_Start moves into this one.
+  // Inactive = local_done with an empty status.
+  bool persistent = false;
+  bool active = false;
+  std::function<int(MPI_Request*)> start;
 };
 
 // A BCS request whose MPI request was freed (MPI_Request_free) while pending,
@@ -358,6 +364,18 @@ inline void set_proc_null_status(MPI_Status* st) {
 int req_index(MPI_Request h);
 MPI_Request req_alloc(Req r);
 void req_release(int idx);
+// A request that completed: released (and *handle = MPI_REQUEST_NULL), or,
+// if persistent, made inactive with its handle kept.
+void req_retire(int idx, MPI_Request* handle);
+// The point-to-point operations and completions of p2p.cc, for the other
+// request families (request.cc).
+int p2p_isend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
+              MPI_Comm c, MPI_Request* request, bool sync);
+int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, int tag,
+              MPI_Comm c, MPI_Request* request);
+int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag, MPI_Status* st);
+int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
+                     int* flag, MPI_Status* st);
 // Frees the BCS requests of completed orphans. Returns whether any slot was
 // reclaimed.
 bool reclaim_orphans();

@@ -119,7 +119,11 @@ INSTANTIATE_TEST_SUITE_P(
         // Derived datatypes in point-to-point: strided, struct, subarray,
         // 24 MiB vectors across chunks, pack/unpack.
         Case{"dtype", 1, 1, {}}, Case{"dtype", 2, 2, {}}, Case{"dtype", 3, 2, {}},
-        Case{"dtype", 4, 4, {}}),
+        Case{"dtype", 4, 4, {}},
+        // Request families: persistent, Waitsome/Testsome, buffered, ready,
+        // Sendrecv_replace.
+        Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
+        Case{"requests", 4, 4, {}}),
     case_name);
 
 // ---------------------------------------------------------------------------
