@@ -276,7 +276,17 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   pb::LaunchRequest req;
   req.set_program(o.program);
   for (const auto& a : o.args) req.add_args(a);
-  for (char** e = environ; e && *e; ++e) req.add_env(*e);
+  // bcs's environment, with --env NAME=VALUE replacing or adding entries
+  // (-x NAME only asserted that NAME is set: it is in environ already).
+  for (char** e = environ; e && *e; ++e) {
+    const std::string kv(*e);
+    const auto eq = kv.find('=');
+    const bool replaced = std::any_of(o.env_set.begin(), o.env_set.end(), [&](const std::string& s) {
+      return eq != std::string::npos && s.compare(0, eq + 1, kv, 0, eq + 1) == 0;
+    });
+    if (!replaced) req.add_env(kv);
+  }
+  for (const auto& kv : o.env_set) req.add_env(kv);
   {
     std::string cwd(PATH_MAX, '\0');
     if (::getcwd(cwd.data(), cwd.size())) req.set_cwd(cwd.c_str());

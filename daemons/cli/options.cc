@@ -3,10 +3,12 @@
 #include <CLI/CLI.hpp>
 
 #include <algorithm>
+#include <cstdlib>
 #include <cctype>
 #include <iterator>
 #include <ostream>
 
+#include "rank_env.h"
 #include "units.h"
 
 #ifndef BCS_VERSION
@@ -55,6 +57,30 @@ const CLI::Validator kSize(
       return {};
     },
     "SIZE", "size");
+
+bool env_name_ok(const std::string& n) {
+  if (n.empty() || n.size() > 255 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
+  return std::all_of(n.begin(), n.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
+  });
+}
+
+const CLI::Validator kEnvName(
+    [](std::string& s) -> std::string {
+      if (!env_name_ok(s)) return "'" + s + "' is not an environment variable name";
+      return {};
+    },
+    "NAME", "env-name");
+
+const CLI::Validator kEnvAssignment(
+    [](std::string& s) -> std::string {
+      const auto eq = s.find('=');
+      if (eq == std::string::npos || !env_name_ok(s.substr(0, eq)))
+        return "'" + s + "' is not NAME=VALUE";
+      if (is_rank_env(s)) return "'" + s.substr(0, eq) + "' is set by bcs itself for each rank";
+      return {};
+    },
+    "NAME=VALUE", "env-assignment");
 
 const CLI::Validator kAtLeastOne(
     [](std::string& s) -> std::string {
@@ -132,6 +158,18 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
       ->check(kSize);
   run_cmd->add_flag("-l,--label", run.label, "Prefix every output line with [RANK]");
+  run_cmd
+      ->add_option("-x", run.env_export,
+                   "Pass environment variable NAME to the ranks (it must be set; the ranks "
+                   "get bcs's whole environment anyway, -x makes a missing one an error)")
+      ->type_name("NAME")
+      ->allow_extra_args(false)  // one NAME per -x: the next word may be PROGRAM
+      ->check(kEnvName);
+  run_cmd
+      ->add_option("--env", run.env_set, "Set NAME=VALUE in the ranks' environment")
+      ->type_name("NAME=VALUE")
+      ->allow_extra_args(false)
+      ->check(kEnvAssignment);
   run_cmd->add_option("--timeout", timeout, "Kill the job after this long (exit 124)")
       ->check(kDuration);
   auto* manager_opt = run_cmd->add_option(
@@ -206,6 +244,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
         run.timeout = timeout;
         run.timeout_ns = *parse_duration_ns(timeout);
       }
+      for (const auto& n : run.env_export)
+        if (!std::getenv(n.c_str()))
+          throw CLI::ValidationError("-x " + n, n + " is not set in this environment");
       return Command{std::move(run)};
     }
     if (*jobs_cmd) return Command{std::move(jobs)};

@@ -29,6 +29,10 @@ struct RunOptions {
   bool verbose = false;
   std::string program;
   std::vector<std::string> args;     // argv[1..] of the program
+  // Environment of the ranks: bcs's own environment, then -x NAME (must be
+  // set here) and --env NAME=VALUE (overrides) in the order given.
+  std::vector<std::string> env_export;   // -x NAME
+  std::vector<std::string> env_set;      // --env NAME=VALUE
 
   // Nodes to ask for: min(K, N) with K = --nodes (default 1 when embedded);
   // 0 (= every registered node) with --manager and no --nodes.

@@ -1,5 +1,7 @@
 #include "job.h"
 
+#include "rank_env.h"
+
 #include <fcntl.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
@@ -146,13 +148,9 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   for (auto& r : job->ranks_) {
     // The job's environment, minus the variables this NM sets for the rank
     // (a job launched from inside another job must not inherit its segment).
-    static const char* const kOwn[] = {
-        "BCS_SEGMENT_FD=", "BCS_LOCAL_INDEX=", "BCS_RANK=", "BCS_SIZE=", "BCS_JOB=", "BCS_NODE="};
     std::vector<std::string> env_s;
     for (const auto& kv : spec.env)
-      if (std::none_of(std::begin(kOwn), std::end(kOwn),
-                       [&](const char* k) { return kv.rfind(k, 0) == 0; }))
-        env_s.push_back(kv);
+      if (!is_rank_env(kv)) env_s.push_back(kv);
     env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(segfd));
     env_s.push_back("BCS_LOCAL_INDEX=" + std::to_string(r->local_index));
     env_s.push_back("BCS_RANK=" + std::to_string(r->world_rank));

@@ -108,6 +108,18 @@ TEST_F(Story, TheNetworkPathAloneCarriesAPingPong) {
   EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
 }
 
+TEST_F(Story, EnvOptionsReachEveryRankOnEveryNode) {
+  // --env sets a variable for the ranks only; -x asserts one is passed.
+  auto r = bcs_run({"-n", "3", "--nodes", "2", "-l", "--env", "BCS_TEST_GREETING=hello there",
+                    "-x", "BCS_TEST_FROM_CLI", "/bin/sh", "-c",
+                    "echo \"$BCS_TEST_GREETING/$BCS_TEST_FROM_CLI\""},
+                   60s, {{"BCS_TEST_FROM_CLI", "cli"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (int i = 0; i < 3; ++i)
+    EXPECT_THAT(r.out, HasSubstr("[" + std::to_string(i) + "] hello there/cli")) << describe(r);
+  expect_nothing_left_now();
+}
+
 TEST_F(Story, MpiAbortEndsTheJobWithItsCodeAndNamesTheRank) {
   auto r = bcs_run({"-n", "3", "--nodes", "2", prog("prog_abort")});
   EXPECT_EQ(r.status, 7) << describe(r);

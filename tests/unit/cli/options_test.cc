@@ -165,3 +165,33 @@ TEST(CliOptions, ManagerCommands) {
 
 }  // namespace
 }  // namespace bcs::cli
+
+namespace bcs::cli {
+namespace {
+
+TEST(CliOptions, EnvironmentForTheRanks) {
+  ::setenv("BCS_TEST_EXPORTED", "1", 1);
+  const RunOptions r = run_of(parse({"run", "-n", "2", "-x", "BCS_TEST_EXPORTED", "--env", "A=1",
+                                     "--env", "B=x=y", "prog", "-x", "Z"}));
+  EXPECT_EQ(r.env_export, (std::vector<std::string>{"BCS_TEST_EXPORTED"}));
+  EXPECT_EQ(r.env_set, (std::vector<std::string>{"A=1", "B=x=y"}));
+  EXPECT_EQ(r.program, "prog");  // -x takes one NAME; the program's own -x is its own
+  EXPECT_EQ(r.args, (std::vector<std::string>{"-x", "Z"}));
+}
+
+TEST(CliOptions, BadEnvironmentOptionsAreRefused) {
+  ::unsetenv("BCS_TEST_UNSET");
+  auto p = parse({"run", "-n", "1", "-x", "BCS_TEST_UNSET", "prog"});
+  EXPECT_EQ(code_of(p), 2);
+  EXPECT_NE(p.err.find("is not set"), std::string::npos) << p.err;
+  p = parse({"run", "-n", "1", "--env", "NOEQUALS", "prog"});
+  EXPECT_EQ(code_of(p), 2);
+  p = parse({"run", "-n", "1", "--env", "9X=1", "prog"});
+  EXPECT_EQ(code_of(p), 2);
+  p = parse({"run", "-n", "1", "--env", "BCS_RANK=3", "prog"});
+  EXPECT_EQ(code_of(p), 2);
+  EXPECT_NE(p.err.find("set by bcs itself"), std::string::npos) << p.err;
+}
+
+}  // namespace
+}  // namespace bcs::cli
