@@ -62,7 +62,8 @@ int check_derived(const CollCheck& k, const Side& s, MPI_Datatype t) {
   if (!type_contiguous(t, &off) || off != 0)
     return raise_error(k.comm, k.fn, MPI_ERR_TYPE,
                        "the %stype has holes or a non-zero lower bound: collectives take only "
-                       "contiguous datatypes in this version of bcs",
+                       "contiguous datatypes in this version of bcs (blocking Bcast, Gather, Scatter, "
+                       "Allgather, Alltoall, Reduce and Allreduce stage other types)",
                        s.what);
   return MPI_SUCCESS;
 }
@@ -435,6 +436,7 @@ int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) {
 
 BCS_PMPI_ALIAS(Bcast)
 int PMPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
+  if (coll_needs_staging(type, count)) return staged_bcast(buf, count, type, root, c);
   return bcast("MPI_Bcast", buf, count, type, root, c, false, nullptr);
 }
 
@@ -447,6 +449,9 @@ int PMPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
 BCS_PMPI_ALIAS(Gather)
 int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+  if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
+    return staged_blocks("MPI_Gather", 0, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, root, c);
   return gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                 nullptr, nullptr, false, root, c, false, nullptr);
 }
@@ -478,6 +483,9 @@ int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 BCS_PMPI_ALIAS(Scatter)
 int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+  if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
+    return staged_blocks("MPI_Scatter", 2, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, root, c);
   return scatter("MPI_Scatter", sendbuf, sendcount, nullptr, nullptr, false, sendtype, recvbuf,
                  recvcount, recvtype, root, c, false, nullptr);
 }
@@ -509,6 +517,9 @@ int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs
 BCS_PMPI_ALIAS(Allgather)
 int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+  if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
+    return staged_blocks("MPI_Allgather", 1, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, 0, c);
   return allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
                    nullptr, false, recvtype, c, false, nullptr);
 }
@@ -539,6 +550,9 @@ int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, 
 BCS_PMPI_ALIAS(Alltoall)
 int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+  if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
+    return staged_blocks("MPI_Alltoall", 3, sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                         recvtype, 0, c);
   return alltoall("MPI_Alltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c,
                   false, nullptr);
 }

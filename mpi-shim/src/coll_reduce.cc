@@ -164,6 +164,8 @@ extern "C" {
 BCS_PMPI_ALIAS(Reduce)
 int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm c) {
+  if (coll_needs_staging(type, count))
+    return staged_reduce("MPI_Reduce", false, sendbuf, recvbuf, count, type, op, root, c);
   return reduce("MPI_Reduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, false,
                 nullptr);
 }
@@ -178,6 +180,8 @@ int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype typ
 BCS_PMPI_ALIAS(Allreduce)
 int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm c) {
+  if (coll_needs_staging(type, count))
+    return staged_reduce("MPI_Allreduce", true, sendbuf, recvbuf, count, type, op, 0, c);
   return reduce("MPI_Allreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
                 false, nullptr);
 }

@@ -510,6 +510,15 @@ inline unsigned char* at(void* p, uint64_t off) { return static_cast<unsigned ch
 
 int check_coll(CollCheck& k);
 
+// Blocking collectives on datatypes with holes, through packed staging
+// buffers (coll_stage.cc). kind: 0 gather, 1 allgather, 2 scatter, 3 alltoall.
+bool coll_needs_staging(MPI_Datatype t, int count);
+int staged_bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c);
+int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI_Datatype stype,
+                  void* recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm c);
+int staged_reduce(const char* fn, bool all, const void* sendbuf, void* recvbuf, int count,
+                  MPI_Datatype type, MPI_Op op, int root, MPI_Comm c);
+
 // counts[i] * unit as bytes (two's complement for negative displacements).
 std::vector<uint64_t> to_bytes(const int* v, int n, uint64_t unit);
 

@@ -7,7 +7,9 @@
    - a 3-D subarray (halo face) of a cube, received as its plain elements;
    - a message of several MiB of a vector type, crossing chunk boundaries,
      with MPI_Get_count / MPI_Get_elements on the status;
-   - MPI_Pack / MPI_Unpack across ranks (sent as MPI_PACKED). */
+   - MPI_Pack / MPI_Unpack across ranks (sent as MPI_PACKED);
+   - blocking Bcast / Gather / Allreduce on a type with holes (staged),
+     every root; the non-blocking form refuses it with MPI_ERR_TYPE. */
 #include <stdint.h>
 #include <stdlib.h>
 #include <string.h>
@@ -17,6 +19,7 @@
 static int wrank, wsize;
 
 static double v(int r, long i) { return r * 1.0e7 + (double)i; }
+static int val_i(int r, int i) { return r * 1000 + i; }
 
 static void column(void) {
   /* A 64 x 16 matrix of doubles; column c of rank r goes to rank r+1. */
@@ -214,6 +217,44 @@ static void packed(void) {
   CHECK(y == v(from, 7), "unpacked double %g", y);
 }
 
+static void collectives(void) {
+  /* Blocking collectives stage types with holes: every other int. */
+  enum { K = 16 };
+  int a[2 * K], all[2 * K * 64], sum[2 * K];
+  MPI_Datatype evens;
+  MPI_OK(MPI_Type_vector(K, 1, 2, MPI_INT, &evens));
+  MPI_OK(MPI_Type_commit(&evens));
+  for (int root = 0; root < wsize; ++root) {
+    for (int i = 0; i < 2 * K; ++i) a[i] = wrank == root ? val_i(root, i) : -1;
+    MPI_OK(MPI_Bcast(a, 1, evens, root, MPI_COMM_WORLD));
+    for (int i = 0; i < 2 * K; ++i)
+      CHECK(a[i] == (i % 2 == 0 || wrank == root ? val_i(root, i) : -1), "bcast root %d [%d] = %d",
+            root, i, a[i]);
+  }
+  /* Gather the even ints of every rank into a contiguous array at rank 0. */
+  for (int i = 0; i < 2 * K; ++i) a[i] = val_i(wrank, i);
+  CHECK(wsize <= 64, "too many ranks");
+  MPI_OK(MPI_Gather(a, 1, evens, all, K, MPI_INT, 0, MPI_COMM_WORLD));
+  if (wrank == 0)
+    for (int r = 0; r < wsize; ++r)
+      for (int i = 0; i < K; ++i)
+        CHECK(all[r * K + i] == val_i(r, 2 * i), "gather r %d [%d] = %d", r, i, all[r * K + i]);
+  /* Allreduce over the even ints: odd ones keep their value. */
+  for (int i = 0; i < 2 * K; ++i) sum[i] = -5;
+  MPI_OK(MPI_Allreduce(a, sum, 1, evens, MPI_SUM, MPI_COMM_WORLD));
+  for (int i = 0; i < 2 * K; ++i) {
+    long want = 0;
+    for (int r = 0; r < wsize; ++r) want += val_i(r, i);
+    CHECK(sum[i] == (i % 2 == 0 ? want : -5), "allreduce [%d] = %d, want %ld", i, sum[i], want);
+  }
+  /* Non-blocking forms do not stage: MPI_ERR_TYPE, nothing posted. */
+  MPI_Request q;
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  CHECK(MPI_Ibcast(a, 1, evens, 0, MPI_COMM_WORLD, &q) == MPI_ERR_TYPE, "ibcast with holes");
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  MPI_OK(MPI_Type_free(&evens));
+}
+
 int main(int argc, char **argv) {
   prog_name = "dtype";
   MPI_Init(&argc, &argv);
@@ -224,6 +265,7 @@ int main(int argc, char **argv) {
   face();
   large();
   packed();
+  collectives();
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (wrank == 0) printf("dtype ok (%d ranks)\n", wsize);
   MPI_Finalize();

@@ -1,0 +1,145 @@
+// Blocking collectives on datatypes with holes: the data is packed into a
+// contiguous staging buffer, the collective runs on bytes (reductions on
+// the type's one basic element type), and the result is unpacked. The node
+// managers move collective data as byte blocks, so this is where such types
+// become blocks. The non-blocking forms refuse these types (MPI_ERR_TYPE):
+// their unpack would have to run at completion (see docs/architecture.md).
+#include <cstring>
+#include <vector>
+
+#include "dtype.h"
+#include "shim.h"
+
+namespace bcs::shim {
+
+bool coll_needs_staging(MPI_Datatype t, int count) {
+  const DType* d = dtype_of(t);
+  if (count <= 0 || !d || !d->committed) return false;  // the normal checks report these
+  int64_t off = 0;
+  return !(type_contiguous(t, &off) && off == 0);
+}
+
+namespace {
+
+// `n` instances of `t` at `buf`, packed.
+std::vector<unsigned char> packed(const void* buf, int64_t n, MPI_Datatype t) {
+  std::vector<unsigned char> v(static_cast<size_t>(n * type_size(t)));
+  if (n > 0) type_pack(buf, n, t, v.data());
+  return v;
+}
+
+int too_big(const char* fn, MPI_Comm c) {
+  return raise_error(comm_index(c), fn, MPI_ERR_COUNT,
+                     "the packed data exceeds INT_MAX bytes (a datatype with holes is staged "
+                     "as bytes)");
+}
+
+bool fits(int64_t bytes) { return bytes <= INT32_MAX; }
+
+// The one basic type of a type made of a single basic reducible type.
+MPI_Datatype basic_of(MPI_Datatype t) {
+  const DType* d = dtype_of(t);
+  if (!d || d->elems.empty()) return MPI_DATATYPE_NULL;
+  for (const ElemRun& e : d->elems)
+    if (e.type != d->elems[0].type) return MPI_DATATYPE_NULL;
+  return d->elems[0].type;
+}
+
+int comm_n(MPI_Comm c) {
+  const int ci = comm_index(c);
+  return ci == kNoComm ? 0 : comm_size(ci);
+}
+
+}  // namespace
+
+int staged_bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
+  const int64_t bytes = static_cast<int64_t>(count) * type_size(type);
+  if (!fits(bytes)) return too_big("MPI_Bcast", c);
+  std::vector<unsigned char> tmp = packed(buf, count, type);  // only the root's matters
+  if (int e = PMPI_Bcast(tmp.data(), static_cast<int>(bytes), MPI_BYTE, root, c)) return e;
+  type_unpack(tmp.data(), static_cast<uint64_t>(bytes), count, type, buf);
+  return MPI_SUCCESS;
+}
+
+// Gather, Allgather, Scatter, Alltoall: a side whose type has holes is
+// packed (send) or received packed (receive); a contiguous side is used as
+// it is. `sn`/`rn`: instances in the send/receive buffer at this rank.
+int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI_Datatype stype,
+                  void* recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm c) {
+  const int n = comm_n(c);
+  int me = 0;
+  PMPI_Comm_rank(c, &me);
+  const bool gather_like = kind == 0 || kind == 1;        // gather, allgather
+  const bool recv_here = kind != 0 || me == root;        // gather: root only
+  const bool send_here = kind != 2 || me == root;        // scatter: root only
+  const int64_t sn = (kind == 2 || kind == 3) ? int64_t{n} * scount : scount;
+  const int64_t rn = gather_like || kind == 3 ? int64_t{n} * rcount : rcount;
+  const bool in_place = sendbuf == MPI_IN_PLACE || recvbuf == MPI_IN_PLACE;
+  const bool stage_s = send_here && sendbuf != MPI_IN_PLACE && coll_needs_staging(stype, scount);
+  const bool stage_r = recv_here && recvbuf != MPI_IN_PLACE && coll_needs_staging(rtype, rcount);
+  std::vector<unsigned char> s, r;
+  const void* sb = sendbuf;
+  void* rb = recvbuf;
+  int sc = scount, rc = rcount;
+  MPI_Datatype st = stype, rt = rtype;
+  if (stage_s) {
+    if (!fits(sn * type_size(stype))) return too_big(fn, c);
+    s = packed(sendbuf, sn, stype);
+    sb = s.data();
+    sc = scount * type_size(stype);
+    st = MPI_BYTE;
+  }
+  if (stage_r) {
+    if (!fits(rn * type_size(rtype))) return too_big(fn, c);
+    // With MPI_IN_PLACE this rank's own block is already in recvbuf.
+    r = in_place ? packed(recvbuf, rn, rtype) : std::vector<unsigned char>(
+                                                    static_cast<size_t>(rn * type_size(rtype)));
+    rb = r.data();
+    rc = rcount * type_size(rtype);
+    rt = MPI_BYTE;
+  }
+  // A side that is not significant at this rank still names its type: make
+  // it bytes too, so the call below does not come back here.
+  if (!stage_s && coll_needs_staging(st, sc)) {
+    sc = scount * type_size(stype);
+    st = MPI_BYTE;
+  }
+  if (!stage_r && coll_needs_staging(rt, rc)) {
+    rc = rcount * type_size(rtype);
+    rt = MPI_BYTE;
+  }
+  int e;
+  switch (kind) {
+    case 0: e = PMPI_Gather(sb, sc, st, rb, rc, rt, root, c); break;
+    case 1: e = PMPI_Allgather(sb, sc, st, rb, rc, rt, c); break;
+    case 2: e = PMPI_Scatter(sb, sc, st, rb, rc, rt, root, c); break;
+    default: e = PMPI_Alltoall(sb, sc, st, rb, rc, rt, c); break;
+  }
+  if (e != MPI_SUCCESS) return e;
+  if (stage_r) type_unpack(r.data(), r.size(), rn, rtype, recvbuf);
+  return MPI_SUCCESS;
+}
+
+int staged_reduce(const char* fn, bool all, const void* sendbuf, void* recvbuf, int count,
+                  MPI_Datatype type, MPI_Op op, int root, MPI_Comm c) {
+  const MPI_Datatype basic = basic_of(type);
+  if (basic == MPI_DATATYPE_NULL)
+    return raise_error(comm_index(c), fn, MPI_ERR_TYPE,
+                       "a reduction on a datatype with holes needs one basic element type");
+  const int64_t elems = static_cast<int64_t>(count) * type_elems(type);
+  if (!fits(elems) || !fits(static_cast<int64_t>(count) * type_size(type))) return too_big(fn, c);
+  int me = 0;
+  PMPI_Comm_rank(c, &me);
+  const bool gets_result = all || me == root;
+  std::vector<unsigned char> s =
+      packed(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, type);
+  std::vector<unsigned char> r(gets_result ? s.size() : 0);
+  const int e = all ? PMPI_Allreduce(s.data(), r.data(), static_cast<int>(elems), basic, op, c)
+                    : PMPI_Reduce(s.data(), gets_result ? r.data() : nullptr,
+                                  static_cast<int>(elems), basic, op, root, c);
+  if (e != MPI_SUCCESS) return e;
+  if (gets_result) type_unpack(r.data(), r.size(), count, type, recvbuf);
+  return MPI_SUCCESS;
+}
+
+}  // namespace bcs::shim
