@@ -115,6 +115,10 @@ int check_coll(CollCheck& k) {
   k.comm = comm_index(k.c);
   if (k.comm == kNoComm)
     return raise_error(kNoComm, k.fn, MPI_ERR_COMM, "invalid communicator 0x%x", k.c);
+  if (comm_at(k.comm).inter)
+    return raise_error(k.comm, k.fn, MPI_ERR_COMM,
+                       "collectives on intercommunicators are not supported in this version of "
+                       "bcs");
   const int n = comm_size(k.comm);
   const Side* sides[2] = {&k.send, &k.recv};
   for (const Side* s : sides)
@@ -205,6 +209,10 @@ int barrier(const char* fn, MPI_Comm c, bool nb, MPI_Request* request) {
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
   if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (comm_at(comm).inter)
+    return raise_error(comm, fn, MPI_ERR_COMM,
+                       "collectives on intercommunicators are not supported in this version of "
+                       "bcs");
   if (nb && !request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
   bcs_coll_args_t a{};
   a.kind = BCS_COLL_BARRIER;

@@ -176,11 +176,22 @@ int check_parent(const char* fn, MPI_Comm c, void* out, int* comm) {
   return MPI_SUCCESS;
 }
 
+// check_parent for the calls that take an intracommunicator only here
+// (split, split_type, create, create_group).
+int check_intra_parent(const char* fn, MPI_Comm c, void* out, int* comm) {
+  if (int e = check_parent(fn, c, out, comm)) return e;
+  if (comm_at(*comm).inter)
+    return raise_error(*comm, fn, MPI_ERR_COMM,
+                       "not supported on an intercommunicator in this version of bcs");
+  return MPI_SUCCESS;
+}
+
 // ------------------------------------------------------------ dup
 
 int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (comm_at(parent).inter) return intercomm_dup(fn, parent, newcomm);
   const Comm& p = comm_at(parent);
   int64_t k = S().next_ctx_index;  // the leader's (parent rank 0's) value counts
   bcs_coll_args_t a{};
@@ -217,6 +228,17 @@ int idup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
   if (!request) return raise_error(parent, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  if (comm_at(parent).inter) {
+    // Intercommunicators are duplicated at once (a leader exchange and a
+    // broadcast per group); the request is complete.
+    if (int e = intercomm_dup(fn, parent, newcomm)) return e;
+    Req r;
+    r.comm = parent;
+    r.local_done = true;
+    set_empty_status(&r.local_status);
+    *request = req_alloc(r);
+    return MPI_SUCCESS;
+  }
   const Comm& p = comm_at(parent);
   MembersPtr m = p.m;
   auto d = std::make_shared<CollData>();
@@ -346,6 +368,11 @@ int create(const char* fn, MPI_Comm c, MPI_Group g, MPI_Comm* newcomm) {
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
   MembersPtr m;
   if (int e = check_group(fn, parent, g, &m)) return e;
+  if (comm_at(parent).inter) {
+    // Each side names a subgroup of its local group: a split with one colour.
+    const int r = m->rank_of(S().rank);
+    return intercomm_split(fn, parent, r >= 0 ? 0 : MPI_UNDEFINED, r, newcomm);
+  }
   const Comm& p = comm_at(parent);
   const int64_t mine = S().next_ctx_index;
   std::vector<int64_t> all(static_cast<size_t>(p.size()));
@@ -364,7 +391,7 @@ int create(const char* fn, MPI_Comm c, MPI_Group g, MPI_Comm* newcomm) {
 
 int create_group(const char* fn, MPI_Comm c, MPI_Group g, int tag, MPI_Comm* newcomm) {
   int parent;
-  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (int e = check_intra_parent(fn, c, newcomm, &parent)) return e;
   MembersPtr m;
   if (int e = check_group(fn, parent, g, &m)) return e;
   if (tag < 0 || tag > kTagUb)
@@ -398,11 +425,6 @@ int create_group(const char* fn, MPI_Comm c, MPI_Group g, int tag, MPI_Comm* new
   return MPI_SUCCESS;
 }
 
-int not_inter(int comm, const char* fn) {
-  return raise_error(comm, fn, MPI_ERR_COMM,
-                     "not an intercommunicator (bcs has intracommunicators only)");
-}
-
 // Communicator argument of a query.
 #define QUERY_COMM(fn, c, comm)                                                              \
   REQUIRE_RUNNING(fn);                                                                       \
@@ -415,6 +437,14 @@ int not_inter(int comm, const char* fn) {
 int comm_split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm) {
   return split(fn, parent, colour, key, newcomm);
 }
+
+bool comm_context_id(int32_t leader, int64_t k, int32_t* ctx) { return context_id(leader, k, ctx); }
+
+int comm_make(const char* fn, int parent, MembersPtr m, int32_t ctx, int* out) {
+  return make_comm(fn, parent, std::move(m), ctx, out);
+}
+
+Comm& comm_new_slot(int* idx) { return new_comm_slot(idx); }
 
 }  // namespace bcs::shim
 
@@ -489,50 +519,6 @@ int PMPI_Comm_set_name(MPI_Comm c, const char* name) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_test_inter)
-int PMPI_Comm_test_inter(MPI_Comm c, int* flag) {
-  QUERY_COMM("MPI_Comm_test_inter", c, comm);
-  if (!flag) return raise_error(comm, "MPI_Comm_test_inter", MPI_ERR_ARG, "NULL flag pointer");
-  *flag = 0;
-  return MPI_SUCCESS;
-}
-
-BCS_PMPI_ALIAS(Comm_remote_size)
-int PMPI_Comm_remote_size(MPI_Comm c, int* size) {
-  (void)size;
-  QUERY_COMM("MPI_Comm_remote_size", c, comm);
-  return not_inter(comm, "MPI_Comm_remote_size");
-}
-
-BCS_PMPI_ALIAS(Comm_remote_group)
-int PMPI_Comm_remote_group(MPI_Comm c, MPI_Group* group) {
-  (void)group;
-  QUERY_COMM("MPI_Comm_remote_group", c, comm);
-  return not_inter(comm, "MPI_Comm_remote_group");
-}
-
-BCS_PMPI_ALIAS(Intercomm_merge)
-int PMPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* newcomm) {
-  (void)high;
-  QUERY_COMM("MPI_Intercomm_merge", c, comm);
-  if (newcomm) *newcomm = MPI_COMM_NULL;
-  return not_inter(comm, "MPI_Intercomm_merge");
-}
-
-BCS_PMPI_ALIAS(Intercomm_create)
-int PMPI_Intercomm_create(MPI_Comm local, int local_leader, MPI_Comm peer, int remote_leader,
-                          int tag, MPI_Comm* newcomm) {
-  (void)local_leader;
-  (void)peer;
-  (void)remote_leader;
-  (void)tag;
-  QUERY_COMM("MPI_Intercomm_create", local, comm);
-  if (!newcomm) return raise_error(comm, "MPI_Intercomm_create", MPI_ERR_ARG, "NULL newcomm pointer");
-  *newcomm = MPI_COMM_NULL;
-  return raise_error(comm, "MPI_Intercomm_create", MPI_ERR_OTHER,
-                     "intercommunicators are not supported");
-}
-
 // ------------------------------------------------------------ construction
 
 BCS_PMPI_ALIAS(Comm_dup)
@@ -557,6 +543,11 @@ int PMPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Comm_split";
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (comm_at(parent).inter) {
+    if (color < 0 && color != MPI_UNDEFINED)
+      return raise_error(parent, fn, MPI_ERR_ARG, "invalid color %d", color);
+    return intercomm_split(fn, parent, color, key, newcomm);
+  }
   if (color < 0 && color != MPI_UNDEFINED)
     return raise_error(parent, fn, MPI_ERR_ARG, "invalid color %d (>= 0 or MPI_UNDEFINED)",
                        color);
@@ -567,7 +558,7 @@ BCS_PMPI_ALIAS(Comm_split_type)
 int PMPI_Comm_split_type(MPI_Comm c, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Comm_split_type";
   int parent;
-  if (int e = check_parent(fn, c, newcomm, &parent)) return e;
+  if (int e = check_intra_parent(fn, c, newcomm, &parent)) return e;
   if (int e = check_info(parent, fn, info)) return e;  // hints are ignored
   if (split_type != MPI_COMM_TYPE_SHARED && split_type != MPI_UNDEFINED)
     return raise_error(parent, fn, MPI_ERR_ARG,

@@ -108,7 +108,7 @@ int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
   int64_t off0 = 0;
   if (!buf && count > 0 && ts > 0 && type_contiguous(type, &off0) && off0 == 0)
     return raise_error(*comm, fn, MPI_ERR_BUFFER, "NULL buffer with count %d", count);
-  const int n = comm_size(*comm);
+  const int n = peer_count(*comm);  // an intercommunicator names the remote group
   const bool peer_ok = (peer >= 0 && peer < n) || peer == MPI_PROC_NULL ||
                        (is_recv && peer == MPI_ANY_SOURCE);
   if (!peer_ok)

@@ -108,6 +108,12 @@ struct Comm {
   std::string name;
   std::vector<Attr> attrs;
   TopologyPtr topo;           // null: no topology
+  // Intercommunicators (intercomm.cc): `m` is the local group, `remote` the
+  // group point-to-point ranks name; `local` a private intracommunicator of
+  // the local group (its leader first) for agreeing on new contexts.
+  bool inter = false;
+  MembersPtr remote;
+  int local = -1;
   int size() const { return m->size(); }
 };
 
@@ -279,6 +285,15 @@ inline Comm& comm_at(int comm) { return *S().comms[static_cast<size_t>(comm)]; }
 // (kNoColour: not a member of any new communicator: *newcomm = MPI_COMM_NULL).
 constexpr int64_t kNoColour = INT64_MIN;
 int comm_split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm);
+// Context ids (comm.cc): the id of the k-th communicator led by world rank
+// `leader`; a new communicator over `m` registered with the node managers;
+// a bare table slot.
+bool comm_context_id(int32_t leader, int64_t k, int32_t* ctx);
+int comm_make(const char* fn, int parent, MembersPtr m, int32_t ctx, int* out);
+Comm& comm_new_slot(int* idx);
+// MPI_Comm_dup of an intercommunicator (intercomm.cc).
+int intercomm_dup(const char* fn, int ic, MPI_Comm* newcomm);
+int intercomm_split(const char* fn, int ic, int colour, int key, MPI_Comm* newcomm);
 
 // The in- and out-neighbours of this process in `comm`'s topology, in the
 // order MPI gives them for neighbourhood collectives (MPI_PROC_NULL where a
@@ -301,13 +316,20 @@ inline int32_t context_of(int comm) { return comm_at(comm).context; }
 // Its collective context: never matches point-to-point traffic.
 inline int32_t coll_context_of(int comm) { return context_of(comm) + 1; }
 
+// The group point-to-point ranks name: the communicator's, or the remote
+// group of an intercommunicator.
+inline const Members& peers_of(int comm) {
+  const Comm& c = comm_at(comm);
+  return c.inter ? *c.remote : *c.m;
+}
+inline int peer_count(int comm) { return peers_of(comm).size(); }
 // Communicator rank -> world rank (for bcs_send/bcs_recv/bcs_probe).
 inline int32_t to_world(int comm, int r) {
   if (r == MPI_ANY_SOURCE) return BCS_ANY_SOURCE;
-  return comm_at(comm).m->world[static_cast<size_t>(r)];
+  return peers_of(comm).world[static_cast<size_t>(r)];
 }
 // World rank (a message's source) -> communicator rank.
-inline int from_world(int comm, int32_t w) { return comm_at(comm).m->rank_of(w); }
+inline int from_world(int comm, int32_t w) { return peers_of(comm).rank_of(w); }
 
 // ------------------------------------------------------------ groups
 

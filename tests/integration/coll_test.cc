@@ -123,7 +123,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Request families: persistent, Waitsome/Testsome, buffered, ready,
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
-        Case{"requests", 4, 4, {}}),
+        Case{"requests", 4, 4, {}},
+        // Intercommunicators: create, point-to-point, merge, dup, split, create.
+        Case{"intercomm", 2, 2, {}}, Case{"intercomm", 3, 2, {}}, Case{"intercomm", 5, 2, {}},
+        Case{"intercomm", 8, 4, {}}),
     case_name);
 
 // ---------------------------------------------------------------------------
