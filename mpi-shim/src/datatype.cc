@@ -362,12 +362,13 @@ int PMPI_Type_get_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
 
 BCS_PMPI_ALIAS(Type_get_extent_x)
 int PMPI_Type_get_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
-  DType* d;
-  if (int e = get_type("MPI_Type_get_extent_x", type, &d)) return e;
+  // MPI_Aint and MPI_Count are both 64 bits here: the same values.
+  MPI_Aint l = 0, e = 0;
   if (!lb || !extent)
     return raise_error(kNoComm, "MPI_Type_get_extent_x", MPI_ERR_ARG, "NULL lb or extent");
-  *lb = d->lb;
-  *extent = d->extent();
+  if (int rc = PMPI_Type_get_extent(type, &l, &e)) return rc;
+  *lb = l;
+  *extent = e;
   return MPI_SUCCESS;
 }
 
@@ -384,12 +385,12 @@ int PMPI_Type_get_true_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent)
 
 BCS_PMPI_ALIAS(Type_get_true_extent_x)
 int PMPI_Type_get_true_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
-  DType* d;
-  if (int e = get_type("MPI_Type_get_true_extent_x", type, &d)) return e;
+  MPI_Aint l = 0, e = 0;
   if (!lb || !extent)
     return raise_error(kNoComm, "MPI_Type_get_true_extent_x", MPI_ERR_ARG, "NULL lb or extent");
-  *lb = d->tlb;
-  *extent = d->tub - d->tlb;
+  if (int rc = PMPI_Type_get_true_extent(type, &l, &e)) return rc;
+  *lb = l;
+  *extent = e;
   return MPI_SUCCESS;
 }
 
