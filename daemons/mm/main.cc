@@ -1,6 +1,7 @@
 // bcs-mm: the machine manager. Owns the slice clock (strobe sender), accepts
 // node managers and jobs, and serves the Jobs / NodeControl / Monitor gRPC
 // services (loopback by default).
+#include <algorithm>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -79,8 +80,20 @@ int main(int argc, char** argv) {
               level = "warn";
   int ready_fd = -1;
   bool no_realtime = false;
-  app.add_option("--listen", listen, "gRPC listen address (port 0: pick one)")
-      ->capture_default_str();
+  app.add_option("--listen", listen, "gRPC listen address HOST:PORT (port 0: pick one)")
+      ->capture_default_str()
+      ->check(CLI::Validator(
+          [](std::string& s) -> std::string {
+            // gRPC takes "host:70000" and binds port 70000 mod 65536: refuse it here.
+            const auto colon = s.rfind(':');
+            const std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
+            if (colon == 0 || port.empty() || port.size() > 5 ||
+                !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
+                std::stoul(port) > 65535)
+              return "'" + s + "' is not HOST:PORT with a port from 0 to 65535";
+            return {};
+          },
+          "HOST:PORT", "listen"));
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
   app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
   app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")
