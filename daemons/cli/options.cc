@@ -68,11 +68,10 @@ const CLI::Validator kEnvExport(
       if (is_rank_env(s)) return "'" + s + "' is set by bcs itself for each rank";
       return {};
     },
-    "NAME[=VALUE]", "env-export");
+    "", "env-export");  // no description: the type name says it
 
 const CLI::Validator kEnvAssignment(
-    [](std::string& s) -> std::string { return check_env_setting(s); }, "NAME=VALUE",
-    "env-assignment");
+    [](std::string& s) -> std::string { return check_env_setting(s); }, "", "env-assignment");
 
 const CLI::Validator kAtLeastOne(
     [](std::string& s) -> std::string {
@@ -129,7 +128,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "Examples:\n"
       "  bcs run -n 4 ./ring\n"
       "  bcs run -n 8 --nodes 2 -l --timeout 5m ./app -x 3\n"
-      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app");
+      "  bcs run --host a:2,b --env OMP_NUM_THREADS=1 -x HOME ./app   (ranks 0,1 on a, 2 on b)\n"
+      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app\n"
+      "  bcs run --manager 10.0.0.1:7600 --hostfile hosts ./app   (node managers by --name)");
   // Stop at PROGRAM: its own flags (even ones that look like ours, such as
   // -l) belong to it, as with mpirun.
   run_cmd->prefix_command();
