@@ -107,6 +107,15 @@ for use in findmpi bcs; do
   for r in 0 1 2; do expect_line "$use" "hello c++ $r/3 sum 3"; done
 done
 
+# FindMPI told where the tree is, not finding it in PATH.
+for hint in "-DMPI_HOME=$p" "-DCMAKE_PREFIX_PATH=$p"; do
+  b=$work/findmpi-hint
+  rm -rf "$b"
+  cmake -S "$src" -B "$b" "$hint" >"$b.log" 2>&1 || { cat "$b.log"; fail "configure with $hint"; }
+  grep -qx "MPI_C_COMPILER:FILEPATH=$p/bin/mpicc" "$b/CMakeCache.txt" || fail "FindMPI with $hint: not our mpicc"
+  grep -qx "MPI_CXX_COMPILER:FILEPATH=$p/bin/mpicxx" "$b/CMakeCache.txt" || fail "FindMPI with $hint: not our mpicxx"
+done
+
 # ---------------------------------------------------------------- pkg-config
 # Only our files: PKG_CONFIG_LIBDIR replaces the system's directories, where
 # another MPI's mpi-c.pc may be.
