@@ -205,7 +205,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
   }
 
   for (uint32_t i = 1; i <= cfg.nodes; ++i) {
-    std::string name = "node" + std::to_string(i);
+    std::string name = i <= cfg.names.size() ? cfg.names[i - 1] : "node" + std::to_string(i);
     std::vector<std::string> nargv{nm, "--manager", address(), "--name", name};
     if (!cfg.token.empty()) nargv.insert(nargv.end(), {"--token", cfg.token});
     if (cfg.verbose) nargv.insert(nargv.end(), {"--log-level", "debug"});

@@ -50,6 +50,7 @@ std::string describe_wait_status(int status);
 
 struct ClusterConfig {
   uint32_t nodes = 1;
+  std::vector<std::string> names;  // of the node managers; default node1..nodeK
   std::string slice;   // forwarded as --slice when non-empty
   std::string chunk;   // forwarded as --chunk when non-empty
   std::string token;   // forwarded as --token when non-empty

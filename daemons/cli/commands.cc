@@ -276,24 +276,24 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   pb::LaunchRequest req;
   req.set_program(o.program);
   for (const auto& a : o.args) req.add_args(a);
-  // bcs's environment, with --env NAME=VALUE replacing or adding entries
-  // (-x NAME only asserted that NAME is set: it is in environ already).
-  for (char** e = environ; e && *e; ++e) {
-    const std::string kv(*e);
-    const auto eq = kv.find('=');
-    const bool replaced = std::any_of(o.env_set.begin(), o.env_set.end(), [&](const std::string& s) {
-      return eq != std::string::npos && s.compare(0, eq + 1, kv, 0, eq + 1) == 0;
-    });
-    if (!replaced) req.add_env(kv);
-  }
-  for (const auto& kv : o.env_set) req.add_env(kv);
+  // bcs's environment as it is; the settings (--env, -x) are applied by the
+  // manager, which checks them (it trusts no client).
+  for (char** e = environ; e && *e; ++e) req.add_env(*e);
+  for (const auto& kv : o.env_set) req.add_env_set(kv);
   {
     std::string cwd(PATH_MAX, '\0');
     if (::getcwd(cwd.data(), cwd.size())) req.set_cwd(cwd.c_str());
   }
   req.set_nranks(o.nranks);
-  req.set_nodes(o.effective_nodes());
-  req.set_ranks_per_node(o.ppn);
+  if (o.hosts.empty()) {
+    req.set_nodes(o.effective_nodes());
+    req.set_ranks_per_node(o.ppn);
+  }
+  for (const auto& h : o.hosts) {
+    auto* x = req.add_hosts();
+    x->set_name(h.name);
+    x->set_slots(h.slots);
+  }
   req.set_slice_ns(o.slice_ns);
   req.set_chunk_bytes(o.chunk_bytes);
   req.set_wait_nodes_ms(kWaitNodesMs);
@@ -398,6 +398,10 @@ int run_job(const RunOptions& o) {
   try {
     ClusterConfig cfg;
     cfg.nodes = o.effective_nodes();
+    // One node manager per host that gets a rank, named after it, so that
+    // the manager finds them by name as it would on a real cluster.
+    cfg.names = used_hosts(o.hosts, o.nranks);
+    if (!cfg.names.empty()) cfg.nodes = static_cast<uint32_t>(cfg.names.size());
     cfg.slice = o.slice;
     cfg.chunk = o.chunk;
     cfg.token = o.token;

@@ -5,10 +5,12 @@
 #include <algorithm>
 #include <cstdlib>
 #include <cctype>
+#include <climits>
+#include <cstdint>
 #include <iterator>
 #include <ostream>
 
-#include "rank_env.h"
+#include "launch.h"
 #include "units.h"
 
 #ifndef BCS_VERSION
@@ -58,29 +60,18 @@ const CLI::Validator kSize(
     },
     "SIZE", "size");
 
-bool env_name_ok(const std::string& n) {
-  if (n.empty() || n.size() > 255 || std::isdigit(static_cast<unsigned char>(n[0]))) return false;
-  return std::all_of(n.begin(), n.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || c == '_';
-  });
-}
-
-const CLI::Validator kEnvName(
+// -x NAME or -x NAME=VALUE (as Open MPI's mpirun).
+const CLI::Validator kEnvExport(
     [](std::string& s) -> std::string {
+      if (s.find('=') != std::string::npos) return check_env_setting(s);
       if (!env_name_ok(s)) return "'" + s + "' is not an environment variable name";
+      if (is_rank_env(s)) return "'" + s + "' is set by bcs itself for each rank";
       return {};
     },
-    "NAME", "env-name");
+    "", "env-export");  // no description: the type name says it
 
 const CLI::Validator kEnvAssignment(
-    [](std::string& s) -> std::string {
-      const auto eq = s.find('=');
-      if (eq == std::string::npos || !env_name_ok(s.substr(0, eq)))
-        return "'" + s + "' is not NAME=VALUE";
-      if (is_rank_env(s)) return "'" + s.substr(0, eq) + "' is set by bcs itself for each rank";
-      return {};
-    },
-    "NAME=VALUE", "env-assignment");
+    [](std::string& s) -> std::string { return check_env_setting(s); }, "", "env-assignment");
 
 const CLI::Validator kAtLeastOne(
     [](std::string& s) -> std::string {
@@ -137,12 +128,15 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "Examples:\n"
       "  bcs run -n 4 ./ring\n"
       "  bcs run -n 8 --nodes 2 -l --timeout 5m ./app -x 3\n"
-      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app");
+      "  bcs run --host a:2,b --env OMP_NUM_THREADS=1 -x HOME ./app   (ranks 0,1 on a, 2 on b)\n"
+      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app\n"
+      "  bcs run --manager 10.0.0.1:7600 --hostfile hosts ./app   (node managers by --name)");
   // Stop at PROGRAM: its own flags (even ones that look like ours, such as
   // -l) belong to it, as with mpirun.
   run_cmd->prefix_command();
-  run_cmd->add_option("-n,--np", run.nranks, "Number of ranks")
-      ->required()
+  auto* np_opt = run_cmd->add_option("-n,--np", run.nranks,
+                                     "Number of ranks (required unless --host/--hostfile give "
+                                     "it: the sum of their slots)")
       ->check(kAtLeastOne);
   auto* nodes_opt = run_cmd
       ->add_option("--nodes", nodes,
@@ -158,18 +152,35 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
       ->check(kSize);
   run_cmd->add_flag("-l,--label", run.label, "Prefix every output line with [RANK]");
+  std::vector<std::string> env_export, host_lists, host_files;
   run_cmd
-      ->add_option("-x", run.env_export,
-                   "Pass environment variable NAME to the ranks (it must be set; the ranks "
-                   "get bcs's whole environment anyway, -x makes a missing one an error)")
-      ->type_name("NAME")
+      ->add_option("-x", env_export,
+                   "Set NAME in the ranks' environment to its value here (an error if unset), "
+                   "or to VALUE. The ranks get bcs's whole environment anyway; -x makes a "
+                   "missing variable an error")
+      ->type_name("NAME[=VALUE]")
       ->allow_extra_args(false)  // one NAME per -x: the next word may be PROGRAM
-      ->check(kEnvName);
+      ->check(kEnvExport);
   run_cmd
-      ->add_option("--env", run.env_set, "Set NAME=VALUE in the ranks' environment")
+      ->add_option("--env", run.env_set,
+                   "Set NAME=VALUE in the ranks' environment (after -x; later ones win)")
       ->type_name("NAME=VALUE")
       ->allow_extra_args(false)
       ->check(kEnvAssignment);
+  auto* host_opt = run_cmd
+      ->add_option("--host", host_lists,
+                   "Node managers by name, with ranks (slots) each: H1[:S1],H2[:S2],... "
+                   "(S defaults to 1). Rank r goes to the host of slot r mod (sum of S). "
+                   "Embedded: one node manager per distinct host, named after it; with "
+                   "--manager: the registered node managers of these names (bcs-nm --name)")
+      ->type_name("HOSTS")
+      ->allow_extra_args(false);
+  auto* hostfile_opt = run_cmd
+      ->add_option("--hostfile", host_files,
+                   "Hosts from a file, one per line: NAME, NAME:SLOTS or NAME slots=SLOTS "
+                   "('#' comments); used as --host")
+      ->type_name("FILE")
+      ->allow_extra_args(false);
   run_cmd->add_option("--timeout", timeout, "Kill the job after this long (exit 124)")
       ->check(kDuration);
   auto* manager_opt = run_cmd->add_option(
@@ -244,9 +255,42 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
         run.timeout = timeout;
         run.timeout_ns = *parse_duration_ns(timeout);
       }
-      for (const auto& n : run.env_export)
-        if (!std::getenv(n.c_str()))
-          throw CLI::ValidationError("-x " + n, n + " is not set in this environment");
+      // -x first, then --env: later settings win.
+      std::vector<std::string> settings;
+      for (const auto& x : env_export) {
+        if (x.find('=') != std::string::npos) {
+          settings.push_back(x);
+          continue;
+        }
+        const char* v = std::getenv(x.c_str());
+        if (!v) throw CLI::ValidationError("-x " + x, x + " is not set in this environment");
+        settings.push_back(x + "=" + v);
+        if (auto why = check_env_setting(settings.back()); !why.empty())
+          throw CLI::ValidationError("-x " + x, why);
+      }
+      settings.insert(settings.end(), run.env_set.begin(), run.env_set.end());
+      run.env_set = std::move(settings);
+
+      if (*host_opt && *hostfile_opt)
+        throw CLI::ValidationError("--host", "give --host or --hostfile, not both");
+      try {
+        for (const auto& l : host_lists) add_host_list(l, &run.hosts);
+        for (const auto& f : host_files) add_host_file(f, &run.hosts);
+      } catch (const HostError& e) {
+        throw CLI::ValidationError(*host_opt ? "--host" : "--hostfile", e.what());
+      }
+      if (!run.hosts.empty()) {
+        if (*nodes_opt || run.ppn)
+          throw CLI::ValidationError("--host", "--host/--hostfile place the ranks themselves: "
+                                               "no --nodes or --ppn with them");
+        if (!*np_opt) {
+          const uint64_t total = total_slots(run.hosts);
+          if (total > UINT32_MAX) throw CLI::ValidationError("--host", "too many slots");
+          run.nranks = static_cast<uint32_t>(total);
+        }
+      } else if (!*np_opt) {
+        throw CLI::RequiredError("-n");
+      }
       return Command{std::move(run)};
     }
     if (*jobs_cmd) return Command{std::move(jobs)};

@@ -9,6 +9,8 @@
 #include <variant>
 #include <vector>
 
+#include "hosts.h"
+
 namespace bcs::cli {
 
 inline constexpr const char* kDefaultManager = "127.0.0.1:7600";
@@ -29,13 +31,18 @@ struct RunOptions {
   bool verbose = false;
   std::string program;
   std::vector<std::string> args;     // argv[1..] of the program
-  // Environment of the ranks: bcs's own environment, then -x NAME (must be
-  // set here) and --env NAME=VALUE (overrides) in the order given.
-  std::vector<std::string> env_export;   // -x NAME
-  std::vector<std::string> env_set;      // --env NAME=VALUE
+  // Environment of the ranks: bcs's own environment, with these NAME=VALUE
+  // settings applied in order (later ones win): first the -x options (-x
+  // NAME takes NAME's value here and fails if it is unset; -x NAME=VALUE as
+  // --env), then the --env options.
+  std::vector<std::string> env_set;
+  // --host / --hostfile: node managers by name, with their slots (empty:
+  // --nodes / --ppn placement). -n defaults to the sum of the slots.
+  std::vector<Host> hosts;
 
   // Nodes to ask for: min(K, N) with K = --nodes (default 1 when embedded);
-  // 0 (= every registered node) with --manager and no --nodes.
+  // 0 (= every registered node) with --manager and no --nodes. Unused with
+  // hosts.
   uint32_t effective_nodes() const;
 };
 

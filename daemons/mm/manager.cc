@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "launch.h"
+
 namespace bcs::mm {
 
 using namespace std::chrono_literals;
@@ -272,6 +274,34 @@ void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
   if (j.ranks_done == j.rank_node.size()) finish_job_locked(j);
 }
 
+namespace {
+
+// Why the request's environment and host list cannot be used, or "". The
+// request comes from the network: nothing in it is trusted.
+std::string check_launch(const v1::LaunchRequest& req, std::vector<std::string>* env) {
+  std::vector<std::string> inherited(req.env().begin(), req.env().end());
+  std::vector<std::string> settings(req.env_set().begin(), req.env_set().end());
+  if (auto why = check_job_env(inherited, settings); !why.empty()) return why;
+  *env = merge_job_env(std::move(inherited), settings);
+  if (req.hosts_size() == 0) return {};
+  if (req.nodes() || req.ranks_per_node())
+    return "a host list cannot be combined with a node count or ranks per node";
+  if (static_cast<size_t>(req.hosts_size()) > kMaxHosts)
+    return "more than " + std::to_string(kMaxHosts) + " hosts";
+  for (int i = 0; i < req.hosts_size(); ++i) {
+    const auto& h = req.hosts(i);
+    if (!host_name_ok(h.name()))
+      return "'" + h.name().substr(0, 40) + "' is not a valid host name";
+    if (h.slots() == 0 || h.slots() > kMaxSlotsPerHost)
+      return "host " + h.name() + " has " + std::to_string(h.slots()) + " slots";
+    for (int k = 0; k < i; ++k)
+      if (req.hosts(k).name() == h.name()) return "host " + h.name() + " is listed twice";
+  }
+  return {};
+}
+
+}  // namespace
+
 grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req,
                              v1::LaunchReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
@@ -279,13 +309,35 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
     return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
+  std::vector<std::string> env;
+  if (auto why = check_launch(req, &env); !why.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, why};
+  // With a host list: rank -> host index, and the hosts that get a rank
+  // (only those must be registered).
+  std::vector<uint32_t> rank_host;
+  std::vector<std::string> used_hosts;
+  if (req.hosts_size()) {
+    std::vector<uint32_t> slots;
+    for (const auto& h : req.hosts()) slots.push_back(h.slots());
+    rank_host = place_by_slots(req.nranks(), slots);
+    for (uint32_t r = 0; r < req.nranks() && used_hosts.size() < slots.size(); ++r)
+      if (rank_host[r] == used_hosts.size()) used_hosts.push_back(req.hosts(rank_host[r]).name());
+  }
   const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
   const auto deadline =
       std::chrono::steady_clock::now() +
       std::chrono::milliseconds(req.wait_nodes_ms() ? req.wait_nodes_ms() : 10000);
   std::unique_lock lk(mu_);
-  // A node is usable once its fabric endpoint exists and it has connected to
-  // every other chosen node (it applied a peers table that includes them).
+  // Nodes are usable once their fabric endpoint exists and they have
+  // connected to every other chosen node (they applied a peers table that
+  // includes them).
+  auto all_connected = [&](const std::vector<std::shared_ptr<Node>>& ready) {
+    uint64_t need = 0;
+    for (auto& n : ready) need = std::max(need, n->joined_gen);
+    for (auto& n : ready)
+      if (n->peers_applied < need) return false;
+    return true;
+  };
   auto usable = [&](std::vector<uint32_t>* chosen) {
     std::vector<std::shared_ptr<Node>> ready;
     for (auto& [id, n] : nodes_)
@@ -294,33 +346,79 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
     k = std::min<uint32_t>(k, req.nranks());
     if (ready.size() < want || k == 0) return false;
     ready.resize(k);
-    uint64_t need = 0;
-    for (auto& n : ready) need = std::max(need, n->joined_gen);
-    for (auto& n : ready)
-      if (n->peers_applied < need) return false;
+    if (!all_connected(ready)) return false;
     chosen->clear();
     for (auto& n : ready) chosen->push_back(n->id);
     return true;
   };
+  // By name: the node managers called like the used hosts, in host order.
+  // A name two node managers share would make the mapping a guess: refused.
+  std::string host_error;
+  auto usable_by_name = [&](std::vector<uint32_t>* chosen) {
+    std::vector<std::shared_ptr<Node>> picked;
+    for (const auto& h : used_hosts) {
+      std::shared_ptr<Node> match;
+      for (auto& [id, n] : nodes_) {
+        if (n->name != h) continue;
+        if (match) {
+          host_error = "two node managers are named '" + h + "'";
+          return true;  // stop waiting: this will not get better
+        }
+        match = n;
+      }
+      if (!match || !match->fabric_ready) return false;
+      picked.push_back(match);
+    }
+    if (!all_connected(picked)) return false;
+    chosen->clear();
+    for (auto& n : picked) chosen->push_back(n->id);
+    return true;
+  };
   std::vector<uint32_t> chosen;
-  if (!cv_.wait_until(lk, deadline, [&] { return stopping_ || usable(&chosen); }))
-    return {grpc::StatusCode::FAILED_PRECONDITION, "only " + std::to_string(nodes_.size()) +
-                                                       " node manager(s) registered, " +
-                                                       std::to_string(want) + " needed"};
+  const bool by_name = !used_hosts.empty();
+  if (!cv_.wait_until(lk, deadline, [&] {
+        return stopping_ || (by_name ? usable_by_name(&chosen) : usable(&chosen));
+      })) {
+    if (!by_name)
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "only " + std::to_string(nodes_.size()) + " node manager(s) registered, " +
+                  std::to_string(want) + " needed"};
+    std::string missing, known;
+    for (const auto& h : used_hosts)
+      if (std::none_of(nodes_.begin(), nodes_.end(),
+                       [&](const auto& kv) { return kv.second->name == h; }))
+        missing += (missing.empty() ? "'" : ", '") + h + "'";
+    for (auto& [id, n] : nodes_) known += (known.empty() ? "" : ", ") + n->name;
+    if (missing.empty())
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "the node managers of the hosts did not get ready in time"};
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "no node manager named " + missing + " is registered (registered: " +
+                (known.empty() ? "none" : known) + ")"};
+  }
   if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
+  if (!host_error.empty()) return {grpc::StatusCode::FAILED_PRECONDITION, host_error};
 
   auto j = std::make_shared<Job>();
   j->id = next_job_id_++;
   j->req = req;
+  j->env = std::move(env);
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
   j->nodes = chosen;
-  // Cyclic placement by default: consecutive ranks land on different nodes,
-  // so that neighbour exchanges exercise the network path. With ranks per
-  // node, blocks in rank order (uneven layouts such as 3 + 1).
-  const uint32_t ppn = req.ranks_per_node();
-  for (uint32_t r = 0; r < req.nranks(); ++r)
-    j->rank_node.push_back(ppn ? chosen[(r / ppn) % chosen.size()] : chosen[r % chosen.size()]);
+  if (by_name) {
+    // Host i of the request is chosen[i] (every used host precedes the
+    // unused ones: the slots are filled in host order).
+    for (uint32_t r = 0; r < req.nranks(); ++r) j->rank_node.push_back(chosen[rank_host[r]]);
+    std::sort(j->nodes.begin(), j->nodes.end());
+  } else {
+    // Cyclic placement by default: consecutive ranks land on different
+    // nodes, so that neighbour exchanges exercise the network path. With
+    // ranks per node, blocks in rank order (uneven layouts such as 3 + 1).
+    const uint32_t ppn = req.ranks_per_node();
+    for (uint32_t r = 0; r < req.nranks(); ++r)
+      j->rank_node.push_back(ppn ? chosen[(r / ppn) % chosen.size()] : chosen[r % chosen.size()]);
+  }
   // A node manager that got no rank (a large --ppn) takes no part in the job.
   std::erase_if(j->nodes, [&](uint32_t n) {
     return std::find(j->rank_node.begin(), j->rank_node.end(), n) == j->rank_node.end();
@@ -331,7 +429,7 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   queue_.push_back(j->id);
   rep->set_job_id(j->id);
   spdlog::info("job {} queued: {} rank(s) of {} on {} node(s)", j->id, req.nranks(), req.program(),
-               chosen.size());
+               j->nodes.size());
   lk.unlock();
   cv_.notify_all();
   return grpc::Status::OK;

@@ -58,6 +58,7 @@ struct Job {
   enum class State { queued, starting, running, done };
   uint64_t id = 0;
   v1::LaunchRequest req;
+  std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
   uint64_t slice_ns = 0, chunk_bytes = 0;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id

@@ -95,7 +95,7 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     s->set_job_id(j->id);
     s->set_program(j->req.program());
     for (auto& a : j->req.args()) s->add_args(a);
-    for (auto& e : j->req.env()) s->add_env(e);
+    for (auto& e : j->env) s->add_env(e);
     s->set_cwd(j->req.cwd());
     s->set_nranks(j->req.nranks());
     for (auto n : j->rank_node) s->add_rank_node(n);

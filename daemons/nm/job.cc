@@ -1,6 +1,6 @@
 #include "job.h"
 
-#include "rank_env.h"
+#include "launch.h"
 
 #include <fcntl.h>
 #include <signal.h>

@@ -27,6 +27,7 @@
 #include "bcs/core.h"
 #include "fd.h"
 #include "job.h"
+#include "launch.h"
 #include "nic.h"
 #include "signals.h"
 
@@ -298,6 +299,8 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         std::shared_ptr<NmJob> j;
         if (spec.rank_node.size() != spec.nranks)
           err = "malformed job: rank map size";
+        else if (auto why = check_job_env(spec.env, {}); !why.empty())
+          err = "malformed job: " + why;  // the manager checked it too; trust nothing
         else if (job)
           err = "node is busy with job " + std::to_string(job->id());
         else

@@ -170,13 +170,18 @@ namespace bcs::cli {
 namespace {
 
 TEST(CliOptions, EnvironmentForTheRanks) {
-  ::setenv("BCS_TEST_EXPORTED", "1", 1);
-  const RunOptions r = run_of(parse({"run", "-n", "2", "-x", "BCS_TEST_EXPORTED", "--env", "A=1",
-                                     "--env", "B=x=y", "prog", "-x", "Z"}));
-  EXPECT_EQ(r.env_export, (std::vector<std::string>{"BCS_TEST_EXPORTED"}));
-  EXPECT_EQ(r.env_set, (std::vector<std::string>{"A=1", "B=x=y"}));
+  ::setenv("BCS_TEST_EXPORTED", "from here", 1);
+  const RunOptions r =
+      run_of(parse({"run", "-n", "2", "--env", "A=1", "-x", "BCS_TEST_EXPORTED", "--env", "B=x=y",
+                    "-x", "C=set by -x", "--env", "A=2", "prog", "-x", "Z", "--env", "Q=1"}));
+  // -x first (NAME takes its value here), then --env, each in order.
+  EXPECT_EQ(r.env_set, (std::vector<std::string>{"BCS_TEST_EXPORTED=from here", "C=set by -x",
+                                                 "A=1", "B=x=y", "A=2"}));
   EXPECT_EQ(r.program, "prog");  // -x takes one NAME; the program's own -x is its own
-  EXPECT_EQ(r.args, (std::vector<std::string>{"-x", "Z"}));
+  EXPECT_EQ(r.args, (std::vector<std::string>{"-x", "Z", "--env", "Q=1"}));
+  EXPECT_EQ(run_of(parse({"run", "-n", "1", "--env", "E=", "p"})).env_set,
+            (std::vector<std::string>{"E="}))
+      << "an empty value is a value";
 }
 
 TEST(CliOptions, BadEnvironmentOptionsAreRefused) {
@@ -184,13 +189,28 @@ TEST(CliOptions, BadEnvironmentOptionsAreRefused) {
   auto p = parse({"run", "-n", "1", "-x", "BCS_TEST_UNSET", "prog"});
   EXPECT_EQ(code_of(p), 2);
   EXPECT_NE(p.err.find("is not set"), std::string::npos) << p.err;
-  p = parse({"run", "-n", "1", "--env", "NOEQUALS", "prog"});
+  for (const char* bad : {"NOEQUALS", "9X=1", "=1", "A-B=1", "A B=1", ""}) {
+    p = parse({"run", "-n", "1", "--env", bad, "prog"});
+    EXPECT_EQ(code_of(p), 2) << bad;
+    EXPECT_NE(p.err.find("NAME=VALUE"), std::string::npos) << p.err;
+  }
+  for (const char* bad : {"9X", "A-B", "1=2", "=x"}) {
+    EXPECT_EQ(code_of(parse({"run", "-n", "1", "-x", bad, "prog"})), 2) << bad;
+  }
+  // The runtime's own per-rank variables cannot be set or passed.
+  for (auto args : std::vector<std::vector<std::string>>{
+           {"--env", "BCS_RANK=3"}, {"-x", "BCS_SEGMENT_FD=1"}, {"-x", "BCS_NODE"}}) {
+    ::setenv("BCS_NODE", "here", 1);
+    args.insert(args.begin(), {"run", "-n", "1"});
+    args.push_back("prog");
+    p = parse(args);
+    EXPECT_EQ(code_of(p), 2) << testing::PrintToString(args);
+    EXPECT_NE(p.err.find("set by bcs itself"), std::string::npos) << p.err;
+    ::unsetenv("BCS_NODE");
+  }
+  p = parse({"run", "-n", "1", "--env", "BIG=" + std::string(200 * 1024, 'x'), "prog"});
   EXPECT_EQ(code_of(p), 2);
-  p = parse({"run", "-n", "1", "--env", "9X=1", "prog"});
-  EXPECT_EQ(code_of(p), 2);
-  p = parse({"run", "-n", "1", "--env", "BCS_RANK=3", "prog"});
-  EXPECT_EQ(code_of(p), 2);
-  EXPECT_NE(p.err.find("set by bcs itself"), std::string::npos) << p.err;
+  EXPECT_NE(p.err.find("longer than 128 KiB"), std::string::npos) << p.err.substr(0, 200);
 }
 
 }  // namespace

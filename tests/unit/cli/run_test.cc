@@ -303,6 +303,32 @@ TEST_F(RunTest, UnlabelledOutputIsPassedThroughUnchanged) {
   EXPECT_TRUE(jobs_.token.empty());
 }
 
+TEST_F(RunTest, SendsEnvironmentSettingsAndHostsForTheManagerToCheck) {
+  jobs_.exit.set_status(0);
+  Bcs b(exe_,
+        run_args({"--host", "b:2,a", "--env", "A=1", "-x", "BCS_TEST_X", "--env", "BCS_TEST_X=2",
+                  "p"}),
+        {"BCS_TEST_X=from bcs", "A=inherited"});
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  std::lock_guard lk(jobs_.mu);
+  ASSERT_TRUE(jobs_.launch);
+  const auto& l = *jobs_.launch;
+  // The environment goes as it is, the settings apart (-x first): the
+  // manager applies and checks them.
+  EXPECT_NE(std::find(l.env().begin(), l.env().end(), "A=inherited"), l.env().end());
+  EXPECT_EQ(std::vector<std::string>(l.env_set().begin(), l.env_set().end()),
+            (std::vector<std::string>{"BCS_TEST_X=from bcs", "A=1", "BCS_TEST_X=2"}));
+  ASSERT_EQ(l.hosts_size(), 2);
+  EXPECT_EQ(l.hosts(0).name(), "b");
+  EXPECT_EQ(l.hosts(0).slots(), 2u);
+  EXPECT_EQ(l.hosts(1).name(), "a");
+  EXPECT_EQ(l.hosts(1).slots(), 1u);
+  EXPECT_EQ(l.nranks(), 3u);
+  EXPECT_EQ(l.nodes(), 0u);
+  EXPECT_EQ(l.ranks_per_node(), 0u);
+}
+
 TEST_F(RunTest, TimeoutKillsTheJobAndExits124) {
   jobs_.end = FakeJobs::End::kWaitForKill;
   Bcs b(exe_, run_args({"-n", "1", "--timeout", "50ms", "p"}));
@@ -426,6 +452,18 @@ TEST_F(EmbeddedTest, RunsOnAPrivateClusterAndTearsItDown) {
     ASSERT_TRUE(jobs_.launch);
     EXPECT_EQ(jobs_.launch->nodes(), 2u);
   }
+  expect_nothing_left();
+}
+
+TEST_F(EmbeddedTest, HostsBecomeNodeManagersNamedAfterThem) {
+  jobs_.exit.set_status(0);
+  // 3 ranks on x:2,y:2,z: only x and y get ranks, so only they are started.
+  Result r = Bcs(exe_, {"run", "-v", "-n", "3", "--host", "x:2,y:2,z", "p"}, env()).finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.err.find("started bcs-nm x "), std::string::npos) << r.err;
+  EXPECT_NE(r.err.find("started bcs-nm y "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("started bcs-nm z "), std::string::npos) << r.err;
+  EXPECT_EQ(r.err.find("started bcs-nm node"), std::string::npos) << r.err;
   expect_nothing_left();
 }
 

@@ -1,0 +1,228 @@
+// Integration stories for what a launch asks of the machine manager: the
+// ranks' environment (`--env`, `-x`) and hosts (`--host`, `--hostfile`)
+// mapped onto node managers by name. The manager trusts no client: a request
+// made directly over gRPC (not through `bcs`, which checks the same things
+// first) with a bad environment or host list is refused with a reason.
+#include <gmock/gmock.h>
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <fstream>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bcs.grpc.pb.h"
+#include "harness.h"
+#include "story.h"
+
+using namespace std::chrono_literals;
+using bcs::test::bcs_run;
+using bcs::test::bin;
+using bcs::test::describe;
+using testing::HasSubstr;
+
+namespace {
+
+namespace pb = bcs::v1;
+using LaunchStory = bcs::test::Story;
+
+// Prints "R NODE VALUE" for every rank: where it runs, and what it sees of
+// the variable BCS_TEST_VAR.
+const std::vector<std::string> kWhere{"/bin/sh", "-c",
+                                      "echo \"$BCS_RANK $BCS_NODE ${BCS_TEST_VAR-unset}\""};
+
+std::vector<std::string> args(std::vector<std::string> head) {
+  head.insert(head.end(), kWhere.begin(), kWhere.end());
+  return head;
+}
+
+// A machine manager of our own, with `names` node managers registered.
+class Cluster {
+ public:
+  explicit Cluster(const std::vector<std::string>& names) {
+    mm_ = std::make_unique<bcs::test::Background>(
+        std::vector<std::string>{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+    const std::string port = mm_->ready_line(30s);
+    EXPECT_FALSE(port.empty()) << "bcs-mm did not come up";
+    addr_ = "127.0.0.1:" + port;
+    for (const auto& n : names)
+      nms_.push_back(std::make_unique<bcs::test::Background>(
+          std::vector<std::string>{bin("bcs-nm"), "--manager", addr_, "--name", n}));
+  }
+  ~Cluster() {
+    for (auto& n : nms_) EXPECT_EQ(n->stop(), 0);
+    EXPECT_EQ(mm_->stop(), 0);
+  }
+  const std::string& addr() const { return addr_; }
+
+  // Launch made directly, as any gRPC client could.
+  grpc::Status launch(const pb::LaunchRequest& req) {
+    auto stub = pb::Jobs::NewStub(grpc::CreateChannel(addr_, grpc::InsecureChannelCredentials()));
+    grpc::ClientContext ctx;
+    ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+    pb::LaunchReply rep;
+    return stub->Launch(&ctx, req, &rep);
+  }
+
+ private:
+  std::unique_ptr<bcs::test::Background> mm_;
+  std::vector<std::unique_ptr<bcs::test::Background>> nms_;
+  std::string addr_;
+};
+
+pb::LaunchRequest request() {
+  pb::LaunchRequest req;
+  req.set_program("/bin/true");
+  req.set_nranks(1);
+  req.add_env("PATH=/usr/bin:/bin");
+  req.set_wait_nodes_ms(1);  // a refusal must not depend on waiting
+  return req;
+}
+
+}  // namespace
+
+TEST_F(LaunchStory, EnvironmentSettingsReachEveryRankAndOverrideInOrder) {
+  // BCS_TEST_VAR is inherited, replaced by -x NAME=VALUE, then by --env.
+  auto r = bcs_run(args({"-n", "3", "--nodes", "2", "-x", "BCS_TEST_VAR=x", "--env",
+                         "BCS_TEST_VAR=from --env"}),
+                   60s, {{"BCS_TEST_VAR", "inherited"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  // Cyclic placement: ranks 0 and 2 on one node manager, 1 on the other
+  // (which one registered first varies).
+  int zero_found = 0;
+  for (const char* node : {"node1", "node2"}) {
+    const std::string n(node), other(n == "node1" ? "node2" : "node1");
+    if (r.out.find("0 " + n + " from --env\n") == std::string::npos) continue;
+    ++zero_found;
+    EXPECT_THAT(r.out, HasSubstr("1 " + other + " from --env\n")) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("2 " + n + " from --env\n")) << describe(r);
+  }
+  EXPECT_EQ(zero_found, 1) << describe(r);
+  r = bcs_run(args({"-n", "1"}), 60s, {{"BCS_TEST_VAR", "inherited"}});
+  EXPECT_THAT(r.out, HasSubstr("0 node1 inherited")) << describe(r);
+  expect_nothing_left_now();
+}
+
+TEST_F(LaunchStory, AnOversizedEnvironmentIsRefusedByTheManager) {
+  // 10 x 110 KiB: bcs itself starts (execve allows 2 MiB), the manager
+  // refuses more than 1 MiB for the ranks, with the reason.
+  std::map<std::string, std::string> env;
+  for (int i = 0; i < 10; ++i) env["BCS_TEST_BIG" + std::to_string(i)] = std::string(110 * 1024, 'x');
+  auto r = bcs_run(args({"-n", "1"}), 60s, env);
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("the environment is larger than 1 MiB")) << describe(r);
+  expect_nothing_left_now();
+}
+
+TEST_F(LaunchStory, HostsMapOntoNodeManagersNamedAfterThem) {
+  // Embedded: one node manager per host that gets a rank, named after it;
+  // the ranks fill the slots host by host and wrap around.
+  auto r = bcs_run(args({"-n", "5", "--host", "alpha:2,beta", "--host", "gamma"}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (const char* line : {"0 alpha", "1 alpha", "2 beta", "3 gamma", "4 alpha"})
+    EXPECT_THAT(r.out, HasSubstr(line)) << describe(r);
+  expect_nothing_left_now();
+
+  const std::string file = testing::TempDir() + "bcs_hosts_" + std::to_string(getpid());
+  std::ofstream(file) << "# two hosts\nb slots=1\na slots=2 max_slots=4\n";
+  r = bcs_run(args({"--hostfile", file}));  // -n: the 3 slots
+  std::remove(file.c_str());
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (const char* line : {"0 b", "1 a", "2 a"}) EXPECT_THAT(r.out, HasSubstr(line)) << describe(r);
+  EXPECT_THAT(r.out, testing::Not(HasSubstr("3 "))) << describe(r);
+  expect_nothing_left_now();
+}
+
+TEST_F(LaunchStory, HostsSelectRegisteredNodeManagersByName) {
+  Cluster c({"a", "b"});
+  // Host order, not registration order: rank 0 on b.
+  auto r = bcs_run(args({"--manager", c.addr(), "-n", "3", "--host", "b,a"}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (const char* line : {"0 b", "1 a", "2 b"}) EXPECT_THAT(r.out, HasSubstr(line)) << describe(r);
+  // Only used hosts must exist: "nope" gets no rank of 2 on a:2.
+  r = bcs_run(args({"--manager", c.addr(), "-n", "2", "--host", "a:2,nope"}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("1 a")) << describe(r);
+  // A host no node manager is called: named in the error, with the known ones.
+  r = bcs_run(args({"--manager", c.addr(), "-n", "2", "--host", "a,nope"}));
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("no node manager named 'nope' is registered (registered: a, b)"))
+      << describe(r);
+}
+
+TEST_F(LaunchStory, TwoNodeManagersOfOneNameAreNotGuessedBetween) {
+  Cluster c({"twin", "twin"});
+  // Both registered and ready: a 2-node job runs on them.
+  auto r = bcs_run(args({"--manager", c.addr(), "-n", "2", "--nodes", "2"}));
+  ASSERT_EQ(r.status, 0) << describe(r);
+  r = bcs_run(args({"--manager", c.addr(), "-n", "2", "--host", "twin"}));
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("two node managers are named 'twin'")) << describe(r);
+}
+
+TEST_F(LaunchStory, TheManagerRefusesBadRequestsFromAnyClient) {
+  Cluster c(std::vector<std::string>{});
+  struct Case {
+    const char* what;
+    std::function<void(pb::LaunchRequest&)> edit;
+    const char* says;
+  };
+  const std::vector<Case> cases{
+      {"runtime variable", [](auto& q) { q.add_env_set("BCS_RANK=7"); }, "set by bcs itself"},
+      {"segment variable", [](auto& q) { q.add_env_set("BCS_SEGMENT_FD=0"); }, "set by bcs itself"},
+      {"bad name", [](auto& q) { q.add_env_set("1A=1"); }, "valid variable name"},
+      {"no value", [](auto& q) { q.add_env_set("A"); }, "NAME=VALUE"},
+      {"inherited without '='", [](auto& q) { q.add_env("NOEQUALS"); }, "not NAME=VALUE"},
+      {"NUL byte", [](auto& q) { q.add_env(std::string("A=x\0y", 5)); }, "NUL"},
+      {"long entry",
+       [](auto& q) { q.add_env("A=" + std::string(200 * 1024, 'x')); }, "longer than 128 KiB"},
+      {"too large",
+       [](auto& q) {
+         for (int i = 0; i < 12; ++i) q.add_env("A" + std::to_string(i) + "=" + std::string(100000, 'x'));
+       },
+       "larger than 1 MiB"},
+      {"host name",
+       [](auto& q) {
+         auto* h = q.add_hosts();
+         h->set_name("a b");
+         h->set_slots(1);
+       },
+       "not a valid host name"},
+      {"zero slots",
+       [](auto& q) {
+         auto* h = q.add_hosts();
+         h->set_name("a");
+         h->set_slots(0);
+       },
+       "0 slots"},
+      {"host twice",
+       [](auto& q) {
+         for (int i = 0; i < 2; ++i) {
+           auto* h = q.add_hosts();
+           h->set_name("a");
+           h->set_slots(1);
+         }
+       },
+       "listed twice"},
+      {"hosts and nodes",
+       [](auto& q) {
+         auto* h = q.add_hosts();
+         h->set_name("a");
+         h->set_slots(1);
+         q.set_nodes(2);
+       },
+       "cannot be combined"},
+  };
+  for (const auto& k : cases) {
+    pb::LaunchRequest req = request();
+    k.edit(req);
+    const grpc::Status st = c.launch(req);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << k.what << ": " << st.error_message();
+    EXPECT_THAT(st.error_message(), HasSubstr(k.says)) << k.what;
+  }
+}
