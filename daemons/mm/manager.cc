@@ -388,7 +388,11 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
       if (std::none_of(nodes_.begin(), nodes_.end(),
                        [&](const auto& kv) { return kv.second->name == h; }))
         missing += (missing.empty() ? "'" : ", '") + h + "'";
-    for (auto& [id, n] : nodes_) known += (known.empty() ? "" : ", ") + n->name;
+    // Sorted: the message must not depend on which node registered first.
+    std::vector<std::string> names;
+    for (auto& [id, n] : nodes_) names.push_back(n->name);
+    std::sort(names.begin(), names.end());
+    for (const auto& n : names) known += (known.empty() ? "" : ", ") + n;
     if (missing.empty())
       return {grpc::StatusCode::FAILED_PRECONDITION,
               "the node managers of the hosts did not get ready in time"};
