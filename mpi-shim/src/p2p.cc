@@ -622,6 +622,46 @@ int PMPI_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Statu
   return complete_any("MPI_Testany", count, reqs, BCS_NONBLOCKING, index, flag, st);
 }
 
+// MPI_Request_get_status: like MPI_Test, but the request stays. A runtime
+// request that completed is consumed here (bcs_test frees it), so the MPI
+// request turns into a locally completed one holding the status: a later
+// wait or test returns the same status and frees it.
+BCS_PMPI_ALIAS(Request_get_status)
+int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) {
+  static const char fn[] = "MPI_Request_get_status";
+  REQUIRE_RUNNING(fn);
+  if (!flag) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL flag pointer");
+  if (request == MPI_REQUEST_NULL) {
+    *flag = 1;
+    set_empty_status(st);
+    return MPI_SUCCESS;
+  }
+  const int idx = req_index(request);
+  if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", request);
+  Req& r = S().reqs[idx];
+  if (r.local_done) {
+    *flag = 1;
+    if (!ignored(st)) *st = r.local_status;
+    return MPI_SUCCESS;
+  }
+  int done = 0;
+  bcs_msg_status_t b{};
+  bcs_request_t breq = r.breq;
+  const int e = bcs_test(&breq, BCS_NONBLOCKING, &done, &b);
+  if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(r.comm, fn, e);
+  *flag = done;
+  if (!done) return MPI_SUCCESS;
+  MPI_Status full{};
+  status_from_bcs(r, b, &full);
+  finish_coll(r, b.error, b.bytes);
+  Req& again = S().reqs[idx];  // finish may have grown the table
+  again.breq = BCS_REQUEST_NULL;
+  again.local_done = true;
+  again.local_status = full;
+  if (!ignored(st)) *st = full;
+  return MPI_SUCCESS;
+}
+
 BCS_PMPI_ALIAS(Request_free)
 int PMPI_Request_free(MPI_Request* request) {
   static const char fn[] = "MPI_Request_free";

@@ -9,7 +9,8 @@
      buffer, a message that does not fit gets MPI_ERR_BUFFER (and nothing
      is sent), Buffer_detach returns the buffer;
    - MPI_Rsend / MPI_Irsend to a posted receive;
-   - MPI_Sendrecv_replace around the ring with a strided datatype. */
+   - MPI_Sendrecv_replace around the ring with a strided datatype;
+   - MPI_Request_get_status polled to completion, then MPI_Wait. */
 #include <stdlib.h>
 #include <string.h>
 
@@ -137,6 +138,28 @@ static void buffered(void) {
   free(buf);
 }
 
+static void get_status(void) {
+  /* MPI_Request_get_status leaves the request: poll it to completion, then
+     MPI_Wait returns the same status and frees it. */
+  int x = -1, y = val(wrank, 13, 0), flag = 0, polls = 0;
+  MPI_Request r, s;
+  MPI_Status st, st2;
+  MPI_OK(MPI_Irecv(&x, 1, MPI_INT, from, 50, MPI_COMM_WORLD, &r));
+  MPI_OK(MPI_Isend(&y, 1, MPI_INT, to, 50, MPI_COMM_WORLD, &s));
+  while (!flag) {
+    MPI_OK(MPI_Request_get_status(r, &flag, &st));
+    ++polls;
+  }
+  CHECK(r != MPI_REQUEST_NULL, "get_status freed the request");
+  CHECK(x == val(from, 13, 0) && st.MPI_SOURCE == from && st.MPI_TAG == 50, "get_status data");
+  MPI_OK(MPI_Request_get_status(r, &flag, &st2));
+  CHECK(flag && st2.MPI_SOURCE == from, "second get_status");
+  MPI_OK(MPI_Wait(&r, &st2));
+  CHECK(r == MPI_REQUEST_NULL && st2.MPI_SOURCE == from && st2.MPI_TAG == 50, "wait after get_status");
+  MPI_OK(MPI_Wait(&s, MPI_STATUS_IGNORE));
+  CHECK(polls >= 1, "polls");
+}
+
 static void ready_and_replace(void) {
   int x = -1, y = val(wrank, 11, 0);
   MPI_Request r;
@@ -171,6 +194,7 @@ int main(int argc, char **argv) {
   some();
   buffered();
   ready_and_replace();
+  get_status();
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (wrank == 0) printf("requests ok (%d ranks)\n", wsize);
   MPI_Finalize();
