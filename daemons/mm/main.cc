@@ -13,6 +13,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "manager.h"
+#include "net.h"
 #include "signals.h"
 #include "units.h"
 
@@ -64,11 +65,6 @@ class MonitorService final : public v1::Monitor::Service {
   Manager& m_;
 };
 
-bool is_loopback(const std::string& addr) {
-  return addr.rfind("127.", 0) == 0 || addr.rfind("localhost:", 0) == 0 ||
-         addr.rfind("[::1]:", 0) == 0;
-}
-
 }  // namespace
 }  // namespace bcs::mm
 
@@ -90,6 +86,10 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
   app.add_option("--token", token, "shared secret; required when not listening on loopback");
+  std::string fabric_if;
+  app.add_option("--fabric-interface", fabric_if,
+                 "network device the fabric (UCX) listens on; default: the one holding the "
+                 "--listen address (loopback for a loopback address)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 
@@ -121,7 +121,14 @@ int main(int argc, char** argv) {
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
   cfg.token = token;
-  if (!mm::is_loopback(listen) && token.empty()) {
+  std::string why;
+  const auto where = parse_endpoint(listen, &why);
+  if (!where || where->is_unix) {
+    std::fprintf(stderr, "bcs-mm: --listen %s\n",
+                 where ? "takes HOST:PORT (a unix socket is --socket PATH)" : why.c_str());
+    return 2;
+  }
+  if (!is_loopback_host(where->host) && token.empty()) {
     std::fprintf(stderr, "bcs-mm: listening on %s (not loopback) needs --token\n", listen.c_str());
     return 2;
   }
@@ -129,9 +136,18 @@ int main(int argc, char** argv) {
   // Signals are taken synchronously by the main thread (sigwait below).
   const sigset_t set = block_termination_signals();
 
-  std::string err;
   core::FabricConfig fcfg;
   fcfg.self = 0;
+  // The fabric listens where the control plane does, never on every
+  // interface by accident.
+  const auto devices = fabric_devices_for_listen(*where, fabric_if, &why);
+  if (!devices) {
+    std::fprintf(stderr, "bcs-mm: cannot choose the fabric's network device: %s "
+                 "(use --fabric-interface)\n", why.c_str());
+    return 2;
+  }
+  fcfg.net_devices = *devices;
+  std::string err;
   auto fabric = core::Fabric::create(fcfg, &err);
   if (!fabric) {
     std::fprintf(stderr, "bcs-mm: cannot create the fabric endpoint: %s\n", err.c_str());

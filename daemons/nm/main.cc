@@ -18,6 +18,7 @@
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -27,6 +28,7 @@
 #include "bcs/core.h"
 #include "fd.h"
 #include "job.h"
+#include "net.h"
 #include "nic.h"
 #include "signals.h"
 
@@ -202,7 +204,8 @@ std::string hostname() {
   return buf;
 }
 
-int run_node(const std::string& manager, const std::string& name, const std::string& token) {
+int run_node(const std::string& manager, const std::string& name, const std::string& token,
+             const std::string& net_devices) {
   // Keepalive: a manager whose host hung is noticed within ~15 s.
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
@@ -249,6 +252,7 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         std::string err;
         core::FabricConfig cfg;
         cfg.self = self;
+        cfg.net_devices = net_devices;
         fabric = core::Fabric::create(cfg, &err);
         if (!fabric) {
           spdlog::critical("cannot create the fabric endpoint: {}", err);
@@ -386,9 +390,25 @@ int main(int argc, char** argv) {
   app.add_option("--manager", manager, "machine manager HOST:PORT")->capture_default_str();
   app.add_option("--name", name, "node name (default: hostname)");
   app.add_option("--token", token, "shared secret for a manager not on loopback");
+  std::string fabric_if;
+  app.add_option("--fabric-interface", fabric_if,
+                 "network device the fabric (UCX) uses and listens on; default: the one that "
+                 "reaches the manager (loopback for a loopback manager)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (name.empty()) name = bcs::nm::hostname();
+  std::string why;
+  const auto where = bcs::parse_endpoint(manager, &why);
+  if (!where) {
+    std::fprintf(stderr, "bcs-nm: --manager %s\n", why.c_str());
+    return 2;
+  }
+  const auto devices = bcs::fabric_devices_for_manager(*where, fabric_if, &why);
+  if (!devices) {
+    std::fprintf(stderr, "bcs-nm: cannot choose the fabric's network device: %s "
+                 "(use --fabric-interface)\n", why.c_str());
+    return 2;
+  }
 
   auto logger = spdlog::stderr_color_mt("bcs-nm");
   logger->set_pattern("bcs-nm[" + name + "] %^%l%$: %v");
@@ -398,5 +418,5 @@ int main(int argc, char** argv) {
   // Signals are taken by the I/O thread's signalfd: block them everywhere
   // (threads inherit this mask; ranks reset it before exec).
   bcs::block_termination_signals();
-  return bcs::nm::run_node(manager, name, token);
+  return bcs::nm::run_node(manager, name, token, *devices);
 }

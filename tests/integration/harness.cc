@@ -1,6 +1,9 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
@@ -13,6 +16,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -238,6 +242,74 @@ std::vector<pid_t> marked_with(const std::string& key, const std::string& value)
 }
 
 std::vector<pid_t> marked_processes() { return marked_with("", ""); }
+
+std::vector<pid_t> marked_running(const std::string& path) {
+  std::vector<pid_t> out;
+  char want[PATH_MAX];
+  if (!realpath(path.c_str(), want)) return out;
+  for (pid_t p : marked_processes()) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink(("/proc/" + std::to_string(p) + "/exe").c_str(), exe, sizeof exe - 1);
+    if (n > 0 && std::string(exe, static_cast<size_t>(n)) == want) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Listener> tcp_listeners_of(const std::vector<pid_t>& pids) {
+  // Socket inode -> the pid holding it.
+  std::map<unsigned long, pid_t> owner;
+  for (pid_t p : pids) {
+    const std::string dir = "/proc/" + std::to_string(p) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      char target[256];
+      ssize_t n = readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = 0;
+      unsigned long ino = 0;
+      if (sscanf(target, "socket:[%lu]", &ino) == 1) owner[ino] = p;
+    }
+    closedir(d);
+  }
+  std::vector<Listener> out;
+  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream f(file);
+    std::string line;
+    std::getline(f, line);  // header
+    while (std::getline(f, line)) {
+      std::istringstream is(line);
+      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
+      is >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+      if (state != "0A") continue;  // TCP_LISTEN
+      auto it = owner.find(std::stoul(inode));
+      if (it == owner.end()) continue;
+      Listener l;
+      l.pid = it->second;
+      const std::string hex = local.substr(0, local.find(':'));
+      l.port = static_cast<uint16_t>(std::stoul(local.substr(local.find(':') + 1), nullptr, 16));
+      // The kernel prints addresses as 32-bit words in host (little-endian) order.
+      unsigned char b[16] = {};
+      for (size_t w = 0; w < hex.size() / 8; ++w) {
+        uint32_t word = static_cast<uint32_t>(std::stoul(hex.substr(w * 8, 8), nullptr, 16));
+        std::memcpy(b + w * 4, &word, 4);
+      }
+      char text[64] = {};
+      if (hex.size() == 8) {
+        inet_ntop(AF_INET, b, text, sizeof text);
+        l.loopback = b[0] == 127;
+      } else {
+        inet_ntop(AF_INET6, b, text, sizeof text);
+        in6_addr a;
+        std::memcpy(&a, b, 16);
+        l.loopback = IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && b[12] == 127);
+      }
+      l.ip = text;
+      out.push_back(l);
+    }
+  }
+  return out;
+}
 
 std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit) {
   // Processes killed a moment ago (e.g. by PR_SET_PDEATHSIG) may still be

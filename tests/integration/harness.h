@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -76,6 +77,19 @@ std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit);
 std::vector<std::string> shm_entries();
 // PIDs of marked processes whose environment has KEY=VALUE.
 std::vector<pid_t> marked_with(const std::string& key, const std::string& value);
+// Marked processes running the executable at `path` (e.g. bin("bcs-nm")).
+std::vector<pid_t> marked_running(const std::string& path);
+
+// A TCP socket in LISTEN state, from /proc/net/tcp and /proc/net/tcp6.
+struct Listener {
+  pid_t pid = 0;
+  std::string ip;  // "127.0.0.1", "::1", "::ffff:127.0.0.1", "0.0.0.0", ...
+  uint16_t port = 0;
+  bool loopback = false;
+};
+// The listening TCP sockets held by these processes (socket inode -> pid
+// through /proc/PID/fd).
+std::vector<Listener> tcp_listeners_of(const std::vector<pid_t>& pids);
 
 }  // namespace bcs::test
 

@@ -1,0 +1,134 @@
+// Stories of issue 7, part A: who runs what. Each one tries what a local
+// attacker (or a careless program) would, and checks that the daemons keep
+// to themselves: they listen only where they were told, ranks inherit none
+// of their fds, nothing a rank forks outlives the job, and bad arguments are
+// refused up front.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+
+#include "harness.h"
+#include "story.h"
+
+using namespace std::chrono_literals;
+using bcs::test::bcs_run;
+using bcs::test::bin;
+using bcs::test::describe;
+using bcs::test::prog;
+using bcs::test::Story;
+using testing::HasSubstr;
+
+namespace {
+
+// A standing cluster on loopback: bcs-mm and K bcs-nm started by the test.
+class Standing {
+ public:
+  explicit Standing(int nodes, std::vector<std::string> mm_extra = {},
+                    std::map<std::string, std::string> env = {}) {
+    std::vector<std::string> argv{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"};
+    argv.insert(argv.end(), mm_extra.begin(), mm_extra.end());
+    mm = std::make_unique<bcs::test::Background>(argv, env);
+    const std::string port = mm->ready_line(30s);
+    if (port.empty()) return;
+    addr = "127.0.0.1:" + port;
+    for (int i = 0; i < nodes; ++i)
+      nms.push_back(std::make_unique<bcs::test::Background>(
+          std::vector<std::string>{bin("bcs-nm"), "--manager", addr, "--name",
+                                   "n" + std::to_string(i + 1)},
+          env));
+  }
+  bool up() const { return !addr.empty(); }
+  std::vector<pid_t> pids() const {
+    std::vector<pid_t> p{mm->pid()};
+    for (auto& n : nms) p.push_back(n->pid());
+    return p;
+  }
+  // `bcs run --manager` on this cluster.
+  bcs::test::RunResult run(std::vector<std::string> args,
+                           bcs::test::OutputHook hook = {}) const {
+    args.insert(args.begin(), {"--manager", addr});
+    return bcs_run(args, 90s, {}, std::move(hook));
+  }
+  // Every daemon still running, then stopped cleanly.
+  void expect_alive_then_stop() {
+    for (auto& n : nms) EXPECT_EQ(kill(n->pid(), 0), 0) << "a node manager died";
+    EXPECT_EQ(kill(mm->pid(), 0), 0) << "the machine manager died";
+    for (auto& n : nms) EXPECT_EQ(n->stop(), 0);
+    EXPECT_EQ(mm->stop(), 0);
+  }
+
+  std::unique_ptr<bcs::test::Background> mm;
+  std::vector<std::unique_ptr<bcs::test::Background>> nms;
+  std::string addr;
+};
+
+std::string show(const std::vector<bcs::test::Listener>& ls) {
+  std::string s;
+  for (auto& l : ls) s += " pid " + std::to_string(l.pid) + " " + l.ip + ":" + std::to_string(l.port);
+  return s;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ listeners
+TEST_F(Story, ALoopbackStandingClusterListensOnLoopbackOnly) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  // A job across both node managers: every fabric endpoint is in use.
+  auto r = c.run({"-n", "2", "--nodes", "2", prog("prog_ring")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto ls = bcs::test::tcp_listeners_of(c.pids());
+  // gRPC of the manager, and the UCX TCP transport of all three.
+  EXPECT_GE(ls.size(), 4u) << show(ls);
+  for (auto& l : ls) EXPECT_TRUE(l.loopback) << "listening on " << l.ip << ":" << l.port;
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, TheEmbeddedClusterListensOnLoopbackOnly) {
+  // The ranks wait on a FIFO until the test has looked at the daemons.
+  const auto dir = std::filesystem::temp_directory_path() / ("bcs-it-fifo-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "go").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<bcs::test::Listener> ls;
+  size_t daemons = 0;
+  bool released = false;
+  auto r = bcs_run({"-n", "2", "--nodes", "2", "/bin/sh", "-c", "echo up; read x < " + fifo},
+                   90s, {}, [&](const std::string& out) {
+                     if (released || bcs::test::count(out, "up") < 2) return;
+                     auto pids = bcs::test::marked_running(bin("bcs-mm"));
+                     auto nms = bcs::test::marked_running(bin("bcs-nm"));
+                     pids.insert(pids.end(), nms.begin(), nms.end());
+                     daemons = pids.size();
+                     ls = bcs::test::tcp_listeners_of(pids);
+                     // Opening the write end meets both readers; closing it is EOF.
+                     int fd = open(fifo.c_str(), O_WRONLY);
+                     if (fd >= 0) {
+                       [[maybe_unused]] auto n = write(fd, "go\ngo\n", 6);
+                       close(fd);
+                     }
+                     released = true;
+                   });
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(daemons, 3u);
+  EXPECT_GE(ls.size(), 4u) << show(ls);
+  for (auto& l : ls) EXPECT_TRUE(l.loopback) << "listening on " << l.ip << ":" << l.port;
+}
+
+TEST_F(Story, APortOutOfRangeIsRefusedNotWrapped) {
+  // 70000 would silently become 4464 if it were cast to 16 bits.
+  auto r = bcs::test::run({bin("bcs-mm"), "--listen", "127.0.0.1:70000"}, 30s);
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("0 to 65535"));
+  auto n = bcs::test::run({bin("bcs-nm"), "--manager", "127.0.0.1:70000"}, 30s);
+  EXPECT_EQ(n.status, 2) << describe(n);
+  EXPECT_THAT(n.err, HasSubstr("0 to 65535"));
+}
