@@ -5,6 +5,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -18,6 +19,9 @@
 
 namespace bcs::nm {
 namespace {
+
+// The fd a rank finds its segment on (BCS_SEGMENT_FD).
+constexpr int kRankSegmentFd = 3;
 
 std::string env_get(const std::vector<std::string>& env, const std::string& key) {
   for (const auto& kv : env)
@@ -142,6 +146,16 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   argv.push_back(nullptr);
   const int segfd = job->memfd_.get();
   const pid_t parent = ::getpid();
+  // The rank's stdin. Opened here: the child only dup2()s.
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull) {
+    *error = std::string("/dev/null: ") + std::strerror(errno);
+    return nullptr;
+  }
+  rlimit nofile{};
+  const int max_fd = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (1u << 20)
+                         ? static_cast<int>(nofile.rlim_cur)
+                         : (1 << 20);
 
   for (auto& r : job->ranks_) {
     // The job's environment, minus the variables this NM sets for the rank
@@ -153,7 +167,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       if (std::none_of(std::begin(kOwn), std::end(kOwn),
                        [&](const char* k) { return kv.rfind(k, 0) == 0; }))
         env_s.push_back(kv);
-    env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(segfd));
+    env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(kRankSegmentFd));
     env_s.push_back("BCS_LOCAL_INDEX=" + std::to_string(r->local_index));
     env_s.push_back("BCS_RANK=" + std::to_string(r->world_rank));
     env_s.push_back("BCS_SIZE=" + std::to_string(spec.nranks));
@@ -187,11 +201,22 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       ::setpgid(0, 0);
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      if (devnull >= 0) ::dup2(devnull, 0);
-      ::fcntl(segfd, F_SETFD, 0);  // the segment survives exec
+      // The rank starts with stdin (/dev/null), stdout and stderr (its
+      // pipes) and the segment at fd 3: nothing else. The NM's own fds
+      // (gRPC, UCX's sockets, which UCX opens without close-on-exec,
+      // epoll, other ranks' pipes) are closed here, so a rank can neither
+      // write into the daemons' connections nor keep their ports open.
+      // (The NM's fds 0-2 are always open - see main - so none of these
+      // descriptors is below 3 and the dup2s cannot overwrite each other.)
+      if (::dup2(devnull.get(), 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)
+        ::_exit(126);
+      if (segfd == kRankSegmentFd) {
+        ::fcntl(segfd, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
+      } else if (::dup2(segfd, kRankSegmentFd) < 0) {
+        ::_exit(126);
+      }
+      const int keep = kRankSegmentFd;
+      close_fds_except(&keep, 1, max_fd);
       if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
         write_all_raw(2, cwd_err.c_str());
         ::_exit(126);

@@ -6,6 +6,7 @@
 //   main     the control stream with the MM (gRPC): register, peers, jobs
 //   bcs-sr   the strobe receiver and the helper roles (nic.h)
 //   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
+#include <fcntl.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -414,6 +415,12 @@ int main(int argc, char** argv) {
   logger->set_pattern("bcs-nm[" + name + "] %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
+
+  // Daemon hygiene: fds 0-2 are always open (on /dev/null if we were
+  // started without them), so that no descriptor the NM opens later can
+  // land on 0-2 and be mistaken for a rank's stdio when ranks are forked.
+  for (int fd = 0; fd < 3; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return 1;
 
   // Signals are taken by the I/O thread's signalfd: block them everywhere
   // (threads inherit this mask; ranks reset it before exec).

@@ -27,6 +27,10 @@ using testing::HasSubstr;
 
 namespace {
 
+std::string it_prog(const std::string& name) {
+  return std::string(BCS_BIN_DIR) + "/../tests/integration/" + name;
+}
+
 // A standing cluster on loopback: bcs-mm and K bcs-nm started by the test.
 class Standing {
  public:
@@ -131,4 +135,25 @@ TEST_F(Story, APortOutOfRangeIsRefusedNotWrapped) {
   auto n = bcs::test::run({bin("bcs-nm"), "--manager", "127.0.0.1:70000"}, 30s);
   EXPECT_EQ(n.status, 2) << describe(n);
   EXPECT_THAT(n.err, HasSubstr("0 to 65535"));
+}
+
+// ------------------------------------------------------------------- fds
+TEST_F(Story, ARankGetsNoDaemonFdAndJunkOnTheDaemonsPortsHarmsNothing) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  std::vector<std::string> args{"-n", "2", "--nodes", "2", it_prog("it_intruder")};
+  for (pid_t p : c.pids()) args.push_back(std::to_string(p));
+  auto r = c.run(args);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("intruder done"));
+  EXPECT_THAT(r.out, HasSubstr("rank 0: 0 foreign fds"));
+  EXPECT_THAT(r.out, HasSubstr("rank 1: 0 foreign fds"));
+  EXPECT_THAT(r.out, testing::Not(HasSubstr("foreign fd ")));
+  // The junk did reach the daemons' listeners (gRPC and the fabric's).
+  EXPECT_THAT(r.out, testing::ContainsRegex("rank 0: 0 foreign fds, [3-9][0-9]* ports hit"));
+  // The daemons are still up and the next job runs.
+  auto ring = c.run({"-n", "4", "--nodes", "2", prog("prog_ring")});
+  ASSERT_EQ(ring.status, 0) << describe(ring);
+  EXPECT_THAT(ring.out, HasSubstr("ring ok"));
+  c.expect_alive_then_stop();
 }
