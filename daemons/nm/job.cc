@@ -1,4 +1,5 @@
 #include "job.h"
+#include "process_tree.h"
 
 #include <fcntl.h>
 #include <signal.h>
@@ -194,8 +195,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       job->kill_all();
       return nullptr;
     }
-    pid_t pid = ::fork();
-    if (pid == 0) {
+    const pid_t pid = fork_rank([&] {
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
@@ -227,7 +227,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       ::execve(path.c_str(), argv.data(), envp.data());
       write_all_raw(2, exec_err.c_str());
       ::_exit(errno == ENOENT ? 127 : 126);
-    }
+    });
     ::close(out[1]);
     ::close(err[1]);
     if (pid < 0) {
@@ -243,6 +243,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     ::fcntl(out[0], F_SETFL, O_NONBLOCK);
     ::fcntl(err[0], F_SETFL, O_NONBLOCK);
     r->pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!r->pidfd) {
+      // Without it the rank's exit would never be seen and the job would hang.
+      *error = std::string("pidfd_open: ") + std::strerror(errno);
+      job->kill_all();
+      return nullptr;
+    }
     job->view(*r).ctl->pid = static_cast<uint32_t>(pid);
     spdlog::debug("job {}: rank {} is pid {}", spec.id, r->world_rank, pid);
   }
@@ -250,13 +256,16 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
 }
 
 NmJob::~NmJob() {
-  kill_all();
+  // Only our own ranks: the last reference to a job may go after the next
+  // job started, so its destructor must not touch what is below the NM.
+  kill_ranks();
   // Reap whatever is left so no zombie outlives the job.
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_)
     if (r->pid > 0 && !r->dead) {
       ::waitpid(r->pid, nullptr, 0);
       r->dead = true;
+      forget_rank(r->pid);
     }
 }
 
@@ -305,6 +314,7 @@ int NmJob::reap(LocalRank& r) {
       r.dead = true;
       while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
       }
+      forget_rank(r.pid);
     }
   }
   reaped_.notify_all();
@@ -321,6 +331,14 @@ bool NmJob::wait_all_dead(std::chrono::milliseconds limit) {
 }
 
 void NmJob::kill_all() {
+  kill_ranks();
+  // And whatever left the groups (setsid) or was orphaned: everything below
+  // the NM belongs to this job, which is the NM's current one (one job at a
+  // time; callers hold the job as current).
+  if (int n = kill_descendants()) spdlog::debug("job {}: killed {} process(es)", spec_.id, n);
+}
+
+void NmJob::kill_ranks() {
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_) {
     if (r->pid <= 0 || r->dead) continue;
@@ -328,6 +346,13 @@ void NmJob::kill_all() {
     // The rank leads its own process group: take its children with it.
     if (::kill(-r->pid, SIGKILL) != 0) ::kill(r->pid, SIGKILL);
   }
+}
+
+bool NmJob::all_dead() {
+  std::lock_guard lk(copy_mu_);
+  for (auto& r : ranks_)
+    if (r->pid > 0 && !r->dead) return false;
+  return true;
 }
 
 }  // namespace bcs::nm

@@ -68,8 +68,14 @@ class NmJob {
 
   // Reap a rank whose pidfd became readable. Returns its wait status.
   int reap(LocalRank& r);
-  // SIGKILL every rank still alive (its whole process group).
+  // SIGKILL every rank still alive (its whole process group) and every
+  // other process below the NM (see process_tree.h). Only for the NM's
+  // current job.
   void kill_all();
+  // SIGKILL the process groups of the ranks still alive.
+  void kill_ranks();
+  // Every local rank has been reaped.
+  bool all_dead();
   // Waits until the I/O thread has reaped every rank, or `limit` passes.
   bool wait_all_dead(std::chrono::milliseconds limit);
 

@@ -31,6 +31,7 @@
 #include "job.h"
 #include "net.h"
 #include "nic.h"
+#include "process_tree.h"
 #include "signals.h"
 
 namespace bcs::nm {
@@ -61,8 +62,13 @@ class IoLoop {
     stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     const sigset_t set = termination_signals();
     sig_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    chld_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
     add(stop_.get(), kStop);
     add(sig_.get(), kSignal);
+    add(chld_.get(), kChild);
   }
 
   // Watches every rank of `job` (called from the main thread).
@@ -92,6 +98,15 @@ class IoLoop {
       for (int i = 0; i < n; ++i) {
         uint64_t key = evs[i].data.u64;
         if (key == kStop) return;
+        if (key == kChild) {
+          // Orphans of the job, inherited as subreaper, that died. (Ranks
+          // are reaped through their pidfds in handle().)
+          signalfd_siginfo si;
+          while (::read(chld_.get(), &si, sizeof si) == sizeof si) {
+          }
+          reap_orphans();
+          continue;
+        }
         if (key == kSignal) {
           signalfd_siginfo si;
           while (::read(sig_.get(), &si, sizeof si) == sizeof si)
@@ -105,7 +120,7 @@ class IoLoop {
   }
 
  private:
-  static constexpr uint64_t kStop = 1, kSignal = 2;
+  static constexpr uint64_t kStop = 1, kSignal = 2, kChild = 3;
   struct Watch {
     std::shared_ptr<NmJob> job;
     LocalRank* rank;
@@ -169,6 +184,13 @@ class IoLoop {
         fd->reset();
       }
     w.rank->pidfd.reset();
+    // Nothing a rank started may outlive the job: once no rank of the job is
+    // left here, whatever is still below the NM (a detached grandchild, a
+    // daemonised helper) is killed - before the last exit is reported, so
+    // it is gone by the time the job's exit status reaches `bcs`.
+    if (w.job->all_dead())
+      if (int n = kill_descendants())
+        spdlog::info("job {}: killed {} process(es) the ranks left behind", w.job->id(), n);
     RankView v = w.job->view(*w.rank);
     v1::NodeMsg m;
     auto* e = m.mutable_rank_exit();
@@ -193,7 +215,7 @@ class IoLoop {
 
   Uplink& up_;
   std::function<void()> on_signal_;
-  UniqueFd ep_, stop_, sig_;
+  UniqueFd ep_, stop_, sig_, chld_;
   std::mutex mu_;
   std::map<uint64_t, Watch> watches_;
   uint64_t next_id_ = 16;
@@ -422,8 +444,18 @@ int main(int argc, char** argv) {
   for (int fd = 0; fd < 3; ++fd)
     if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return 1;
 
+  // Everything a rank starts stays below the NM (process_tree.h).
+  if (!bcs::nm::become_subreaper())
+    spdlog::warn("cannot become a child subreaper ({}): processes a rank detaches may outlive "
+                 "the job", std::strerror(errno));
+
   // Signals are taken by the I/O thread's signalfd: block them everywhere
-  // (threads inherit this mask; ranks reset it before exec).
+  // (threads inherit this mask; ranks reset it before exec). SIGCHLD too:
+  // the I/O thread reaps the orphans it announces.
   bcs::block_termination_signals();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &chld, nullptr);
   return bcs::nm::run_node(manager, name, token, *devices);
 }

@@ -6,8 +6,10 @@
 #include <fcntl.h>
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <poll.h>
 #include <signal.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -72,6 +74,24 @@ class Standing {
   std::vector<std::unique_ptr<bcs::test::Background>> nms;
   std::string addr;
 };
+
+// True once `pid` has exited (or never existed), waiting on a pidfd at most
+// `limit`: a bound against hangs, not a timing assertion.
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;
+  pollfd p{fd, POLLIN, 0};
+  int n = poll(&p, 1, static_cast<int>(std::chrono::milliseconds(limit).count()));
+  close(fd);
+  return n == 1;
+}
+
+std::vector<pid_t> escapees(const std::string& out) {
+  std::vector<pid_t> v;
+  for (size_t p = out.find("escapee "); p != std::string::npos; p = out.find("escapee ", p + 1))
+    v.push_back(static_cast<pid_t>(std::stol(out.substr(p + 8))));
+  return v;
+}
 
 std::string show(const std::vector<bcs::test::Listener>& ls) {
   std::string s;
@@ -155,5 +175,28 @@ TEST_F(Story, ARankGetsNoDaemonFdAndJunkOnTheDaemonsPortsHarmsNothing) {
   auto ring = c.run({"-n", "4", "--nodes", "2", prog("prog_ring")});
   ASSERT_EQ(ring.status, 0) << describe(ring);
   EXPECT_THAT(ring.out, HasSubstr("ring ok"));
+  c.expect_alive_then_stop();
+}
+
+// ----------------------------------------------------------- process tree
+TEST_F(Story, ADetachedGrandchildOfARankDiesWithTheJob) {
+  auto r = bcs_run({"-n", "2", it_prog("it_escape")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto pids = escapees(r.out);
+  ASSERT_EQ(pids.size(), 2u) << describe(r);
+  for (pid_t p : pids) EXPECT_TRUE(gone_within(p, 30s)) << "escapee " << p << " survived the job";
+}
+
+TEST_F(Story, OnAStandingClusterTheGrandchildDiesAtJobEndNotAtShutdown) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"-n", "4", "--nodes", "2", it_prog("it_escape")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto pids = escapees(r.out);
+  ASSERT_EQ(pids.size(), 4u) << describe(r);
+  // The node managers are still running: the job's end killed them.
+  for (pid_t p : pids) EXPECT_TRUE(gone_within(p, 30s)) << "escapee " << p << " survived the job";
+  auto ring = c.run({"-n", "2", "--nodes", "2", prog("prog_ring")});
+  EXPECT_EQ(ring.status, 0) << describe(ring);
   c.expect_alive_then_stop();
 }
