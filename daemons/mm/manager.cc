@@ -20,6 +20,7 @@ Manager::~Manager() {
     stopping_ = true;
   }
   cv_.notify_all();
+  wake_strobe_sender();
   if (ss_thread_.joinable()) ss_thread_.join();
 }
 
@@ -222,6 +223,7 @@ void Manager::finish_job_locked(Job& j) {
   j.events.push_back(std::move(ev));
   j.exited = true;
   spdlog::info("job {} ended with status {}", j.id, status);
+  wake_strobe_sender();  // it may be sleeping through a long slice
   // Remember a bounded number of finished jobs.
   constexpr size_t kKeepFinished = 1000;
   size_t finished = 0;
@@ -463,6 +465,7 @@ void Manager::shutdown() {
     return true;
   });
   stopping_ = true;
+  wake_strobe_sender();
   // Node managers that hear this exit quietly instead of reporting a lost manager.
   v1::ManagerMsg bye;
   bye.mutable_goodbye();

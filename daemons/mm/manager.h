@@ -113,6 +113,10 @@ class Manager {
   void run_slices(std::shared_ptr<Job> j);
   bool wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
                   uint64_t* retries);
+  // The strobe sender's sleep to the next slice, cut short by
+  // wake_strobe_sender() (shutdown, job end). See strobe_sender.cc.
+  bool sleep_until_ns(uint64_t t, uint64_t spin_ns);
+  void wake_strobe_sender();
 
   const Config cfg_;
   core::Fabric& fabric_;
@@ -130,6 +134,9 @@ class Manager {
   uint64_t slice_ = 0;  // global slice counter, never reset (phase values stay monotonic)
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
   std::mutex flush_mu_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  uint64_t wake_gen_ = 0;  // guarded by wake_mu_
   std::thread ss_thread_;
 };
 

@@ -200,3 +200,25 @@ TEST_F(Story, OnAStandingClusterTheGrandchildDiesAtJobEndNotAtShutdown) {
   EXPECT_EQ(ring.status, 0) << describe(ring);
   c.expect_alive_then_stop();
 }
+
+// ------------------------------------------------------- smaller items
+TEST_F(Story, WithTenSecondSlicesSigtermStopsTheManagerWithinTheSlice) {
+  Standing c(1, {"--slice", "10s"});
+  ASSERT_TRUE(c.up());
+  bool termed = false;
+  auto r = c.run({"-n", "1", "/bin/sh", "-c", "echo up; exec sleep 600"},
+                 [&](const std::string& out) {
+                   if (!termed && out.find("up") != std::string::npos) {
+                     kill(c.mm->pid(), SIGTERM);
+                     termed = true;
+                   }
+                 });
+  ASSERT_TRUE(termed) << describe(r);
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("shutting down"));
+  // The strobe sender was asleep in a 10 s slice. The bound is half a
+  // slice: a manager that waits for the slice to run out cannot meet it,
+  // one that is woken needs milliseconds.
+  EXPECT_EQ(c.mm->wait(5s), 0) << "bcs-mm did not stop within half a slice of SIGTERM";
+  EXPECT_EQ(c.nms[0]->wait(30s), 0);
+}
