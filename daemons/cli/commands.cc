@@ -23,6 +23,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "cluster.h"
+#include "job_limits.h"
 #include "output.h"
 
 extern char** environ;
@@ -379,6 +380,13 @@ int run_job(const RunOptions& o) {
   if (sig.fd() < 0) {
     say(std::string("signalfd: ") + std::strerror(errno));
     return 1;
+  }
+  // Refused before anything starts: 100000 ranks would fork until the node
+  // manager falls over. With --manager the node count may be unknown here;
+  // the manager checks again.
+  if (std::string why = job_size_problem(o.nranks, o.effective_nodes(), o.ppn); !why.empty()) {
+    say("-n " + std::to_string(o.nranks) + ": " + why);
+    return 2;
   }
   if (o.manager) return submit(o, *o.manager, sig);
 

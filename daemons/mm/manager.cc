@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "job_limits.h"
+
 namespace bcs::mm {
 
 using namespace std::chrono_literals;
@@ -281,6 +283,9 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
     return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
+  if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
+      !why.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, why};
   const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -310,6 +315,10 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
                                                        " node manager(s) registered, " +
                                                        std::to_string(want) + " needed"};
   if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
+  // Now that the node count is known (nodes = 0 means every registered one).
+  if (std::string why = job_size_problem(req.nranks(), chosen.size(), req.ranks_per_node());
+      !why.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, why};
 
   auto j = std::make_shared<Job>();
   j->id = next_job_id_++;

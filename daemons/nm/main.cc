@@ -13,6 +13,7 @@
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -29,6 +30,7 @@
 #include "bcs/core.h"
 #include "fd.h"
 #include "job.h"
+#include "job_limits.h"
 #include "net.h"
 #include "nic.h"
 #include "process_tree.h"
@@ -323,8 +325,13 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         js->set_job_id(spec.id);
         std::string err;
         std::shared_ptr<NmJob> j;
+        const auto local = std::count(spec.rank_node.begin(), spec.rank_node.end(), self);
         if (spec.rank_node.size() != spec.nranks)
           err = "malformed job: rank map size";
+        else if (spec.nranks > kMaxRanks || local > static_cast<long>(kMaxRanksPerNode))
+          err = "job too large: " + std::to_string(local) + " local rank(s) of " +
+                std::to_string(spec.nranks) + " (at most " + std::to_string(kMaxRanksPerNode) +
+                " per node manager)";
         else if (job)
           err = "node is busy with job " + std::to_string(job->id());
         else
@@ -443,6 +450,14 @@ int main(int argc, char** argv) {
   // land on 0-2 and be mistaken for a rank's stdio when ranks are forked.
   for (int fd = 0; fd < 3; ++fd)
     if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return 1;
+
+  // Each local rank costs three fds (two pipes and a pidfd): allow as many
+  // as the hard limit does, so kMaxRanksPerNode ranks fit.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
 
   // Everything a rank starts stays below the NM (process_tree.h).
   if (!bcs::nm::become_subreaper())

@@ -222,3 +222,27 @@ TEST_F(Story, WithTenSecondSlicesSigtermStopsTheManagerWithinTheSlice) {
   EXPECT_EQ(c.mm->wait(5s), 0) << "bcs-mm did not stop within half a slice of SIGTERM";
   EXPECT_EQ(c.nms[0]->wait(30s), 0);
 }
+
+TEST_F(Story, AHundredThousandRanksAreRefusedUpFront) {
+  auto r = bcs_run({"-n", "100000", "/bin/true"}, 60s);
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("-n 100000"));
+  EXPECT_THAT(r.err, HasSubstr("at most 65536"));
+  // Nothing was started (the Story fixture also checks nothing is left).
+  EXPECT_THAT(r.err, testing::Not(HasSubstr("bcs-mm")));
+  auto per_node = bcs_run({"-n", "3000", "--nodes", "2", "/bin/true"}, 60s);
+  EXPECT_EQ(per_node.status, 2) << describe(per_node);
+  EXPECT_THAT(per_node.err, HasSubstr("at most 1024 ranks"));
+}
+
+TEST_F(Story, TheManagerRefusesAJobTooLargeForItsNodes) {
+  // The CLI cannot know how many node managers a standing cluster has.
+  Standing c(1);
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"-n", "1500", "/bin/true"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("at most 1024 ranks"));
+  auto ok = c.run({"-n", "2", prog("prog_ring")});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  c.expect_alive_then_stop();
+}
