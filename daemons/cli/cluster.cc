@@ -161,7 +161,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
                                 std::to_string(ready_w.get())};
   if (!cfg.slice.empty()) argv.insert(argv.end(), {"--slice", cfg.slice});
   if (!cfg.chunk.empty()) argv.insert(argv.end(), {"--chunk", cfg.chunk});
-  if (!cfg.token.empty()) argv.insert(argv.end(), {"--token", cfg.token});
+  if (!cfg.token_file.empty()) argv.insert(argv.end(), {"--token-file", cfg.token_file});
   if (cfg.verbose) argv.insert(argv.end(), {"--log-level", "debug"});
   pid_t mm_pid = spawn(argv, ready_w.get());
   children_.push_back(Child{"bcs-mm", mm_pid});
@@ -216,7 +216,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
   for (uint32_t i = 1; i <= cfg.nodes; ++i) {
     std::string name = "node" + std::to_string(i);
     std::vector<std::string> nargv{nm, "--manager", address(), "--name", name};
-    if (!cfg.token.empty()) nargv.insert(nargv.end(), {"--token", cfg.token});
+    if (!cfg.token_file.empty()) nargv.insert(nargv.end(), {"--token-file", cfg.token_file});
     if (cfg.verbose) nargv.insert(nargv.end(), {"--log-level", "debug"});
     pid_t pid = spawn(nargv, -1);
     children_.push_back(Child{"bcs-nm " + name, pid});

@@ -52,7 +52,8 @@ struct ClusterConfig {
   uint32_t nodes = 1;
   std::string slice;   // forwarded as --slice when non-empty
   std::string chunk;   // forwarded as --chunk when non-empty
-  std::string token;   // forwarded as --token when non-empty
+  std::string token_file;  // forwarded as --token-file when non-empty (a
+                           // token in $BCS_TOKEN reaches the daemons by the environment)
   bool verbose = false;  // daemons get --log-level debug
   int interrupt_fd = -1; // polled while waiting for the MM; readable = give up
   int ready_timeout_ms = 10000;

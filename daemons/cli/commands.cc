@@ -25,6 +25,7 @@
 #include "cluster.h"
 #include "job_limits.h"
 #include "output.h"
+#include "token.h"
 
 extern char** environ;
 
@@ -71,16 +72,32 @@ std::string describe(const grpc::Status& s) {
                                    : code_name(s.error_code()) + ": " + s.error_message();
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& addr) {
+// A channel to the machine manager and what every call on it carries.
+struct Connection {
+  std::shared_ptr<grpc::Channel> channel;
+  std::string token;  // the cluster's shared token, "" for none
+
+  void prepare(grpc::ClientContext& ctx,
+               std::optional<std::chrono::milliseconds> deadline = std::nullopt) const {
+    if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+    if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
+  }
+};
+
+// nullopt after saying why (bad token file).
+std::optional<Connection> connect_manager(const std::string& addr, const std::string& token_file) {
+  Connection c;
+  std::string why;
+  auto token = load_token(token_file, &why);
+  if (!token) {
+    say(why);
+    return std::nullopt;
+  }
+  c.token = *token;
   // Insecure transport: the default is loopback; anything else is expected
   // to be a private cluster network guarded by the shared token.
-  return grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-}
-
-void prepare(grpc::ClientContext& ctx, const std::string& token,
-             std::optional<std::chrono::milliseconds> deadline = std::nullopt) {
-  if (!token.empty()) ctx.AddMetadata("bcs-token", token);
-  if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
+  c.channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  return c;
 }
 
 // A signal-safe way to be interrupted: SIGINT/SIGTERM/SIGHUP are blocked in
@@ -120,8 +137,12 @@ class SignalBlock {
 // cancels the blocking call so that bcs always gets to teardown.
 class Watcher {
  public:
-  Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const RunOptions& o)
-      : sig_(sig), stub_(stub), opts_(o), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const Connection& conn, const RunOptions& o)
+      : sig_(sig),
+        stub_(stub),
+        conn_(conn),
+        opts_(o),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     thread_ = std::thread([this] { loop(); });
   }
   ~Watcher() { stop(); }
@@ -233,7 +254,7 @@ class Watcher {
       }
       if (kill_id) {
         grpc::ClientContext kctx;
-        prepare(kctx, opts_.token, kRpcDeadline);
+        conn_.prepare(kctx, kRpcDeadline);
         pb::KillRequest req;
         req.set_job_id(kill_id);
         req.set_reason(reason);
@@ -250,6 +271,7 @@ class Watcher {
 
   SignalBlock& sig_;
   pb::Jobs::Stub* stub_;
+  const Connection& conn_;
   const RunOptions& opts_;
   int wake_;
   std::thread thread_;
@@ -270,14 +292,18 @@ class Watcher {
 // Launch, attach, forward output; returns bcs's exit status. Messages are
 // printed here, before the caller tears the embedded cluster down.
 int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
-  auto channel = make_channel(addr);
-  auto stub = pb::Jobs::NewStub(channel);
-  Watcher watcher(sig, stub.get(), o);
+  auto conn = connect_manager(addr, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
+  Watcher watcher(sig, stub.get(), *conn, o);
 
   pb::LaunchRequest req;
   req.set_program(o.program);
   for (const auto& a : o.args) req.add_args(a);
-  for (char** e = environ; e && *e; ++e) req.add_env(*e);
+  // The ranks get our environment, but never the cluster's token.
+  const std::string token_kv = std::string(kTokenEnv) + "=";
+  for (char** e = environ; e && *e; ++e)
+    if (std::string_view(*e).rfind(token_kv, 0) != 0) req.add_env(*e);
   {
     std::string cwd(PATH_MAX, '\0');
     if (::getcwd(cwd.data(), cwd.size())) req.set_cwd(cwd.c_str());
@@ -293,7 +319,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   grpc::Status st;
   {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, std::chrono::milliseconds(kWaitNodesMs + kLaunchSlackMs));
+    conn->prepare(ctx, std::chrono::milliseconds(kWaitNodesMs + kLaunchSlackMs));
     watcher.set_context(&ctx);
     st = stub->Launch(&ctx, req, &rep);
     watcher.set_context(nullptr);
@@ -323,7 +349,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   std::optional<pb::JobExit> job_exit;
   {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token);
+    conn->prepare(ctx);
     watcher.set_context(&ctx);
     watcher.job_started(job);
     pb::AttachRequest areq;
@@ -398,7 +424,7 @@ int run_job(const RunOptions& o) {
     cfg.nodes = o.effective_nodes();
     cfg.slice = o.slice;
     cfg.chunk = o.chunk;
-    cfg.token = o.token;
+    cfg.token_file = o.token_file;
     cfg.verbose = o.verbose;
     cfg.interrupt_fd = sig.fd();
     cluster.start(cfg);
@@ -418,11 +444,13 @@ int run_job(const RunOptions& o) {
 }
 
 int list_jobs(const JobsOptions& o) {
-  auto stub = pb::Jobs::NewStub(make_channel(o.manager));
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
   pb::ListReply rep;
   int rc = with_manager_errors(o.manager, [&] {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, kRpcDeadline);
+    conn->prepare(ctx, kRpcDeadline);
     return stub->List(&ctx, pb::ListRequest{}, &rep);
   });
   if (rc) return rc;
@@ -434,10 +462,12 @@ int list_jobs(const JobsOptions& o) {
 }
 
 int kill_job(const KillOptions& o) {
-  auto stub = pb::Jobs::NewStub(make_channel(o.manager));
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
   return with_manager_errors(o.manager, [&] {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, kRpcDeadline);
+    conn->prepare(ctx, kRpcDeadline);
     pb::KillRequest req;
     req.set_job_id(o.job_id);
     req.set_reason("requested with `bcs kill`");
@@ -447,11 +477,13 @@ int kill_job(const KillOptions& o) {
 }
 
 int show_stats(const StatsOptions& o) {
-  auto stub = pb::Monitor::NewStub(make_channel(o.manager));
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Monitor::NewStub(conn->channel);
   pb::SlicesReply rep;
   int rc = with_manager_errors(o.manager, [&] {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, kRpcDeadline);
+    conn->prepare(ctx, kRpcDeadline);
     pb::SlicesRequest req;
     req.set_last(o.last);
     return stub->Slices(&ctx, req, &rep);

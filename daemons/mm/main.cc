@@ -15,6 +15,7 @@
 #include "manager.h"
 #include "net.h"
 #include "signals.h"
+#include "token.h"
 #include "units.h"
 
 namespace bcs::mm {
@@ -71,7 +72,7 @@ class MonitorService final : public v1::Monitor::Service {
 int main(int argc, char** argv) {
   using namespace bcs;
   CLI::App app{"bcs-mm: the bcs machine manager"};
-  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token,
+  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token_file,
               level = "warn";
   int ready_fd = -1;
   bool no_realtime = false;
@@ -85,13 +86,27 @@ int main(int argc, char** argv) {
                  "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
-  app.add_option("--token", token, "shared secret; required when not listening on loopback");
+  app.add_option("--token-file", token_file,
+                 "file holding the cluster's shared token (default: $BCS_TOKEN); required when "
+                 "not listening on loopback");
+  std::string refused;
+  app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
   std::string fabric_if;
   app.add_option("--fabric-interface", fabric_if,
                  "network device the fabric (UCX) listens on; default: the one holding the "
                  "--listen address (loopback for a loopback address)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (!refused.empty()) {
+    std::fprintf(stderr, "bcs-mm: %s\n", kTokenOnCommandLine);
+    return 2;
+  }
+  std::string token_why;
+  const auto token = load_token(token_file, &token_why);
+  if (!token) {
+    std::fprintf(stderr, "bcs-mm: %s\n", token_why.c_str());
+    return 2;
+  }
 
   auto logger = spdlog::stderr_color_mt("bcs-mm");
   logger->set_pattern("bcs-mm %^%l%$: %v");
@@ -120,7 +135,7 @@ int main(int argc, char** argv) {
   cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
-  cfg.token = token;
+  cfg.token = *token;
   std::string why;
   const auto where = parse_endpoint(listen, &why);
   if (!where || where->is_unix) {
@@ -128,8 +143,11 @@ int main(int argc, char** argv) {
                  where ? "takes HOST:PORT (a unix socket is --socket PATH)" : why.c_str());
     return 2;
   }
-  if (!is_loopback_host(where->host) && token.empty()) {
-    std::fprintf(stderr, "bcs-mm: listening on %s (not loopback) needs --token\n", listen.c_str());
+  if (!is_loopback_host(where->host) && token->empty()) {
+    std::fprintf(stderr,
+                 "bcs-mm: listening on %s (not loopback) needs a token (--token-file or "
+                 "$BCS_TOKEN)\n",
+                 listen.c_str());
     return 2;
   }
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "job_limits.h"
+#include "token.h"
 
 namespace bcs::mm {
 
@@ -29,8 +30,9 @@ Manager::~Manager() {
 bool Manager::authorized(grpc::ServerContext* ctx) const {
   if (cfg_.token.empty()) return true;
   auto md = ctx->client_metadata();
-  auto it = md.find("bcs-token");
-  return it != md.end() && std::string(it->second.data(), it->second.size()) == cfg_.token;
+  auto it = md.find(kTokenMetadata);
+  return it != md.end() &&
+         tokens_equal(std::string_view(it->second.data(), it->second.size()), cfg_.token);
 }
 
 void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {

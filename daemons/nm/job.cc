@@ -161,8 +161,10 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   for (auto& r : job->ranks_) {
     // The job's environment, minus the variables this NM sets for the rank
     // (a job launched from inside another job must not inherit its segment).
-    static const char* const kOwn[] = {
-        "BCS_SEGMENT_FD=", "BCS_LOCAL_INDEX=", "BCS_RANK=", "BCS_SIZE=", "BCS_JOB=", "BCS_NODE="};
+    // Nor the cluster's token, should a client have sent it.
+    static const char* const kOwn[] = {"BCS_SEGMENT_FD=", "BCS_LOCAL_INDEX=", "BCS_RANK=",
+                                       "BCS_SIZE=",       "BCS_JOB=",         "BCS_NODE=",
+                                       "BCS_TOKEN="};
     std::vector<std::string> env_s;
     for (const auto& kv : spec.env)
       if (std::none_of(std::begin(kOwn), std::end(kOwn),

@@ -35,6 +35,7 @@
 #include "nic.h"
 #include "process_tree.h"
 #include "signals.h"
+#include "token.h"
 
 namespace bcs::nm {
 namespace {
@@ -239,7 +240,7 @@ int run_node(const std::string& manager, const std::string& name, const std::str
   auto channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
   auto stub = v1::NodeControl::NewStub(channel);
   grpc::ClientContext ctx;
-  if (!token.empty()) ctx.AddMetadata("bcs-token", token);
+  if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
   // Fail fast if the manager is not there, rather than waiting for it.
   ctx.set_wait_for_ready(false);
   auto stream = stub->Session(&ctx);
@@ -416,10 +417,13 @@ int run_node(const std::string& manager, const std::string& name, const std::str
 
 int main(int argc, char** argv) {
   CLI::App app{"bcs-nm: the bcs node manager"};
-  std::string manager = "127.0.0.1:7600", name, token, level = "warn";
+  std::string manager = "127.0.0.1:7600", name, token_file, level = "warn";
   app.add_option("--manager", manager, "machine manager HOST:PORT")->capture_default_str();
   app.add_option("--name", name, "node name (default: hostname)");
-  app.add_option("--token", token, "shared secret for a manager not on loopback");
+  app.add_option("--token-file", token_file,
+                 "file holding the cluster's shared token (default: $BCS_TOKEN)");
+  std::string refused;
+  app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
   std::string fabric_if;
   app.add_option("--fabric-interface", fabric_if,
                  "network device the fabric (UCX) uses and listens on; default: the one that "
@@ -428,6 +432,15 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   if (name.empty()) name = bcs::nm::hostname();
   std::string why;
+  if (!refused.empty()) {
+    std::fprintf(stderr, "bcs-nm: %s\n", bcs::kTokenOnCommandLine);
+    return 2;
+  }
+  const auto token = bcs::load_token(token_file, &why);
+  if (!token) {
+    std::fprintf(stderr, "bcs-nm: %s\n", why.c_str());
+    return 2;
+  }
   const auto where = bcs::parse_endpoint(manager, &why);
   if (!where) {
     std::fprintf(stderr, "bcs-nm: --manager %s\n", why.c_str());
@@ -472,5 +485,5 @@ int main(int argc, char** argv) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &chld, nullptr);
-  return bcs::nm::run_node(manager, name, token, *devices);
+  return bcs::nm::run_node(manager, name, *token, *devices);
 }

@@ -246,3 +246,41 @@ TEST_F(Story, TheManagerRefusesAJobTooLargeForItsNodes) {
   EXPECT_EQ(ok.status, 0) << describe(ok);
   c.expect_alive_then_stop();
 }
+
+TEST_F(Story, TheTokenComesFromAFileOrTheEnvironmentNeverFromArgv) {
+  for (const auto& daemon : {bin("bcs-mm"), bin("bcs-nm")}) {
+    auto r = bcs::test::run({daemon, "--token", "s3cret"}, 30s);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("--token-file"));
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("bcs-it-tok-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  {
+    int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "it-secret\n", 10), 10);
+    close(fd);
+  }
+  // The daemons take it from the file; a client with the same token in
+  // its environment gets in, one without does not.
+  Standing c(1, {"--token-file", file}, {});
+  ASSERT_TRUE(c.up());
+  c.nms.clear();  // the default node manager has no token: replace it
+  c.nms.push_back(std::make_unique<bcs::test::Background>(
+      std::vector<std::string>{bin("bcs-nm"), "--manager", c.addr, "--name", "n1", "--token-file",
+                               file}));
+  auto denied = c.run({"-n", "1", "/bin/true"});
+  EXPECT_EQ(denied.status, 1) << describe(denied);
+  EXPECT_THAT(denied.err, HasSubstr("UNAUTHENTICATED"));
+  auto ok = bcs_run({"--manager", c.addr, "--token-file", file, "-n", "2", prog("prog_ring")});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  auto env = bcs_run({"--manager", c.addr, "-n", "1", "/usr/bin/env"}, 90s,
+                     {{"BCS_TOKEN", "it-secret"}});
+  EXPECT_EQ(env.status, 0) << describe(env);
+  // The ranks never see the token, though bcs had it in its environment.
+  EXPECT_THAT(env.out, HasSubstr("BCS_RANK=0"));
+  EXPECT_THAT(env.out, testing::Not(HasSubstr("it-secret")));
+  c.expect_alive_then_stop();
+  std::filesystem::remove_all(dir);
+}
