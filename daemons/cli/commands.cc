@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -24,7 +25,9 @@
 #include "bcs.grpc.pb.h"
 #include "cluster.h"
 #include "job_limits.h"
+#include "net.h"
 #include "output.h"
+#include "peer.h"
 #include "token.h"
 
 extern char** environ;
@@ -75,11 +78,13 @@ std::string describe(const grpc::Status& s) {
 // A channel to the machine manager and what every call on it carries.
 struct Connection {
   std::shared_ptr<grpc::Channel> channel;
-  std::string token;  // the cluster's shared token, "" for none
+  std::string token;    // the cluster's shared token, "" for none
+  std::string session;  // unix socket: the session id the manager gave us
 
   void prepare(grpc::ClientContext& ctx,
                std::optional<std::chrono::milliseconds> deadline = std::nullopt) const {
     if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+    if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
     if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
   }
 };
@@ -94,6 +99,18 @@ std::optional<Connection> connect_manager(const std::string& addr, const std::st
     return std::nullopt;
   }
   c.token = *token;
+  if (auto where = parse_endpoint(addr); where && where->is_unix) {
+    // The manager learns who we are from this very socket (peer.h): the job
+    // runs as us.
+    auto us = connect_unix_session(where->path, kRpcDeadline, &why);
+    if (!us) {
+      say("cannot reach the machine manager: " + why);
+      return std::nullopt;
+    }
+    c.session = us->id;
+    c.channel = grpc::CreateInsecureChannelFromFd(addr, us->fd.release());
+    return c;
+  }
   // Insecure transport: the default is loopback; anything else is expected
   // to be a private cluster network guarded by the shared token.
   c.channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
@@ -454,10 +471,11 @@ int list_jobs(const JobsOptions& o) {
     return stub->List(&ctx, pb::ListRequest{}, &rep);
   });
   if (rc) return rc;
-  std::printf("%8s  %-8s  %6s  %s\n", "JOB", "STATE", "RANKS", "PROGRAM");
+  std::printf("%8s  %-8s  %-10s  %6s  %s\n", "JOB", "STATE", "USER", "RANKS", "PROGRAM");
   for (const auto& j : rep.jobs())
-    std::printf("%8llu  %-8s  %6u  %s\n", static_cast<unsigned long long>(j.job_id()),
-                j.state().c_str(), j.nranks(), j.program().c_str());
+    std::printf("%8llu  %-8s  %-10s  %6u  %s\n", static_cast<unsigned long long>(j.job_id()),
+                j.state().c_str(), j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
+                j.program().c_str());
   return 0;
 }
 

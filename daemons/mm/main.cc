@@ -91,6 +91,10 @@ int main(int argc, char** argv) {
                  "not listening on loopback");
   std::string refused;
   app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
+  std::string socket_path;
+  app.add_option("--socket", socket_path,
+                 "also listen on this unix socket (e.g. /run/bcs/mm.sock): local users submit "
+                 "through it and their jobs run as themselves");
   std::string fabric_if;
   app.add_option("--fabric-interface", fabric_if,
                  "network device the fabric (UCX) listens on; default: the one holding the "
@@ -177,6 +181,10 @@ int main(int argc, char** argv) {
 
   {
     mm::Manager manager(cfg, *fabric);
+    if (!socket_path.empty() && !manager.unix_sessions().open(socket_path, &why)) {
+      std::fprintf(stderr, "bcs-mm: --socket %s: %s\n", socket_path.c_str(), why.c_str());
+      return 1;
+    }
     mm::NodeControlService nodes(manager);
     mm::JobsService jobs(manager);
     mm::MonitorService mon(manager);
@@ -198,8 +206,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bcs-mm: cannot listen on %s\n", listen.c_str());
       return 1;
     }
-    spdlog::info("listening on {} (port {}), slice {}", listen, port,
-                 format_duration(cfg.slice_ns));
+    manager.set_tcp_port(static_cast<uint16_t>(port));
+    if (!socket_path.empty()) manager.unix_sessions().serve(server.get());
+    spdlog::info("listening on {} (port {}){}, slice {}", listen, port,
+                 socket_path.empty() ? "" : " and " + socket_path, format_duration(cfg.slice_ns));
     if (ready_fd >= 0) {
       std::string line = std::to_string(port) + "\n";
       [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
@@ -209,6 +219,7 @@ int main(int argc, char** argv) {
     sigwait(&set, &sig);
     spdlog::info("signal {}: shutting down", sig);
     manager.shutdown();
+    manager.unix_sessions().stop();
     fabric->close();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }

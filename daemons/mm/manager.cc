@@ -3,17 +3,20 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "job_limits.h"
+#include "peer.h"
 #include "token.h"
 
 namespace bcs::mm {
 
 using namespace std::chrono_literals;
 
-Manager::Manager(const Config& cfg, core::Fabric& fabric) : cfg_(cfg), fabric_(fabric) {
+Manager::Manager(const Config& cfg, core::Fabric& fabric)
+    : cfg_(cfg), fabric_(fabric), self_uid_(::geteuid()), self_gid_(::getegid()) {
   ss_thread_ = std::thread([this] { strobe_sender(); });
 }
 
@@ -29,10 +32,52 @@ Manager::~Manager() {
 
 bool Manager::authorized(grpc::ServerContext* ctx) const {
   if (cfg_.token.empty()) return true;
+  // The unix socket identifies its callers by SO_PEERCRED; the token is
+  // for TCP.
+  if (ctx->peer().rfind("fd:", 0) == 0) return true;
   auto md = ctx->client_metadata();
   auto it = md.find(kTokenMetadata);
   return it != md.end() &&
          tokens_equal(std::string_view(it->second.data(), it->second.size()), cfg_.token);
+}
+
+// Who is calling (docs/architecture.md, "Who may talk to the daemons").
+Caller Manager::identify(grpc::ServerContext* ctx) {
+  Caller c;
+  const std::string peer = ctx->peer();
+  if (peer.rfind("fd:", 0) == 0) {  // a connection we accepted on the unix socket
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kSessionMetadata);
+    if (it == md.end()) return c;
+    if (auto cred = unix_.find(peer, std::string(it->second.data(), it->second.size()))) {
+      c.via = Caller::Via::unix_socket;
+      c.uid = cred->uid;
+      c.gid = cred->gid;
+    }
+    return c;
+  }
+  // TCP. With a token configured every TCP caller has presented it
+  // (authorized()), and the token is the daemons' user's credential.
+  if (!cfg_.token.empty()) {
+    c.via = Caller::Via::tcp_token;
+    c.uid = self_uid_;
+    c.gid = self_gid_;
+    return c;
+  }
+  // Without one the manager listens on loopback only: the kernel knows who
+  // owns the client's socket.
+  if (auto uid = loopback_client_uid(peer, tcp_port_.load())) {
+    c.via = Caller::Via::tcp_loopback;
+    c.uid = *uid;
+    c.gid = *uid == self_uid_ ? self_gid_ : 0;  // only the daemons' user may launch over TCP
+  }
+  return c;
+}
+
+std::string Manager::may_touch(const Caller& c, const Job& j) const {
+  if (!c.known()) return "the caller could not be identified";
+  if (c.uid == j.uid || is_admin(c)) return {};
+  return "job " + std::to_string(j.id) + " belongs to " + user_name(j.uid);
 }
 
 void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
@@ -76,6 +121,16 @@ void Manager::broadcast_peers_locked() {
 
 grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  // A node manager receives every job's program, arguments and environment
+  // and may fake its ranks' exits: only the daemons' own user may be one.
+  const Caller who = identify(ctx);
+  if (!who.known() || who.uid != self_uid_) {
+    spdlog::warn("refused a node manager: {} (node managers run as {})", who.describe(),
+                 user_name(self_uid_));
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "node managers must run as " + user_name(self_uid_) + ", the manager's user; " +
+                (who.known() ? "this one is " + user_name(who.uid) : "this one is unidentified")};
+  }
   v1::NodeMsg msg;
   if (!stream->Read(&msg) || msg.msg_case() != v1::NodeMsg::kRegister)
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Register"};
@@ -281,6 +336,23 @@ void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
 grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req,
                              v1::LaunchReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  // A job runs as the user who submitted it.
+  const Caller who = identify(ctx);
+  if (!who.known())
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "cannot tell who you are: connect on loopback or through the manager's unix socket"};
+  if (who.via == Caller::Via::tcp_loopback && who.uid != self_uid_) {
+    // Until per-user credentials exist, TCP carries only the daemons' user.
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "over TCP only " + user_name(self_uid_) + " (the daemons' user) may launch jobs; " +
+                (unix_.path().empty()
+                     ? std::string("this manager has no unix socket (bcs-mm --socket PATH)")
+                     : "use --manager unix:" + unix_.path())};
+  }
+  if (self_uid_ != 0 && who.uid != self_uid_)
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "this manager runs as " + user_name(self_uid_) + " and can run jobs only as " +
+                user_name(self_uid_)};
   if (req.nranks() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "nranks must be at least 1"};
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
@@ -325,6 +397,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   auto j = std::make_shared<Job>();
   j->id = next_job_id_++;
   j->req = req;
+  j->uid = who.uid;
+  j->gid = who.gid;
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
   j->nodes = chosen;
@@ -343,8 +417,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   jobs_[j->id] = j;
   queue_.push_back(j->id);
   rep->set_job_id(j->id);
-  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s)", j->id, req.nranks(), req.program(),
-               chosen.size());
+  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s) for {}", j->id, req.nranks(),
+               req.program(), chosen.size(), who.describe());
   lk.unlock();
   cv_.notify_all();
   return grpc::Status::OK;
@@ -353,12 +427,16 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
 grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
                              grpc::ServerWriter<v1::JobEvent>* w) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
   std::shared_ptr<Job> j;
   {
     std::lock_guard lk(mu_);
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
     j = it->second;
+    // A job's output is its owner's.
+    if (std::string why = may_touch(who, *j); !why.empty())
+      return {grpc::StatusCode::PERMISSION_DENIED, why};
   }
   size_t next = 0;  // absolute index of the next event to send
   for (;;) {
@@ -389,11 +467,16 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
 
 grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
   {
     std::lock_guard lk(mu_);
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
     Job& j = *it->second;
+    if (std::string why = may_touch(who, j); !why.empty()) {
+      spdlog::warn("refused to kill job {} for {}: {}", job_id, who.describe(), why);
+      return {grpc::StatusCode::PERMISSION_DENIED, why};
+    }
     fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
     if (j.state == Job::State::queued) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
@@ -407,9 +490,15 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
 
 grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
+  if (!who.known())
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "cannot tell who you are: connect on loopback or through the manager's unix socket"};
   std::lock_guard lk(mu_);
   for (auto& [id, j] : jobs_) {
+    if (!may_touch(who, *j).empty()) continue;  // other users' jobs are not yours to see
     auto* x = rep->add_jobs();
+    x->set_user(user_name(j->uid));
     x->set_job_id(id);
     x->set_program(j->req.program());
     x->set_nranks(j->req.nranks());

@@ -19,6 +19,7 @@
 #include "bcs.grpc.pb.h"
 #include "bcs/core.h"
 #include "bcs/emds.h"
+#include "callers.h"
 
 namespace bcs::mm {
 
@@ -58,6 +59,10 @@ struct Job {
   enum class State { queued, starting, running, done };
   uint64_t id = 0;
   v1::LaunchRequest req;
+  // Who submitted it: its ranks run as this user, and only this user (or
+  // an administrator: root, the daemons' user) may attach to, kill or list it.
+  uid_t uid = 0;
+  gid_t gid = 0;
   uint64_t slice_ns = 0, chunk_bytes = 0;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id
@@ -96,8 +101,17 @@ class Manager {
   // Ends every job (used on SIGTERM) and waits, bounded, for them to finish.
   void shutdown();
 
+  // The unix socket (--socket), opened and served by main.
+  UnixSessions& unix_sessions() { return unix_; }
+  // The TCP port the gRPC server is bound to (loopback callers are found by it).
+  void set_tcp_port(uint16_t p) { tcp_port_ = p; }
+
  private:
   bool authorized(grpc::ServerContext* ctx) const;
+  Caller identify(grpc::ServerContext* ctx);
+  bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == self_uid_; }
+  // Empty if `c` may see / kill / attach to `j`, else why not.
+  std::string may_touch(const Caller& c, const Job& j) const;
   void queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m);
   void flush();
   void broadcast_peers_locked();
@@ -120,6 +134,10 @@ class Manager {
 
   const Config cfg_;
   core::Fabric& fabric_;
+  const uid_t self_uid_;
+  const gid_t self_gid_;
+  UnixSessions unix_;
+  std::atomic<uint16_t> tcp_port_{0};
   monitor::EmdsRecorder emds_;
 
   std::mutex mu_;

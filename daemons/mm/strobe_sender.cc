@@ -117,6 +117,8 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     for (auto n : j->rank_node) s->add_rank_node(n);
     s->mutable_slice()->set_slice_ns(j->slice_ns);
     s->mutable_slice()->set_chunk_bytes(j->chunk_bytes);
+    s->set_uid(j->uid);
+    s->set_gid(j->gid);
     for (uint32_t n : j->nodes)
       if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
   }

@@ -1,7 +1,10 @@
 #include "job.h"
+#include "peer.h"
 #include "process_tree.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
@@ -85,6 +88,36 @@ void write_all_raw(int fd, const char* msg) {
 }
 
 }  // namespace
+
+std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec) {
+  const uid_t me = ::geteuid();
+  spec->uid = uid;
+  spec->gid = gid;
+  spec->groups.clear();
+  if (me != 0) {
+    if (uid != me)
+      return "this node manager runs as " + user_name(me) + " and cannot run a job as " +
+             user_name(uid);
+    spec->change_creds = false;  // our own user: the ranks run exactly as we do
+    return {};
+  }
+  spec->change_creds = !(uid == 0 && gid == ::getegid());
+  if (!spec->change_creds) return {};
+  // initgroups() is not async-signal-safe: the list is made here, before
+  // fork, and only set in the child.
+  passwd pw{}, *res = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) == 0 && res) {
+    int n = 64;
+    std::vector<gid_t> g(static_cast<size_t>(n));
+    while (::getgrouplist(pw.pw_name, gid, g.data(), &n) < 0) g.resize(static_cast<size_t>(n));
+    g.resize(static_cast<size_t>(n));
+    spec->groups = std::move(g);
+  } else {
+    spec->groups = {gid};  // a uid without a passwd entry: its own group only
+  }
+  return {};
+}
 
 std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
                                     const std::string& node_name, std::string* error) {
@@ -183,6 +216,8 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
         "bcs: rank " + std::to_string(r->world_rank) + ": cannot execute '" + spec.program + "'\n";
     std::string cwd_err = "bcs: rank " + std::to_string(r->world_rank) +
                           ": cannot change directory to '" + spec.cwd + "'\n";
+    std::string cred_err = "bcs: rank " + std::to_string(r->world_rank) + ": cannot run as " +
+                           user_name(spec.uid) + "\n";
 
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -201,6 +236,18 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
+      // The submitter's credentials, before anything else is done on the
+      // rank's behalf (raw system calls: only this thread exists here, and
+      // glibc's wrappers would try to reach the parent's other threads).
+      // Groups, then gid, then uid: after setuid nothing can be changed.
+      if (spec.change_creds &&
+          (::syscall(SYS_setgroups, spec.groups.size(), spec.groups.data()) != 0 ||
+           ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||
+           ::syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0)) {
+        write_all_raw(2, cred_err.c_str());
+        ::_exit(126);
+      }
+      // After the credential change, which clears the parent-death signal.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
       // The rank starts with stdin (/dev/null), stdout and stderr (its

@@ -32,7 +32,20 @@ struct JobSpec {
   std::vector<uint32_t> rank_node;  // world rank -> fabric node id
   uint64_t slice_ns = 0;
   uint64_t chunk_bytes = 0;
+  // The credentials the ranks run with (the submitter's). When
+  // `change_creds` is false the ranks keep the NM's own.
+  bool change_creds = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups
 };
+
+// Fills spec->change_creds and spec->groups for a job the manager says runs
+// as `uid`:`gid`. Empty, or why this node manager refuses: a node manager
+// that is not root runs jobs only as its own user (it could not switch), and
+// so only a root node manager - authenticated to a root manager - ever runs
+// a job as root.
+std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec);
 
 struct LocalRank {
   int32_t world_rank = 0;

@@ -7,6 +7,7 @@
 //   bcs-sr   the strobe receiver and the helper roles (nic.h)
 //   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
 #include <fcntl.h>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -33,6 +34,7 @@
 #include "job_limits.h"
 #include "net.h"
 #include "nic.h"
+#include "peer.h"
 #include "process_tree.h"
 #include "signals.h"
 #include "token.h"
@@ -230,23 +232,71 @@ std::string hostname() {
   return buf;
 }
 
-int run_node(const std::string& manager, const std::string& name, const std::string& token,
-             const std::string& net_devices) {
+// The node manager authenticates its manager before it takes any job from
+// it: a manager run by another user must get nothing (a root node manager
+// would otherwise run that user's jobs as anyone, root included). On one
+// host the kernel says who the manager is (daemons/common/peer.h); from
+// another host only the token counts.
+std::string check_manager_user(const Endpoint& where, const std::optional<PeerCred>& unix_server) {
+  const uid_t me = ::geteuid();
+  if (where.is_unix) {
+    if (!unix_server) return "no credentials from the manager's socket";
+    if (unix_server->uid != me)
+      return "the manager at unix:" + where.path + " (pid " + std::to_string(unix_server->pid) +
+             ") runs as " + user_name(unix_server->uid) + ", not as " + user_name(me);
+    return {};
+  }
+  if (!is_loopback_host(where.host)) return {};  // another host: the token is the credential
+  const auto uids = loopback_server_uids(where.host, where.port);
+  if (uids.empty()) return "cannot tell who runs the manager at " + where.host + ":" +
+                            std::to_string(where.port);
+  for (uid_t u : uids)
+    if (u != me)
+      return "the manager at " + where.host + ":" + std::to_string(where.port) + " runs as " +
+             user_name(u) + ", not as " + user_name(me);
+  return {};
+}
+
+int run_node(const std::string& manager, const Endpoint& where, const std::string& name,
+             const std::string& token, const std::string& net_devices) {
   // Keepalive: a manager whose host hung is noticed within ~15 s.
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  auto channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel;
+  std::optional<PeerCred> unix_server;
+  std::string session;
+  if (where.is_unix) {
+    // Our own connection, so that we learn the manager's credentials and
+    // it learns ours (peer.h); gRPC then runs on that one socket.
+    std::string why;
+    auto us = connect_unix_session(where.path, std::chrono::seconds(10), &why);
+    if (!us) {
+      spdlog::error("cannot reach the machine manager: {}", why);
+      return 1;
+    }
+    unix_server = us->server;
+    session = us->id;
+    if (std::string bad = check_manager_user(where, unix_server); !bad.empty()) {
+      spdlog::critical("refusing the machine manager: {}", bad);
+      return 1;
+    }
+    channel = grpc::CreateCustomInsecureChannelFromFd(manager, us->fd.release(), args);
+  } else {
+    channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
+  }
   auto stub = v1::NodeControl::NewStub(channel);
   grpc::ClientContext ctx;
   if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+  if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
   // Fail fast if the manager is not there, rather than waiting for it.
   ctx.set_wait_for_ready(false);
   auto stream = stub->Session(&ctx);
   Uplink up(stream.get());
 
   std::atomic<bool> shutting_down{false};
+  bool refused = false;  // the manager failed authentication
   std::mutex jobs_mu;
   std::shared_ptr<NmJob> job;  // at most one at a time (the MM runs jobs one by one)
 
@@ -274,6 +324,14 @@ int run_node(const std::string& manager, const std::string& name, const std::str
   while (stream->Read(&msg)) {
     switch (msg.msg_case()) {
       case v1::ManagerMsg::kWelcome: {
+        // The connection is up: on TCP loopback, see who accepted it.
+        if (!where.is_unix)
+          if (std::string bad = check_manager_user(where, std::nullopt); !bad.empty()) {
+            spdlog::critical("refusing the machine manager: {}", bad);
+            refused = true;
+            ctx.TryCancel();
+            break;
+          }
         self = msg.welcome().node_id();
         std::string err;
         core::FabricConfig cfg;
@@ -321,6 +379,7 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         spec.rank_node.assign(sj.rank_node().begin(), sj.rank_node().end());
         spec.slice_ns = sj.slice().slice_ns();
         spec.chunk_bytes = sj.slice().chunk_bytes();
+        const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;
         auto* js = r.mutable_job_started();
         js->set_job_id(spec.id);
@@ -333,6 +392,8 @@ int run_node(const std::string& manager, const std::string& name, const std::str
           err = "job too large: " + std::to_string(local) + " local rank(s) of " +
                 std::to_string(spec.nranks) + " (at most " + std::to_string(kMaxRanksPerNode) +
                 " per node manager)";
+        else if (!cred_err.empty())
+          err = cred_err;
         else if (job)
           err = "node is busy with job " + std::to_string(job->id());
         else
@@ -381,7 +442,9 @@ int run_node(const std::string& manager, const std::string& name, const std::str
   }
   auto st = stream->Finish();
   int rc = 0;
-  if (!shutting_down) {
+  if (refused) {
+    rc = 1;
+  } else if (!shutting_down) {
     spdlog::error("lost the machine manager at {}: {}", manager, st.error_message());
     rc = 1;
   }
@@ -485,5 +548,5 @@ int main(int argc, char** argv) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &chld, nullptr);
-  return bcs::nm::run_node(manager, name, *token, *devices);
+  return bcs::nm::run_node(manager, *where, name, *token, *devices);
 }

@@ -5,8 +5,10 @@
 // refused up front.
 #include <fcntl.h>
 #include <gmock/gmock.h>
+#include <grp.h>
 #include <gtest/gtest.h>
 #include <poll.h>
+#include <pwd.h>
 #include <signal.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -15,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <sstream>
 
 #include "harness.h"
 #include "story.h"
@@ -36,18 +39,22 @@ std::string it_prog(const std::string& name) {
 // A standing cluster on loopback: bcs-mm and K bcs-nm started by the test.
 class Standing {
  public:
+  // With `socket` (a path), the manager also listens there and the node
+  // managers connect through it.
   explicit Standing(int nodes, std::vector<std::string> mm_extra = {},
-                    std::map<std::string, std::string> env = {}) {
+                    std::map<std::string, std::string> env = {}, std::string socket = {}) {
     std::vector<std::string> argv{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"};
+    if (!socket.empty()) argv.insert(argv.end(), {"--socket", socket});
     argv.insert(argv.end(), mm_extra.begin(), mm_extra.end());
     mm = std::make_unique<bcs::test::Background>(argv, env);
     const std::string port = mm->ready_line(30s);
     if (port.empty()) return;
     addr = "127.0.0.1:" + port;
+    if (!socket.empty()) unix_addr = "unix:" + socket;
     for (int i = 0; i < nodes; ++i)
       nms.push_back(std::make_unique<bcs::test::Background>(
-          std::vector<std::string>{bin("bcs-nm"), "--manager", addr, "--name",
-                                   "n" + std::to_string(i + 1)},
+          std::vector<std::string>{bin("bcs-nm"), "--manager", unix_addr.empty() ? addr : unix_addr,
+                                   "--name", "n" + std::to_string(i + 1)},
           env));
   }
   bool up() const { return !addr.empty(); }
@@ -72,7 +79,7 @@ class Standing {
 
   std::unique_ptr<bcs::test::Background> mm;
   std::vector<std::unique_ptr<bcs::test::Background>> nms;
-  std::string addr;
+  std::string addr, unix_addr;
 };
 
 // True once `pid` has exited (or never existed), waiting on a pidfd at most
@@ -283,4 +290,206 @@ TEST_F(Story, TheTokenComesFromAFileOrTheEnvironmentNeverFromArgv) {
   EXPECT_THAT(env.out, testing::Not(HasSubstr("it-secret")));
   c.expect_alive_then_stop();
   std::filesystem::remove_all(dir);
+}
+
+// --------------------------------------------------------------- identity
+// A root-run standing cluster serving an unprivileged user created for the
+// test (useradd; removed afterwards).
+namespace {
+
+bool sh(const std::vector<std::string>& argv) { return bcs::test::run(argv, 60s).status == 0; }
+
+class TestUser {
+ public:
+  TestUser() {
+    if (geteuid() != 0) {
+      why_ = "creating a user needs root";
+      return;
+    }
+    const std::string tag = std::to_string(getpid());
+    name_ = "bcsit" + tag;
+    group_ = "bcsitg" + tag;
+    if (!sh({"/usr/sbin/groupadd", group_})) {
+      why_ = "groupadd failed";
+      return;
+    }
+    made_group_ = true;
+    if (!sh({"/usr/sbin/useradd", "--no-create-home", "--shell", "/usr/sbin/nologin",
+             "--user-group", "--groups", group_, name_})) {
+      why_ = "useradd failed";
+      return;
+    }
+    made_user_ = true;
+    passwd* pw = getpwnam(name_.c_str());
+    group* gr = getgrnam(group_.c_str());
+    if (!pw || !gr) {
+      why_ = "the new user is not in the user database";
+      return;
+    }
+    as_.uid = pw->pw_uid;
+    as_.gid = pw->pw_gid;
+    extra_gid_ = gr->gr_gid;
+    as_.groups = {as_.gid, extra_gid_};
+    as_.cwd = "/tmp";
+    // The user must be able to run what the test built.
+    if (bcs::test::run_as(as_, {bin("bcs"), "--version"}, 30s).status != 0)
+      why_ = "the build directory is not reachable by an unprivileged user";
+  }
+  ~TestUser() {
+    if (made_user_) sh({"/usr/sbin/userdel", name_});
+    if (made_user_ && getgrnam(name_.c_str())) sh({"/usr/sbin/groupdel", name_});
+    if (made_group_) sh({"/usr/sbin/groupdel", group_});
+  }
+  bool ok() const { return why_.empty(); }
+  const std::string& why() const { return why_; }
+  const bcs::test::As& as() const { return as_; }
+  const std::string& name() const { return name_; }
+  gid_t extra_gid() const { return extra_gid_; }
+
+ private:
+  std::string name_, group_, why_;
+  bool made_user_ = false, made_group_ = false;
+  bcs::test::As as_;
+  gid_t extra_gid_ = 0;
+};
+
+// A directory for sockets and files that is removed at the end.
+class TempDir {
+ public:
+  explicit TempDir(mode_t mode) {
+    path_ = (std::filesystem::temp_directory_path() / ("bcs-it-" + std::to_string(getpid()) + "-" +
+                                                        std::to_string(n_++)))
+                .string();
+    std::filesystem::create_directories(path_);
+    chmod(path_.c_str(), mode);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& f) const { return path_ + "/" + f; }
+
+ private:
+  static inline int n_ = 0;
+  std::string path_;
+};
+
+}  // namespace
+
+TEST_F(Story, AJobRunsAsTheUserWhoSubmittedIt) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0755);
+  const std::string secret = dir / "secret";
+  {
+    int fd = open(secret.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string text = "root-only-" + bcs::test::marker() + "\n";
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+  }
+  Standing c(2, {}, {}, dir / "mm.sock");
+  ASSERT_TRUE(c.up());
+  auto bcs_as_user = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{bin("bcs"), "run", "--timeout", "60s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return bcs::test::run_as(u.as(), argv, 90s);
+  };
+
+  // Both ranks, on both node managers, run with the user's uid, gid and groups.
+  auto id = bcs_as_user({"--manager", c.unix_addr, "-n", "2", "--nodes", "2", "-l", "/bin/sh",
+                         "-c", "echo uid $(id -u) gid $(id -g) groups $(id -G)"});
+  ASSERT_EQ(id.status, 0) << describe(id);
+  const std::string want = "uid " + std::to_string(u.as().uid) + " gid " +
+                           std::to_string(u.as().gid) + " groups ";
+  EXPECT_THAT(id.out, HasSubstr("[0] " + want));
+  EXPECT_THAT(id.out, HasSubstr("[1] " + want));
+  // The supplementary group (initgroups' list) is among the groups of both.
+  size_t with_group = 0;
+  std::istringstream lines(id.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream groups(line.substr(line.find("groups ") + 7));
+    for (std::string g; groups >> g;) with_group += g == std::to_string(u.extra_gid());
+  }
+  EXPECT_EQ(with_group, 2u) << id.out;
+
+  // A root-only file stays closed to the user's job.
+  auto cat = bcs_as_user({"--manager", c.unix_addr, "-n", "1", "/bin/cat", secret});
+  EXPECT_EQ(cat.status, 1) << describe(cat);
+  EXPECT_THAT(cat.err, HasSubstr("Permission denied"));
+  EXPECT_THAT(cat.out, testing::Not(HasSubstr("root-only")));
+
+  // Over TCP the user cannot submit at all (only the daemons' user may).
+  auto tcp = bcs_as_user({"--manager", c.addr, "-n", "1", "/usr/bin/id"});
+  EXPECT_EQ(tcp.status, 1) << describe(tcp);
+  EXPECT_THAT(tcp.err, HasSubstr("PERMISSION_DENIED"));
+  EXPECT_THAT(tcp.err, HasSubstr("unix:" + (dir / "mm.sock")));
+
+  // Root's own jobs still run as root, over either way in.
+  for (const auto& via : {c.unix_addr, c.addr}) {
+    auto root = bcs_run({"--manager", via, "-n", "1", "/usr/bin/id", "-u"});
+    EXPECT_EQ(root.status, 0) << describe(root);
+    EXPECT_EQ(root.out, "0\n");
+  }
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, AnotherUserCannotListKillOrWatchAJob) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0755);
+  Standing c(1, {}, {}, dir / "mm.sock");
+  ASSERT_TRUE(c.up());
+  auto as_user = [&](std::vector<std::string> argv) { return bcs::test::run_as(u.as(), argv, 60s); };
+  bcs::test::RunResult jobs_user, kill_user, kill_user_tcp, attach_user, jobs_root, kill_root;
+  bool done = false;
+  // Root's job blocks; meanwhile the user tries everything on it (job 1).
+  auto r = c.run({"-n", "1", bcs::test::blocker()}, [&](const std::string& out) {
+    if (done || out.find("blocking") == std::string::npos) return;
+    done = true;
+    jobs_user = as_user({bin("bcs"), "jobs", "--manager", c.unix_addr});
+    kill_user = as_user({bin("bcs"), "kill", "1", "--manager", c.unix_addr});
+    kill_user_tcp = as_user({bin("bcs"), "kill", "1", "--manager", c.addr});
+    attach_user = as_user({it_prog("it_attach"), c.unix_addr, "1"});
+    jobs_root = bcs::test::run({bin("bcs"), "jobs", "--manager", c.unix_addr}, 60s);
+    kill_root = bcs::test::run({bin("bcs"), "kill", "1", "--manager", c.unix_addr}, 60s);
+  });
+  ASSERT_TRUE(done) << describe(r);
+  // Root could kill it; the user could not.
+  EXPECT_EQ(r.status, 143) << describe(r);
+  EXPECT_EQ(kill_root.status, 0) << describe(kill_root);
+  EXPECT_EQ(jobs_root.status, 0) << describe(jobs_root);
+  EXPECT_THAT(jobs_root.out, HasSubstr("it_block"));
+  EXPECT_EQ(jobs_user.status, 0) << describe(jobs_user);
+  EXPECT_THAT(jobs_user.out, testing::Not(HasSubstr("it_block")));
+  for (auto* k : {&kill_user, &kill_user_tcp}) {
+    EXPECT_EQ(k->status, 1) << describe(*k);
+    EXPECT_THAT(k->err, HasSubstr("PERMISSION_DENIED"));
+    EXPECT_THAT(k->err, HasSubstr("belongs to root"));
+  }
+  EXPECT_EQ(attach_user.status, 1) << describe(attach_user);
+  EXPECT_THAT(attach_user.out, HasSubstr("status 7: job 1 belongs to root"));
+  EXPECT_THAT(attach_user.out, testing::Not(HasSubstr("output:")));
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, ARogueManagerGetsNothingFromARootNodeManager) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0777);
+  // The user starts a manager of their own and waits for root's node manager.
+  bcs::test::Background rogue({bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3",
+                               "--socket", dir / "rogue.sock"},
+                              {}, &u.as());
+  const std::string port = rogue.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "the user's bcs-mm did not come up";
+  // A root node manager pointed at it refuses it, by the socket and by TCP.
+  auto by_socket = bcs::test::run(
+      {bin("bcs-nm"), "--manager", "unix:" + (dir / "rogue.sock"), "--name", "victim"}, 60s);
+  EXPECT_EQ(by_socket.status, 1) << describe(by_socket);
+  EXPECT_THAT(by_socket.err, HasSubstr("refusing the machine manager"));
+  EXPECT_THAT(by_socket.err, HasSubstr("runs as " + u.name()));
+  auto by_tcp =
+      bcs::test::run({bin("bcs-nm"), "--manager", "127.0.0.1:" + port, "--name", "victim"}, 60s);
+  EXPECT_EQ(by_tcp.status, 1) << describe(by_tcp);
+  EXPECT_THAT(by_tcp.err, testing::AnyOf(HasSubstr("refusing the machine manager"),
+                                         HasSubstr("must run as " + u.name())));
+  EXPECT_EQ(rogue.stop(), 0);
 }

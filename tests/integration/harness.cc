@@ -5,6 +5,7 @@
 #include <limits.h>
 #include <netinet/in.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -40,7 +41,7 @@ std::vector<std::string> build_env(const std::map<std::string, std::string>& ext
 
 // fork+exec with the marker; stdout/stderr to the given fds (or inherited).
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra,
-            int out_fd, int err_fd, int ready_fd) {
+            int out_fd, int err_fd, int ready_fd, const As* as = nullptr) {
   auto env_s = build_env(extra);
   std::vector<char*> envp, args;
   for (auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
@@ -59,6 +60,13 @@ pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, st
     if (out_fd >= 0) dup2(out_fd, 1);
     if (err_fd >= 0) dup2(err_fd, 2);
     if (ready_fd >= 0) dup2(ready_fd, 3);
+    if (as) {
+      if (setgroups(as->groups.size(), as->groups.data()) != 0 || setgid(as->gid) != 0 ||
+          setuid(as->uid) != 0 || chdir(as->cwd.c_str()) != 0)
+        _exit(125);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the credential change cleared it
+      if (getppid() != parent) _exit(1);
+    }
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -110,11 +118,12 @@ const std::string& marker() {
   return m;
 }
 
-RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
-              const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+namespace {
+RunResult run_impl(const As* as, const std::vector<std::string>& argv, std::chrono::seconds limit,
+                   const std::map<std::string, std::string>& env, OutputHook on_stdout) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
-  pid_t pid = spawn(argv, env, out[1], err[1], -1);
+  pid_t pid = spawn(argv, env, out[1], err[1], -1, as);
   close(out[1]);
   close(err[1]);
   RunResult r;
@@ -156,6 +165,18 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
   return r;
 }
 
+}  // namespace
+
+RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
+              const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+  return run_impl(nullptr, argv, limit, env, std::move(on_stdout));
+}
+
+RunResult run_as(const As& who, const std::vector<std::string>& argv, std::chrono::seconds limit,
+                 const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+  return run_impl(&who, argv, limit, env, std::move(on_stdout));
+}
+
 RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds limit,
                   const std::map<std::string, std::string>& env, OutputHook on_stdout) {
   std::vector<std::string> argv{bin("bcs"), "run", "--timeout",
@@ -165,10 +186,10 @@ RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds lim
 }
 
 Background::Background(const std::vector<std::string>& argv,
-                       const std::map<std::string, std::string>& env) {
+                       const std::map<std::string, std::string>& env, const As* as) {
   int p[2];
   if (pipe2(p, O_CLOEXEC)) throw std::runtime_error("pipe");
-  pid_ = spawn(argv, env, -1, -1, p[1]);
+  pid_ = spawn(argv, env, -1, -1, p[1], as);
   close(p[1]);
   ready_fd_ = p[0];
 }

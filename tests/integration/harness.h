@@ -33,6 +33,14 @@ std::string prog(const std::string& name);
 // The marker of this test process (unique per process).
 const std::string& marker();
 
+// Another user to run a command as (the test runs as root), and where.
+struct As {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::string cwd = "/";
+};
+
 // Runs argv to completion or until `limit` passes (then SIGKILLs it and sets
 // timed_out). `env` entries are added to the inherited environment.
 // `on_stdout`, if given, sees the whole stdout so far after every read: tests
@@ -41,6 +49,9 @@ const std::string& marker();
 using OutputHook = std::function<void(const std::string& out_so_far)>;
 RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
               const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
+// The same, as another user.
+RunResult run_as(const As& who, const std::vector<std::string>& argv, std::chrono::seconds limit,
+                 const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
 
 // `bcs run ARGS...` with a bcs-level --timeout below the harness limit.
 RunResult bcs_run(const std::vector<std::string>& args,
@@ -51,7 +62,7 @@ RunResult bcs_run(const std::vector<std::string>& args,
 class Background {
  public:
   Background(const std::vector<std::string>& argv,
-             const std::map<std::string, std::string>& env = {});
+             const std::map<std::string, std::string>& env = {}, const As* as = nullptr);
   ~Background();
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;
