@@ -27,6 +27,9 @@ namespace {
 // The fd a rank finds its segment on (BCS_SEGMENT_FD).
 constexpr int kRankSegmentFd = 3;
 
+// set_rank_fd_limit(); RLIM_INFINITY soft = leave the inherited one.
+rlimit g_rank_nofile{RLIM_INFINITY, RLIM_INFINITY};
+
 std::string env_get(const std::vector<std::string>& env, const std::string& key) {
   for (const auto& kv : env)
     if (kv.size() > key.size() && kv.compare(0, key.size(), key) == 0 && kv[key.size()] == '=')
@@ -88,6 +91,11 @@ void write_all_raw(int fd, const char* msg) {
 }
 
 }  // namespace
+
+void set_rank_fd_limit(uint64_t soft, uint64_t hard) {
+  g_rank_nofile.rlim_cur = soft;
+  g_rank_nofile.rlim_max = hard;
+}
 
 std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec) {
   const uid_t me = ::geteuid();
@@ -266,6 +274,9 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       }
       const int keep = kRankSegmentFd;
       close_fds_except(&keep, 1, max_fd);
+      // The NM raised its own fd limit for its ranks' pipes; a rank gets
+      // the ordinary one back.
+      if (g_rank_nofile.rlim_cur != RLIM_INFINITY) ::setrlimit(RLIMIT_NOFILE, &g_rank_nofile);
       if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
         write_all_raw(2, cwd_err.c_str());
         ::_exit(126);

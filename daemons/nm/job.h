@@ -47,6 +47,10 @@ struct JobSpec {
 // a job as root.
 std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec);
 
+// The fd limit ranks start with: the one the NM itself was started with,
+// before it raised its own (see main).
+void set_rank_fd_limit(uint64_t soft, uint64_t hard);
+
 struct LocalRank {
   int32_t world_rank = 0;
   uint32_t local_index = 0;

@@ -531,6 +531,7 @@ int main(int argc, char** argv) {
   // as the hard limit does, so kMaxRanksPerNode ranks fit.
   rlimit nofile{};
   if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    bcs::nm::set_rank_fd_limit(nofile.rlim_cur, nofile.rlim_max);
     nofile.rlim_cur = nofile.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
