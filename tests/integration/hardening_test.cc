@@ -493,3 +493,42 @@ TEST_F(Story, ARogueManagerGetsNothingFromARootNodeManager) {
                                          HasSubstr("must run as " + u.name())));
   EXPECT_EQ(rogue.stop(), 0);
 }
+
+TEST_F(Story, RootsPrivateClusterIsNotAnotherUsersToUse) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  // Root's embedded cluster listens on a loopback port anyone can see (ss).
+  bcs::test::RunResult jobs_user, kill_user, launch_user;
+  bool done = false;
+  auto r = bcs_run({"-n", "1", bcs::test::blocker()}, 90s, {}, [&](const std::string& out) {
+    if (done || out.find("blocking") == std::string::npos) return;
+    done = true;
+    auto mm = bcs::test::marked_running(bin("bcs-mm"));
+    auto ls = bcs::test::tcp_listeners_of(mm);
+    auto as_user = [&](std::vector<std::string> argv) {
+      return bcs::test::run_as(u.as(), argv, 60s);
+    };
+    // The user does not know which listener is gRPC's: try them all.
+    for (auto& l : ls) {
+      const std::string a = "127.0.0.1:" + std::to_string(l.port);
+      auto j = as_user({bin("bcs"), "jobs", "--manager", a});
+      if (j.out.find("JOB") != std::string::npos) jobs_user = j;  // gRPC answered
+      auto k = as_user({bin("bcs"), "kill", "1", "--manager", a});
+      if (k.err.find("PERMISSION_DENIED") != std::string::npos || k.status == 0) kill_user = k;
+      auto l2 = as_user({bin("bcs"), "run", "--timeout", "30s", "--manager", a, "-n", "1",
+                         "/usr/bin/id"});
+      if (l2.err.find("PERMISSION_DENIED") != std::string::npos || l2.status == 0)
+        launch_user = l2;
+    }
+    // Let the job end.
+    bcs::test::kill_announced_rank(out, 0, SIGKILL);
+  });
+  ASSERT_TRUE(done) << describe(r);
+  EXPECT_EQ(r.status, 128 + SIGKILL) << describe(r);
+  EXPECT_THAT(jobs_user.out, HasSubstr("JOB")) << describe(jobs_user);
+  EXPECT_THAT(jobs_user.out, testing::Not(HasSubstr("it_block")));
+  EXPECT_EQ(kill_user.status, 1) << describe(kill_user);
+  EXPECT_THAT(kill_user.err, HasSubstr("belongs to root"));
+  EXPECT_EQ(launch_user.status, 1) << describe(launch_user);
+  EXPECT_THAT(launch_user.err, HasSubstr("PERMISSION_DENIED"));
+}
