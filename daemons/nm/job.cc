@@ -244,24 +244,10 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
-      // The submitter's credentials, before anything else is done on the
-      // rank's behalf (raw system calls: only this thread exists here, and
-      // glibc's wrappers would try to reach the parent's other threads).
-      // Groups, then gid, then uid: after setuid nothing can be changed.
-      if (spec.change_creds &&
-          (::syscall(SYS_setgroups, spec.groups.size(), spec.groups.data()) != 0 ||
-           ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||
-           ::syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0)) {
-        write_all_raw(2, cred_err.c_str());
-        ::_exit(126);
-      }
-      // After the credential change, which clears the parent-death signal.
-      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-      if (::getppid() != parent) ::_exit(1);
       // The rank starts with stdin (/dev/null), stdout and stderr (its
       // pipes) and the segment at fd 3: nothing else. The NM's own fds
       // (gRPC, UCX's sockets, which UCX opens without close-on-exec,
-      // epoll, other ranks' pipes) are closed here, so a rank can neither
+      // epoll, other ranks' pipes) are closed below, so a rank can neither
       // write into the daemons' connections nor keep their ports open.
       // (The NM's fds 0-2 are always open - see main - so none of these
       // descriptors is below 3 and the dup2s cannot overwrite each other.)
@@ -272,6 +258,21 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       } else if (::dup2(segfd, kRankSegmentFd) < 0) {
         ::_exit(126);
       }
+      // The submitter's credentials, before anything is done on the rank's
+      // behalf (raw system calls: only this thread exists here, and glibc's
+      // wrappers would try to reach the parent's other threads). Groups,
+      // then gid, then uid: after setuid nothing can be changed. A failure
+      // is reported on the rank's stderr, which reaches the user.
+      if (spec.change_creds &&
+          (::syscall(SYS_setgroups, spec.groups.size(), spec.groups.data()) != 0 ||
+           ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||
+           ::syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0)) {
+        write_all_raw(2, cred_err.c_str());
+        ::_exit(126);
+      }
+      // After the credential change, which clears the parent-death signal.
+      ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+      if (::getppid() != parent) ::_exit(1);
       const int keep = kRankSegmentFd;
       close_fds_except(&keep, 1, max_fd);
       // The NM raised its own fd limit for its ranks' pipes; a rank gets
