@@ -4,7 +4,7 @@
 # does not stop them). PIDs live in a state dir; `stop` kills exactly those
 # PIDs (checked against their start time, so a recycled PID is never hit).
 #
-#   deploy/local-cluster.sh start K [--slice DUR] [--chunk SIZE] [--port P] [--token T]
+#   deploy/local-cluster.sh start K [--slice DUR] [--chunk SIZE] [--port P] [--token-file F]
 #   deploy/local-cluster.sh stop
 #   deploy/local-cluster.sh status
 #
@@ -56,17 +56,17 @@ pidfiles() { ls "$STATE"/mm.pid "$STATE"/nm*.pid 2>/dev/null || true; }
 
 cmd_start() {
   local k=${1:-}; shift || true
-  [[ $k =~ ^[1-9][0-9]*$ ]] || die "usage: $0 start K [--slice DUR] [--chunk SIZE] [--port P] [--token T]"
+  [[ $k =~ ^[1-9][0-9]*$ ]] || die "usage: $0 start K [--slice DUR] [--chunk SIZE] [--port P] [--token-file F]"
   local mm_args=() token="" port=0
   while [[ $# -gt 0 ]]; do
     case $1 in
       --slice|--chunk) [[ $# -ge 2 ]] || die "$1 needs a value"; mm_args+=("$1" "$2"); shift 2 ;;
       --port) port=$2; shift 2 ;;
-      --token) token=$2; shift 2 ;;
+      --token-file) token=$2; shift 2 ;;
       *) die "unknown option $1" ;;
     esac
   done
-  [[ -n $token ]] && mm_args+=(--token "$token")
+  [[ -n $token ]] && mm_args+=(--token-file "$token")
   local mm nm
   mm=$(find_bin bcs-mm); nm=$(find_bin bcs-nm)
 
@@ -93,7 +93,7 @@ cmd_start() {
   say "bcs-mm pid $mm_pid on 127.0.0.1:$got (log $STATE/mm.log)"
 
   local i nm_args=()
-  [[ -n $token ]] && nm_args+=(--token "$token")
+  [[ -n $token ]] && nm_args+=(--token-file "$token")
   for ((i = 1; i <= k; i++)); do
     setsid "$nm" --manager "127.0.0.1:$got" --name "node$i" "${nm_args[@]}" \
       </dev/null >>"$STATE/nm$i.log" 2>&1 &
@@ -148,5 +148,5 @@ case ${1:-} in
   start) shift; cmd_start "$@" ;;
   stop) cmd_stop ;;
   status) cmd_status ;;
-  *) echo "usage: $0 start K [--slice DUR] [--chunk SIZE] [--port P] [--token T] | stop | status" >&2; exit 2 ;;
+  *) echo "usage: $0 start K [--slice DUR] [--chunk SIZE] [--port P] [--token-file F] | stop | status" >&2; exit 2 ;;
 esac

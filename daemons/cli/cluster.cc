@@ -4,6 +4,7 @@
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -105,6 +106,10 @@ pid_t spawn(const std::vector<std::string>& argv, int keep_fd) {
   if (devnull.get() < 0) throw ClusterError(std::string("/dev/null: ") + std::strerror(errno));
   auto [err_r, err_w] = make_pipe();
   const pid_t parent = ::getpid();
+  rlimit nofile{};
+  const int max_fd = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (1u << 20)
+                         ? static_cast<int>(nofile.rlim_cur)
+                         : (1 << 20);
 
   pid_t pid = ::fork();
   if (pid < 0) throw ClusterError(std::string("fork: ") + std::strerror(errno));
@@ -124,6 +129,10 @@ pid_t spawn(const std::vector<std::string>& argv, int keep_fd) {
       int fl = ::fcntl(keep_fd, F_GETFD);
       if (fl < 0 || ::fcntl(keep_fd, F_SETFD, fl & ~FD_CLOEXEC) < 0) child_fail(err_w.get(), errno);
     }
+    // A daemon starts with stdio, its ready pipe and nothing else of ours
+    // (the error pipe is close-on-exec and still needed until exec).
+    const int keep[2] = {keep_fd, err_w.get()};
+    close_fds_except(keep, 2, max_fd);
     ::execv(cargv[0], cargv.data());
     child_fail(err_w.get(), errno);
   }
@@ -152,7 +161,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
                                 std::to_string(ready_w.get())};
   if (!cfg.slice.empty()) argv.insert(argv.end(), {"--slice", cfg.slice});
   if (!cfg.chunk.empty()) argv.insert(argv.end(), {"--chunk", cfg.chunk});
-  if (!cfg.token.empty()) argv.insert(argv.end(), {"--token", cfg.token});
+  if (!cfg.token_file.empty()) argv.insert(argv.end(), {"--token-file", cfg.token_file});
   if (cfg.verbose) argv.insert(argv.end(), {"--log-level", "debug"});
   pid_t mm_pid = spawn(argv, ready_w.get());
   children_.push_back(Child{"bcs-mm", mm_pid});
@@ -207,7 +216,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
   for (uint32_t i = 1; i <= cfg.nodes; ++i) {
     std::string name = i <= cfg.names.size() ? cfg.names[i - 1] : "node" + std::to_string(i);
     std::vector<std::string> nargv{nm, "--manager", address(), "--name", name};
-    if (!cfg.token.empty()) nargv.insert(nargv.end(), {"--token", cfg.token});
+    if (!cfg.token_file.empty()) nargv.insert(nargv.end(), {"--token-file", cfg.token_file});
     if (cfg.verbose) nargv.insert(nargv.end(), {"--log-level", "debug"});
     pid_t pid = spawn(nargv, -1);
     children_.push_back(Child{"bcs-nm " + name, pid});

@@ -1,6 +1,7 @@
 #include "commands.h"
 
 #include <algorithm>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 #include <poll.h>
 #include <pthread.h>
@@ -23,7 +24,11 @@
 
 #include "bcs.grpc.pb.h"
 #include "cluster.h"
+#include "job_limits.h"
+#include "net.h"
 #include "output.h"
+#include "peer.h"
+#include "token.h"
 
 extern char** environ;
 
@@ -70,16 +75,46 @@ std::string describe(const grpc::Status& s) {
                                    : code_name(s.error_code()) + ": " + s.error_message();
 }
 
-std::shared_ptr<grpc::Channel> make_channel(const std::string& addr) {
+// A channel to the machine manager and what every call on it carries.
+struct Connection {
+  std::shared_ptr<grpc::Channel> channel;
+  std::string token;    // the cluster's shared token, "" for none
+  std::string session;  // unix socket: the session id the manager gave us
+
+  void prepare(grpc::ClientContext& ctx,
+               std::optional<std::chrono::milliseconds> deadline = std::nullopt) const {
+    if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+    if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
+    if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
+  }
+};
+
+// nullopt after saying why (bad token file).
+std::optional<Connection> connect_manager(const std::string& addr, const std::string& token_file) {
+  Connection c;
+  std::string why;
+  auto token = load_token(token_file, &why);
+  if (!token) {
+    say(why);
+    return std::nullopt;
+  }
+  c.token = *token;
+  if (auto where = parse_endpoint(addr); where && where->is_unix) {
+    // The manager learns who we are from this very socket (peer.h): the job
+    // runs as us.
+    auto us = connect_unix_session(where->path, kRpcDeadline, &why);
+    if (!us) {
+      say("cannot reach the machine manager: " + why);
+      return std::nullopt;
+    }
+    c.session = us->id;
+    c.channel = grpc::CreateInsecureChannelFromFd(addr, us->fd.release());
+    return c;
+  }
   // Insecure transport: the default is loopback; anything else is expected
   // to be a private cluster network guarded by the shared token.
-  return grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
-}
-
-void prepare(grpc::ClientContext& ctx, const std::string& token,
-             std::optional<std::chrono::milliseconds> deadline = std::nullopt) {
-  if (!token.empty()) ctx.AddMetadata("bcs-token", token);
-  if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
+  c.channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  return c;
 }
 
 // A signal-safe way to be interrupted: SIGINT/SIGTERM/SIGHUP are blocked in
@@ -119,8 +154,12 @@ class SignalBlock {
 // cancels the blocking call so that bcs always gets to teardown.
 class Watcher {
  public:
-  Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const RunOptions& o)
-      : sig_(sig), stub_(stub), opts_(o), wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
+  Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const Connection& conn, const RunOptions& o)
+      : sig_(sig),
+        stub_(stub),
+        conn_(conn),
+        opts_(o),
+        wake_(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) {
     thread_ = std::thread([this] { loop(); });
   }
   ~Watcher() { stop(); }
@@ -232,7 +271,7 @@ class Watcher {
       }
       if (kill_id) {
         grpc::ClientContext kctx;
-        prepare(kctx, opts_.token, kRpcDeadline);
+        conn_.prepare(kctx, kRpcDeadline);
         pb::KillRequest req;
         req.set_job_id(kill_id);
         req.set_reason(reason);
@@ -249,6 +288,7 @@ class Watcher {
 
   SignalBlock& sig_;
   pb::Jobs::Stub* stub_;
+  const Connection& conn_;
   const RunOptions& opts_;
   int wake_;
   std::thread thread_;
@@ -269,16 +309,20 @@ class Watcher {
 // Launch, attach, forward output; returns bcs's exit status. Messages are
 // printed here, before the caller tears the embedded cluster down.
 int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
-  auto channel = make_channel(addr);
-  auto stub = pb::Jobs::NewStub(channel);
-  Watcher watcher(sig, stub.get(), o);
+  auto conn = connect_manager(addr, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
+  Watcher watcher(sig, stub.get(), *conn, o);
 
   pb::LaunchRequest req;
   req.set_program(o.program);
   for (const auto& a : o.args) req.add_args(a);
-  // bcs's environment as it is; the settings (--env, -x) are applied by the
-  // manager, which checks them (it trusts no client).
-  for (char** e = environ; e && *e; ++e) req.add_env(*e);
+  // bcs's environment as it is, but never the cluster's token; the settings
+  // (--env, -x) are applied by the manager, which checks them (it trusts no
+  // client).
+  const std::string token_kv = std::string(kTokenEnv) + "=";
+  for (char** e = environ; e && *e; ++e)
+    if (std::string_view(*e).rfind(token_kv, 0) != 0) req.add_env(*e);
   for (const auto& kv : o.env_set) req.add_env_set(kv);
   {
     std::string cwd(PATH_MAX, '\0');
@@ -302,7 +346,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   grpc::Status st;
   {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, std::chrono::milliseconds(kWaitNodesMs + kLaunchSlackMs));
+    conn->prepare(ctx, std::chrono::milliseconds(kWaitNodesMs + kLaunchSlackMs));
     watcher.set_context(&ctx);
     st = stub->Launch(&ctx, req, &rep);
     watcher.set_context(nullptr);
@@ -332,7 +376,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   std::optional<pb::JobExit> job_exit;
   {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token);
+    conn->prepare(ctx);
     watcher.set_context(&ctx);
     watcher.job_started(job);
     pb::AttachRequest areq;
@@ -390,6 +434,13 @@ int run_job(const RunOptions& o) {
     say(std::string("signalfd: ") + std::strerror(errno));
     return 1;
   }
+  // Refused before anything starts: 100000 ranks would fork until the node
+  // manager falls over. With --manager the node count may be unknown here;
+  // the manager checks again.
+  if (std::string why = job_size_problem(o.nranks, o.effective_nodes(), o.ppn); !why.empty()) {
+    say("-n " + std::to_string(o.nranks) + ": " + why);
+    return 2;
+  }
   if (o.manager) return submit(o, *o.manager, sig);
 
   // The cluster is destroyed (torn down) on every path out of here,
@@ -404,7 +455,7 @@ int run_job(const RunOptions& o) {
     if (!cfg.names.empty()) cfg.nodes = static_cast<uint32_t>(cfg.names.size());
     cfg.slice = o.slice;
     cfg.chunk = o.chunk;
-    cfg.token = o.token;
+    cfg.token_file = o.token_file;
     cfg.verbose = o.verbose;
     cfg.interrupt_fd = sig.fd();
     cluster.start(cfg);
@@ -424,26 +475,31 @@ int run_job(const RunOptions& o) {
 }
 
 int list_jobs(const JobsOptions& o) {
-  auto stub = pb::Jobs::NewStub(make_channel(o.manager));
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
   pb::ListReply rep;
   int rc = with_manager_errors(o.manager, [&] {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, kRpcDeadline);
+    conn->prepare(ctx, kRpcDeadline);
     return stub->List(&ctx, pb::ListRequest{}, &rep);
   });
   if (rc) return rc;
-  std::printf("%8s  %-8s  %6s  %s\n", "JOB", "STATE", "RANKS", "PROGRAM");
+  std::printf("%8s  %-8s  %-10s  %6s  %s\n", "JOB", "STATE", "USER", "RANKS", "PROGRAM");
   for (const auto& j : rep.jobs())
-    std::printf("%8llu  %-8s  %6u  %s\n", static_cast<unsigned long long>(j.job_id()),
-                j.state().c_str(), j.nranks(), j.program().c_str());
+    std::printf("%8llu  %-8s  %-10s  %6u  %s\n", static_cast<unsigned long long>(j.job_id()),
+                j.state().c_str(), j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
+                j.program().c_str());
   return 0;
 }
 
 int kill_job(const KillOptions& o) {
-  auto stub = pb::Jobs::NewStub(make_channel(o.manager));
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
   return with_manager_errors(o.manager, [&] {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, kRpcDeadline);
+    conn->prepare(ctx, kRpcDeadline);
     pb::KillRequest req;
     req.set_job_id(o.job_id);
     req.set_reason("requested with `bcs kill`");
@@ -453,11 +509,13 @@ int kill_job(const KillOptions& o) {
 }
 
 int show_stats(const StatsOptions& o) {
-  auto stub = pb::Monitor::NewStub(make_channel(o.manager));
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Monitor::NewStub(conn->channel);
   pb::SlicesReply rep;
   int rc = with_manager_errors(o.manager, [&] {
     grpc::ClientContext ctx;
-    prepare(ctx, o.token, kRpcDeadline);
+    conn->prepare(ctx, kRpcDeadline);
     pb::SlicesRequest req;
     req.set_last(o.last);
     return stub->Slices(&ctx, req, &rep);

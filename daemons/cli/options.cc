@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "launch.h"
+#include "token.h"
 #include "units.h"
 
 #ifndef BCS_VERSION
@@ -86,10 +87,23 @@ const CLI::Validator kAtLeastOne(
     },
     "N>=1", "at-least-one");
 
-void add_manager_options(CLI::App* sub, std::string* manager, std::string* token) {
-  sub->add_option("--manager", *manager, "Machine manager to talk to (HOST:PORT)")
+// The token never travels on the command line (see daemons/common/token.h):
+// --token VALUE is refused with the reason, --token-file names a file.
+const CLI::Validator kNoTokenOnCommandLine(
+    [](std::string&) -> std::string { return kTokenOnCommandLine; }, "", "no-token");
+
+void add_token_options(CLI::App* sub, std::string* token_file) {
+  sub->add_option("--token-file", *token_file,
+                  "File holding the cluster's shared token (default: $BCS_TOKEN)");
+  static std::string refused;  // never kept: the check always fails
+  sub->add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)")
+      ->check(kNoTokenOnCommandLine);
+}
+
+void add_manager_options(CLI::App* sub, std::string* manager, std::string* token_file) {
+  sub->add_option("--manager", *manager, "Machine manager to talk to (HOST:PORT or unix:PATH)")
       ->capture_default_str();
-  sub->add_option("--token", *token, "Shared token sent as 'bcs-token' metadata");
+  add_token_options(sub, token_file);
 }
 
 }  // namespace
@@ -106,7 +120,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "Examples:\n"
       "  bcs run -n 4 ./ring                 private cluster on this host, 1 node\n"
       "  bcs run -n 8 --nodes 2 -l ./app x   2 node managers, output labelled by rank\n"
-      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app\n"
+      "  bcs run --manager 10.0.0.1:7600 --token-file ~/.bcs-token -n 64 ./app\n"
       "  bcs jobs; bcs kill 3; bcs stats --last 50   (manager at 127.0.0.1:7600)\n"
       "Run `bcs SUBCOMMAND --help` for the options of each subcommand.");
 
@@ -129,7 +143,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "  bcs run -n 4 ./ring\n"
       "  bcs run -n 8 --nodes 2 -l --timeout 5m ./app -x 3\n"
       "  bcs run --host a:2,b --env OMP_NUM_THREADS=1 -x HOME ./app   (ranks 0,1 on a, 2 on b)\n"
-      "  bcs run --manager 10.0.0.1:7600 --token s3cret -n 64 ./app\n"
+      "  bcs run --manager 10.0.0.1:7600 --token-file ~/.bcs-token -n 64 ./app\n"
       "  bcs run --manager 10.0.0.1:7600 --hostfile hosts ./app   (node managers by --name)");
   // Stop at PROGRAM: its own flags (even ones that look like ours, such as
   // -l) belong to it, as with mpirun.
@@ -186,18 +200,18 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   auto* manager_opt = run_cmd->add_option(
       "--manager", manager, "Submit to a running machine manager (HOST:PORT) instead of "
                             "starting a private cluster");
-  run_cmd->add_option("--token", run.token, "Shared token sent as 'bcs-token' metadata");
+  add_token_options(run_cmd, &run.token_file);
   run_cmd->add_flag("-v,--verbose", run.verbose,
                     "Say what bcs does; embedded daemons log at debug level");
 
   JobsOptions jobs;
   auto* jobs_cmd = app.add_subcommand("jobs", "List the jobs of a running machine manager");
-  add_manager_options(jobs_cmd, &jobs.manager, &jobs.token);
+  add_manager_options(jobs_cmd, &jobs.manager, &jobs.token_file);
 
   KillOptions kill;
   auto* kill_cmd = app.add_subcommand("kill", "Kill a job on a running machine manager");
   kill_cmd->add_option("JOBID", kill.job_id, "Job id (see `bcs jobs`)")->required();
-  add_manager_options(kill_cmd, &kill.manager, &kill.token);
+  add_manager_options(kill_cmd, &kill.manager, &kill.token_file);
 
   StatsOptions stats;
   auto* stats_cmd = app.add_subcommand(
@@ -205,7 +219,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   stats_cmd->add_option("--last", stats.last, "How many of the most recent slices")
       ->capture_default_str()
       ->check(kAtLeastOne);
-  add_manager_options(stats_cmd, &stats.manager, &stats.token);
+  add_manager_options(stats_cmd, &stats.manager, &stats.token_file);
 
   // CLI11 2.1 hands a "--" inside a prefix-command subcommand up to the
   // root, which rejects what follows. So for `run`, split at the first "--"

@@ -27,7 +27,7 @@ struct RunOptions {
   uint64_t timeout_ns = 0;           // 0 = none
   std::string timeout;               // as typed, for "timed out after DUR"
   std::optional<std::string> manager;  // absent = embedded private cluster
-  std::string token;
+  std::string token_file;            // --token-file; without it $BCS_TOKEN
   bool verbose = false;
   std::string program;
   std::vector<std::string> args;     // argv[1..] of the program
@@ -48,18 +48,18 @@ struct RunOptions {
 
 struct JobsOptions {
   std::string manager = kDefaultManager;
-  std::string token;
+  std::string token_file;
 };
 
 struct KillOptions {
   std::string manager = kDefaultManager;
-  std::string token;
+  std::string token_file;
   uint64_t job_id = 0;
 };
 
 struct StatsOptions {
   std::string manager = kDefaultManager;
-  std::string token;
+  std::string token_file;
   uint32_t last = 20;
 };
 

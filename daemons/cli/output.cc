@@ -25,17 +25,28 @@ void LineLabeler::feed(uint32_t rank, int stream, std::string_view data) {
   std::string& pending = partial_[{rank, stream}];
   const std::string prefix = "[" + std::to_string(rank) + "] ";
   std::string out;
+  // Invariant: pending.size() < kMaxLine.
   while (!data.empty()) {
-    size_t nl = data.find('\n');
-    if (nl == std::string_view::npos) {
+    const size_t nl = data.find('\n');
+    const size_t content = nl == std::string_view::npos ? data.size() : nl;
+    const size_t room = kMaxLine - pending.size();
+    if (nl != std::string_view::npos && content <= room) {  // a whole line that fits
+      out += prefix;
+      out += pending;
+      out.append(data.substr(0, nl + 1));
+      pending.clear();
+      data.remove_prefix(nl + 1);
+    } else if (content < room) {  // no newline yet, and still room
       pending.append(data);
       break;
+    } else {  // too long: cut it here, the rest goes on as a new labelled line
+      out += prefix;
+      out += pending;
+      out.append(data.substr(0, room));
+      out += '\n';
+      pending.clear();
+      data.remove_prefix(room);
     }
-    out += prefix;
-    out += pending;
-    out.append(data.substr(0, nl + 1));
-    pending.clear();
-    data.remove_prefix(nl + 1);
   }
   // One sink call per chunk keeps the number of write(2)s low.
   if (!out.empty()) sink_(stream, out);
@@ -50,4 +61,12 @@ void LineLabeler::flush() {
   }
 }
 
+}  // namespace bcs::cli
+
+namespace bcs::cli {
+size_t LineLabeler::pending_bytes() const {
+  size_t n = 0;
+  for (const auto& [key, p] : partial_) n += p.size();
+  return n;
+}
 }  // namespace bcs::cli

@@ -1,6 +1,7 @@
 // Forwarding of job output to bcs's own stdout/stderr.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <map>
@@ -27,10 +28,17 @@ class LineLabeler {
 
   LineLabeler(bool label, Sink sink) : label_(label), sink_(std::move(sink)) {}
 
+  // A line longer than this (a program writing megabytes without a newline)
+  // is cut into labelled lines of at most this many bytes, so that what bcs
+  // holds per (rank, stream) is bounded however long the line.
+  static constexpr size_t kMaxLine = 64 * 1024;
+
   void feed(uint32_t rank, int stream, std::string_view data);
   // Emits every pending partial line, labelled and terminated with '\n'
   // (labelled output is line-oriented; a missing final newline is added).
   void flush();
+  // Bytes held back as partial lines, over every rank and stream.
+  size_t pending_bytes() const;
 
  private:
   bool label_;

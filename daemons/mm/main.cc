@@ -14,7 +14,9 @@
 
 #include "bcs.grpc.pb.h"
 #include "manager.h"
+#include "net.h"
 #include "signals.h"
+#include "token.h"
 #include "units.h"
 
 namespace bcs::mm {
@@ -65,35 +67,18 @@ class MonitorService final : public v1::Monitor::Service {
   Manager& m_;
 };
 
-bool is_loopback(const std::string& addr) {
-  return addr.rfind("127.", 0) == 0 || addr.rfind("localhost:", 0) == 0 ||
-         addr.rfind("[::1]:", 0) == 0;
-}
-
 }  // namespace
 }  // namespace bcs::mm
 
 int main(int argc, char** argv) {
   using namespace bcs;
   CLI::App app{"bcs-mm: the bcs machine manager"};
-  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token,
+  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token_file,
               level = "warn";
   int ready_fd = -1;
   bool no_realtime = false;
   app.add_option("--listen", listen, "gRPC listen address HOST:PORT (port 0: pick one)")
-      ->capture_default_str()
-      ->check(CLI::Validator(
-          [](std::string& s) -> std::string {
-            // gRPC takes "host:70000" and binds port 70000 mod 65536: refuse it here.
-            const auto colon = s.rfind(':');
-            const std::string port = colon == std::string::npos ? "" : s.substr(colon + 1);
-            if (colon == 0 || port.empty() || port.size() > 5 ||
-                !std::all_of(port.begin(), port.end(), [](char c) { return c >= '0' && c <= '9'; }) ||
-                std::stoul(port) > 65535)
-              return "'" + s + "' is not HOST:PORT with a port from 0 to 65535";
-            return {};
-          },
-          "HOST:PORT", "listen"));
+      ->capture_default_str();
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
   app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
   app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")
@@ -102,9 +87,31 @@ int main(int argc, char** argv) {
                  "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
-  app.add_option("--token", token, "shared secret; required when not listening on loopback");
+  app.add_option("--token-file", token_file,
+                 "file holding the cluster's shared token (default: $BCS_TOKEN); required when "
+                 "not listening on loopback");
+  std::string refused;
+  app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
+  std::string socket_path;
+  app.add_option("--socket", socket_path,
+                 "also listen on this unix socket (e.g. /run/bcs/mm.sock): local users submit "
+                 "through it and their jobs run as themselves");
+  std::string fabric_if;
+  app.add_option("--fabric-interface", fabric_if,
+                 "network device the fabric (UCX) listens on; default: the one holding the "
+                 "--listen address (loopback for a loopback address)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
+  if (!refused.empty()) {
+    std::fprintf(stderr, "bcs-mm: %s\n", kTokenOnCommandLine);
+    return 2;
+  }
+  std::string token_why;
+  const auto token = load_token(token_file, &token_why);
+  if (!token) {
+    std::fprintf(stderr, "bcs-mm: %s\n", token_why.c_str());
+    return 2;
+  }
 
   auto logger = spdlog::stderr_color_mt("bcs-mm");
   logger->set_pattern("bcs-mm %^%l%$: %v");
@@ -133,18 +140,37 @@ int main(int argc, char** argv) {
   cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
-  cfg.token = token;
-  if (!mm::is_loopback(listen) && token.empty()) {
-    std::fprintf(stderr, "bcs-mm: listening on %s (not loopback) needs --token\n", listen.c_str());
+  cfg.token = *token;
+  std::string why;
+  const auto where = parse_endpoint(listen, &why);
+  if (!where || where->is_unix) {
+    std::fprintf(stderr, "bcs-mm: --listen %s\n",
+                 where ? "takes HOST:PORT (a unix socket is --socket PATH)" : why.c_str());
+    return 2;
+  }
+  if (!is_loopback_host(where->host) && token->empty()) {
+    std::fprintf(stderr,
+                 "bcs-mm: listening on %s (not loopback) needs a token (--token-file or "
+                 "$BCS_TOKEN)\n",
+                 listen.c_str());
     return 2;
   }
 
   // Signals are taken synchronously by the main thread (sigwait below).
   const sigset_t set = block_termination_signals();
 
-  std::string err;
   core::FabricConfig fcfg;
   fcfg.self = 0;
+  // The fabric listens where the control plane does, never on every
+  // interface by accident.
+  const auto devices = fabric_devices_for_listen(*where, fabric_if, &why);
+  if (!devices) {
+    std::fprintf(stderr, "bcs-mm: cannot choose the fabric's network device: %s "
+                 "(use --fabric-interface)\n", why.c_str());
+    return 2;
+  }
+  fcfg.net_devices = *devices;
+  std::string err;
   auto fabric = core::Fabric::create(fcfg, &err);
   if (!fabric) {
     std::fprintf(stderr, "bcs-mm: cannot create the fabric endpoint: %s\n", err.c_str());
@@ -156,6 +182,10 @@ int main(int argc, char** argv) {
 
   {
     mm::Manager manager(cfg, *fabric);
+    if (!socket_path.empty() && !manager.unix_sessions().open(socket_path, &why)) {
+      std::fprintf(stderr, "bcs-mm: --socket %s: %s\n", socket_path.c_str(), why.c_str());
+      return 1;
+    }
     mm::NodeControlService nodes(manager);
     mm::JobsService jobs(manager);
     mm::MonitorService mon(manager);
@@ -177,8 +207,10 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "bcs-mm: cannot listen on %s\n", listen.c_str());
       return 1;
     }
-    spdlog::info("listening on {} (port {}), slice {}", listen, port,
-                 format_duration(cfg.slice_ns));
+    manager.set_tcp_port(static_cast<uint16_t>(port));
+    if (!socket_path.empty()) manager.unix_sessions().serve(server.get());
+    spdlog::info("listening on {} (port {}){}, slice {}", listen, port,
+                 socket_path.empty() ? "" : " and " + socket_path, format_duration(cfg.slice_ns));
     if (ready_fd >= 0) {
       std::string line = std::to_string(port) + "\n";
       [[maybe_unused]] auto n = ::write(ready_fd, line.data(), line.size());
@@ -188,6 +220,7 @@ int main(int argc, char** argv) {
     sigwait(&set, &sig);
     spdlog::info("signal {}: shutting down", sig);
     manager.shutdown();
+    manager.unix_sessions().stop();
     fabric->close();
     server->Shutdown(std::chrono::system_clock::now() + std::chrono::seconds(2));
   }

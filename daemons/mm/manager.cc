@@ -3,16 +3,21 @@
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <algorithm>
 
 #include "launch.h"
+#include "job_limits.h"
+#include "peer.h"
+#include "token.h"
 
 namespace bcs::mm {
 
 using namespace std::chrono_literals;
 
-Manager::Manager(const Config& cfg, core::Fabric& fabric) : cfg_(cfg), fabric_(fabric) {
+Manager::Manager(const Config& cfg, core::Fabric& fabric)
+    : cfg_(cfg), fabric_(fabric), self_uid_(::geteuid()), self_gid_(::getegid()) {
   ss_thread_ = std::thread([this] { strobe_sender(); });
 }
 
@@ -22,14 +27,58 @@ Manager::~Manager() {
     stopping_ = true;
   }
   cv_.notify_all();
+  wake_strobe_sender();
   if (ss_thread_.joinable()) ss_thread_.join();
 }
 
 bool Manager::authorized(grpc::ServerContext* ctx) const {
   if (cfg_.token.empty()) return true;
+  // The unix socket identifies its callers by SO_PEERCRED; the token is
+  // for TCP.
+  if (ctx->peer().rfind("fd:", 0) == 0) return true;
   auto md = ctx->client_metadata();
-  auto it = md.find("bcs-token");
-  return it != md.end() && std::string(it->second.data(), it->second.size()) == cfg_.token;
+  auto it = md.find(kTokenMetadata);
+  return it != md.end() &&
+         tokens_equal(std::string_view(it->second.data(), it->second.size()), cfg_.token);
+}
+
+// Who is calling (docs/architecture.md, "Who may talk to the daemons").
+Caller Manager::identify(grpc::ServerContext* ctx) {
+  Caller c;
+  const std::string peer = ctx->peer();
+  if (peer.rfind("fd:", 0) == 0) {  // a connection we accepted on the unix socket
+    const auto& md = ctx->client_metadata();
+    auto it = md.find(kSessionMetadata);
+    if (it == md.end()) return c;
+    if (auto cred = unix_.find(peer, std::string(it->second.data(), it->second.size()))) {
+      c.via = Caller::Via::unix_socket;
+      c.uid = cred->uid;
+      c.gid = cred->gid;
+    }
+    return c;
+  }
+  // TCP. With a token configured every TCP caller has presented it
+  // (authorized()), and the token is the daemons' user's credential.
+  if (!cfg_.token.empty()) {
+    c.via = Caller::Via::tcp_token;
+    c.uid = self_uid_;
+    c.gid = self_gid_;
+    return c;
+  }
+  // Without one the manager listens on loopback only: the kernel knows who
+  // owns the client's socket.
+  if (auto uid = loopback_client_uid(peer, tcp_port_.load())) {
+    c.via = Caller::Via::tcp_loopback;
+    c.uid = *uid;
+    c.gid = *uid == self_uid_ ? self_gid_ : 0;  // only the daemons' user may launch over TCP
+  }
+  return c;
+}
+
+std::string Manager::may_touch(const Caller& c, const Job& j) const {
+  if (!c.known()) return "the caller could not be identified";
+  if (c.uid == j.uid || is_admin(c)) return {};
+  return "job " + std::to_string(j.id) + " belongs to " + user_name(j.uid);
 }
 
 void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
@@ -73,6 +122,16 @@ void Manager::broadcast_peers_locked() {
 
 grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  // A node manager receives every job's program, arguments and environment
+  // and may fake its ranks' exits: only the daemons' own user may be one.
+  const Caller who = identify(ctx);
+  if (!who.known() || who.uid != self_uid_) {
+    spdlog::warn("refused a node manager: {} (node managers run as {})", who.describe(),
+                 user_name(self_uid_));
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "node managers must run as " + user_name(self_uid_) + ", the manager's user; " +
+                (who.known() ? "this one is " + user_name(who.uid) : "this one is unidentified")};
+  }
   v1::NodeMsg msg;
   if (!stream->Read(&msg) || msg.msg_case() != v1::NodeMsg::kRegister)
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Register"};
@@ -224,6 +283,7 @@ void Manager::finish_job_locked(Job& j) {
   j.events.push_back(std::move(ev));
   j.exited = true;
   spdlog::info("job {} ended with status {}", j.id, status);
+  wake_strobe_sender();  // it may be sleeping through a long slice
   // Remember a bounded number of finished jobs.
   constexpr size_t kKeepFinished = 1000;
   size_t finished = 0;
@@ -305,6 +365,23 @@ std::string check_launch(const v1::LaunchRequest& req, std::vector<std::string>*
 grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req,
                              v1::LaunchReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  // A job runs as the user who submitted it.
+  const Caller who = identify(ctx);
+  if (!who.known())
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "cannot tell who you are: connect on loopback or through the manager's unix socket"};
+  if (who.via == Caller::Via::tcp_loopback && who.uid != self_uid_) {
+    // Until per-user credentials exist, TCP carries only the daemons' user.
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "over TCP only " + user_name(self_uid_) + " (the daemons' user) may launch jobs; " +
+                (unix_.path().empty()
+                     ? std::string("this manager has no unix socket (bcs-mm --socket PATH)")
+                     : "use --manager unix:" + unix_.path())};
+  }
+  if (self_uid_ != 0 && who.uid != self_uid_)
+    return {grpc::StatusCode::PERMISSION_DENIED,
+            "this manager runs as " + user_name(self_uid_) + " and can run jobs only as " +
+                user_name(self_uid_)};
   if (req.nranks() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "nranks must be at least 1"};
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
@@ -323,6 +400,9 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
     for (uint32_t r = 0; r < req.nranks() && used_hosts.size() < slots.size(); ++r)
       if (rank_host[r] == used_hosts.size()) used_hosts.push_back(req.hosts(rank_host[r]).name());
   }
+  if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
+      !why.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, why};
   const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -402,11 +482,17 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   }
   if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
   if (!host_error.empty()) return {grpc::StatusCode::FAILED_PRECONDITION, host_error};
+  // Now that the node count is known (nodes = 0 means every registered one).
+  if (std::string why = job_size_problem(req.nranks(), chosen.size(), req.ranks_per_node());
+      !why.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, why};
 
   auto j = std::make_shared<Job>();
   j->id = next_job_id_++;
   j->req = req;
   j->env = std::move(env);
+  j->uid = who.uid;
+  j->gid = who.gid;
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
   j->nodes = chosen;
@@ -432,8 +518,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   jobs_[j->id] = j;
   queue_.push_back(j->id);
   rep->set_job_id(j->id);
-  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s)", j->id, req.nranks(), req.program(),
-               j->nodes.size());
+  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s) for {}", j->id, req.nranks(),
+               req.program(), j->nodes.size(), who.describe());
   lk.unlock();
   cv_.notify_all();
   return grpc::Status::OK;
@@ -442,12 +528,16 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
 grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
                              grpc::ServerWriter<v1::JobEvent>* w) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
   std::shared_ptr<Job> j;
   {
     std::lock_guard lk(mu_);
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
     j = it->second;
+    // A job's output is its owner's.
+    if (std::string why = may_touch(who, *j); !why.empty())
+      return {grpc::StatusCode::PERMISSION_DENIED, why};
   }
   size_t next = 0;  // absolute index of the next event to send
   for (;;) {
@@ -478,11 +568,16 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
 
 grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
   {
     std::lock_guard lk(mu_);
     auto it = jobs_.find(job_id);
     if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
     Job& j = *it->second;
+    if (std::string why = may_touch(who, j); !why.empty()) {
+      spdlog::warn("refused to kill job {} for {}: {}", job_id, who.describe(), why);
+      return {grpc::StatusCode::PERMISSION_DENIED, why};
+    }
     fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
     if (j.state == Job::State::queued) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
@@ -496,9 +591,15 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
 
 grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
+  if (!who.known())
+    return {grpc::StatusCode::UNAUTHENTICATED,
+            "cannot tell who you are: connect on loopback or through the manager's unix socket"};
   std::lock_guard lk(mu_);
   for (auto& [id, j] : jobs_) {
+    if (!may_touch(who, *j).empty()) continue;  // other users' jobs are not yours to see
     auto* x = rep->add_jobs();
+    x->set_user(user_name(j->uid));
     x->set_job_id(id);
     x->set_program(j->req.program());
     x->set_nranks(j->req.nranks());
@@ -565,6 +666,7 @@ void Manager::shutdown() {
     return true;
   });
   stopping_ = true;
+  wake_strobe_sender();
   // Node managers that hear this exit quietly instead of reporting a lost manager.
   v1::ManagerMsg bye;
   bye.mutable_goodbye();

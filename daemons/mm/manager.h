@@ -19,6 +19,7 @@
 #include "bcs.grpc.pb.h"
 #include "bcs/core.h"
 #include "bcs/emds.h"
+#include "callers.h"
 
 namespace bcs::mm {
 
@@ -59,6 +60,10 @@ struct Job {
   uint64_t id = 0;
   v1::LaunchRequest req;
   std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
+  // Who submitted it: its ranks run as this user, and only this user (or
+  // an administrator: root, the daemons' user) may attach to, kill or list it.
+  uid_t uid = 0;
+  gid_t gid = 0;
   uint64_t slice_ns = 0, chunk_bytes = 0;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id
@@ -97,8 +102,17 @@ class Manager {
   // Ends every job (used on SIGTERM) and waits, bounded, for them to finish.
   void shutdown();
 
+  // The unix socket (--socket), opened and served by main.
+  UnixSessions& unix_sessions() { return unix_; }
+  // The TCP port the gRPC server is bound to (loopback callers are found by it).
+  void set_tcp_port(uint16_t p) { tcp_port_ = p; }
+
  private:
   bool authorized(grpc::ServerContext* ctx) const;
+  Caller identify(grpc::ServerContext* ctx);
+  bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == self_uid_; }
+  // Empty if `c` may see / kill / attach to `j`, else why not.
+  std::string may_touch(const Caller& c, const Job& j) const;
   void queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m);
   void flush();
   void broadcast_peers_locked();
@@ -114,9 +128,17 @@ class Manager {
   void run_slices(std::shared_ptr<Job> j);
   bool wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
                   uint64_t* retries);
+  // The strobe sender's sleep to the next slice, cut short by
+  // wake_strobe_sender() (shutdown, job end). See strobe_sender.cc.
+  bool sleep_until_ns(uint64_t t, uint64_t spin_ns);
+  void wake_strobe_sender();
 
   const Config cfg_;
   core::Fabric& fabric_;
+  const uid_t self_uid_;
+  const gid_t self_gid_;
+  UnixSessions unix_;
+  std::atomic<uint16_t> tcp_port_{0};
   monitor::EmdsRecorder emds_;
 
   std::mutex mu_;
@@ -131,6 +153,9 @@ class Manager {
   uint64_t slice_ = 0;  // global slice counter, never reset (phase values stay monotonic)
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
   std::mutex flush_mu_;
+  std::mutex wake_mu_;
+  std::condition_variable wake_cv_;
+  uint64_t wake_gen_ = 0;  // guarded by wake_mu_
   std::thread ss_thread_;
 };
 

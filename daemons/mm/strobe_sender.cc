@@ -33,24 +33,40 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+}  // namespace
+
 // Sleeps until `t - spin_ns`, then spins to `t`. An absolute sleep wakes
 // 20-30 us late here even with timer slack 1, and how late varies: that
 // variation is the slice period's jitter. The strobe sender is the one
 // thread that keeps time, so it pays a short, bounded spin per slice
 // (--strobe-spin, default 30 us: 12% of a core at 250 us slices) for a
 // period that is exact to a few microseconds.
-void sleep_until_ns(uint64_t t, uint64_t spin_ns) {
+//
+// The sleep ends early when the manager wakes the strobe sender (shutdown,
+// the job ended): with long slices (up to 10 s) a SIGTERM must not wait for
+// the slice to run out. Returns false if woken early. The wake-up has its
+// own condition variable, notified only on those rare events, so the node
+// managers' traffic (which notifies cv_ all the time) never disturbs the
+// clock. steady_clock is CLOCK_MONOTONIC, the clock of now_ns().
+bool Manager::sleep_until_ns(uint64_t t, uint64_t spin_ns) {
   const uint64_t wake = t > spin_ns ? t - spin_ns : t;
-  timespec ts;
-  ts.tv_sec = static_cast<time_t>(wake / 1000000000ull);
-  ts.tv_nsec = static_cast<long>(wake % 1000000000ull);
-  if (now_ns() < wake)
-    while (clock_nanosleep(CLOCK_MONOTONIC, TIMER_ABSTIME, &ts, nullptr) == EINTR) {
-    }
+  {
+    std::unique_lock lk(wake_mu_);
+    const uint64_t gen = wake_gen_;
+    const auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(wake));
+    if (wake_cv_.wait_until(lk, deadline, [&] { return wake_gen_ != gen; })) return false;
+  }
   while (now_ns() < t) __builtin_ia32_pause();
+  return true;
 }
 
-}  // namespace
+void Manager::wake_strobe_sender() {
+  {
+    std::lock_guard lk(wake_mu_);
+    ++wake_gen_;
+  }
+  wake_cv_.notify_all();
+}
 
 void Manager::strobe_sender() {
   pthread_setname_np(pthread_self(), "bcs-ss");
@@ -101,6 +117,8 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     for (auto n : j->rank_node) s->add_rank_node(n);
     s->mutable_slice()->set_slice_ns(j->slice_ns);
     s->mutable_slice()->set_chunk_bytes(j->chunk_bytes);
+    s->set_uid(j->uid);
+    s->set_gid(j->gid);
     for (uint32_t n : j->nodes)
       if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
   }
@@ -195,7 +213,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       std::lock_guard lk(mu_);
       if (stopping_ || j.state == Job::State::done) break;
     }
-    sleep_until_ns(next, spin_ns);
+    if (!sleep_until_ns(next, spin_ns)) continue;  // woken: look at the job again
     const uint64_t start = now_ns();
     monitor::SliceRecord rec;
     rec.slice = ++slice_;

@@ -1,12 +1,17 @@
 #include "job.h"
+#include "peer.h"
+#include "process_tree.h"
 
 #include "launch.h"
 
 #include <fcntl.h>
+#include <grp.h>
+#include <pwd.h>
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <sys/mman.h>
 #include <sys/prctl.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/uio.h>
@@ -20,6 +25,12 @@
 
 namespace bcs::nm {
 namespace {
+
+// The fd a rank finds its segment on (BCS_SEGMENT_FD).
+constexpr int kRankSegmentFd = 3;
+
+// set_rank_fd_limit(); RLIM_INFINITY soft = leave the inherited one.
+rlimit g_rank_nofile{RLIM_INFINITY, RLIM_INFINITY};
 
 std::string env_get(const std::vector<std::string>& env, const std::string& key) {
   for (const auto& kv : env)
@@ -83,6 +94,41 @@ void write_all_raw(int fd, const char* msg) {
 
 }  // namespace
 
+void set_rank_fd_limit(uint64_t soft, uint64_t hard) {
+  g_rank_nofile.rlim_cur = soft;
+  g_rank_nofile.rlim_max = hard;
+}
+
+std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec) {
+  const uid_t me = ::geteuid();
+  spec->uid = uid;
+  spec->gid = gid;
+  spec->groups.clear();
+  if (me != 0) {
+    if (uid != me)
+      return "this node manager runs as " + user_name(me) + " and cannot run a job as " +
+             user_name(uid);
+    spec->change_creds = false;  // our own user: the ranks run exactly as we do
+    return {};
+  }
+  spec->change_creds = !(uid == 0 && gid == ::getegid());
+  if (!spec->change_creds) return {};
+  // initgroups() is not async-signal-safe: the list is made here, before
+  // fork, and only set in the child.
+  passwd pw{}, *res = nullptr;
+  std::vector<char> buf(16384);
+  if (::getpwuid_r(uid, &pw, buf.data(), buf.size(), &res) == 0 && res) {
+    int n = 64;
+    std::vector<gid_t> g(static_cast<size_t>(n));
+    while (::getgrouplist(pw.pw_name, gid, g.data(), &n) < 0) g.resize(static_cast<size_t>(n));
+    g.resize(static_cast<size_t>(n));
+    spec->groups = std::move(g);
+  } else {
+    spec->groups = {gid};  // a uid without a passwd entry: its own group only
+  }
+  return {};
+}
+
 std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
                                     const std::string& node_name, std::string* error) {
   std::shared_ptr<NmJob> job(new (std::nothrow) NmJob());  // private ctor: no make_shared
@@ -144,14 +190,25 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   argv.push_back(nullptr);
   const int segfd = job->memfd_.get();
   const pid_t parent = ::getpid();
+  // The rank's stdin. Opened here: the child only dup2()s.
+  UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+  if (!devnull) {
+    *error = std::string("/dev/null: ") + std::strerror(errno);
+    return nullptr;
+  }
+  rlimit nofile{};
+  const int max_fd = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (1u << 20)
+                         ? static_cast<int>(nofile.rlim_cur)
+                         : (1 << 20);
 
   for (auto& r : job->ranks_) {
     // The job's environment, minus the variables this NM sets for the rank
     // (a job launched from inside another job must not inherit its segment).
+    // Nor the cluster's token, should a client have sent it.
     std::vector<std::string> env_s;
     for (const auto& kv : spec.env)
-      if (!is_rank_env(kv)) env_s.push_back(kv);
-    env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(segfd));
+      if (!is_rank_env(kv) && kv.rfind("BCS_TOKEN=", 0) != 0) env_s.push_back(kv);
+    env_s.push_back("BCS_SEGMENT_FD=" + std::to_string(kRankSegmentFd));
     env_s.push_back("BCS_LOCAL_INDEX=" + std::to_string(r->local_index));
     env_s.push_back("BCS_RANK=" + std::to_string(r->world_rank));
     env_s.push_back("BCS_SIZE=" + std::to_string(spec.nranks));
@@ -164,6 +221,8 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
         "bcs: rank " + std::to_string(r->world_rank) + ": cannot execute '" + spec.program + "'\n";
     std::string cwd_err = "bcs: rank " + std::to_string(r->world_rank) +
                           ": cannot change directory to '" + spec.cwd + "'\n";
+    std::string cred_err = "bcs: rank " + std::to_string(r->world_rank) + ": cannot run as " +
+                           user_name(spec.uid) + "\n";
 
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {
@@ -178,18 +237,44 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       job->kill_all();
       return nullptr;
     }
-    pid_t pid = ::fork();
-    if (pid == 0) {
+    const pid_t pid = fork_rank([&] {
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
+      // The rank starts with stdin (/dev/null), stdout and stderr (its
+      // pipes) and the segment at fd 3: nothing else. The NM's own fds
+      // (gRPC, UCX's sockets, which UCX opens without close-on-exec,
+      // epoll, other ranks' pipes) are closed below, so a rank can neither
+      // write into the daemons' connections nor keep their ports open.
+      // (The NM's fds 0-2 are always open - see main - so none of these
+      // descriptors is below 3 and the dup2s cannot overwrite each other.)
+      if (::dup2(devnull.get(), 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)
+        ::_exit(126);
+      if (segfd == kRankSegmentFd) {
+        ::fcntl(segfd, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
+      } else if (::dup2(segfd, kRankSegmentFd) < 0) {
+        ::_exit(126);
+      }
+      // The submitter's credentials, before anything is done on the rank's
+      // behalf (raw system calls: only this thread exists here, and glibc's
+      // wrappers would try to reach the parent's other threads). Groups,
+      // then gid, then uid: after setuid nothing can be changed. A failure
+      // is reported on the rank's stderr, which reaches the user.
+      if (spec.change_creds &&
+          (::syscall(SYS_setgroups, spec.groups.size(), spec.groups.data()) != 0 ||
+           ::syscall(SYS_setresgid, spec.gid, spec.gid, spec.gid) != 0 ||
+           ::syscall(SYS_setresuid, spec.uid, spec.uid, spec.uid) != 0)) {
+        write_all_raw(2, cred_err.c_str());
+        ::_exit(126);
+      }
+      // After the credential change, which clears the parent-death signal.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
-      ::dup2(out[1], 1);
-      ::dup2(err[1], 2);
-      int devnull = ::open("/dev/null", O_RDONLY);
-      if (devnull >= 0) ::dup2(devnull, 0);
-      ::fcntl(segfd, F_SETFD, 0);  // the segment survives exec
+      const int keep = kRankSegmentFd;
+      close_fds_except(&keep, 1, max_fd);
+      // The NM raised its own fd limit for its ranks' pipes; a rank gets
+      // the ordinary one back.
+      if (g_rank_nofile.rlim_cur != RLIM_INFINITY) ::setrlimit(RLIMIT_NOFILE, &g_rank_nofile);
       if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
         write_all_raw(2, cwd_err.c_str());
         ::_exit(126);
@@ -200,7 +285,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       ::execve(path.c_str(), argv.data(), envp.data());
       write_all_raw(2, exec_err.c_str());
       ::_exit(errno == ENOENT ? 127 : 126);
-    }
+    });
     ::close(out[1]);
     ::close(err[1]);
     if (pid < 0) {
@@ -216,6 +301,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     ::fcntl(out[0], F_SETFL, O_NONBLOCK);
     ::fcntl(err[0], F_SETFL, O_NONBLOCK);
     r->pidfd.reset(static_cast<int>(::syscall(SYS_pidfd_open, pid, 0)));
+    if (!r->pidfd) {
+      // Without it the rank's exit would never be seen and the job would hang.
+      *error = std::string("pidfd_open: ") + std::strerror(errno);
+      job->kill_all();
+      return nullptr;
+    }
     job->view(*r).ctl->pid = static_cast<uint32_t>(pid);
     spdlog::debug("job {}: rank {} is pid {}", spec.id, r->world_rank, pid);
   }
@@ -223,13 +314,16 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
 }
 
 NmJob::~NmJob() {
-  kill_all();
+  // Only our own ranks: the last reference to a job may go after the next
+  // job started, so its destructor must not touch what is below the NM.
+  kill_ranks();
   // Reap whatever is left so no zombie outlives the job.
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_)
     if (r->pid > 0 && !r->dead) {
       ::waitpid(r->pid, nullptr, 0);
       r->dead = true;
+      forget_rank(r->pid);
     }
 }
 
@@ -278,6 +372,7 @@ int NmJob::reap(LocalRank& r) {
       r.dead = true;
       while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
       }
+      forget_rank(r.pid);
     }
   }
   reaped_.notify_all();
@@ -294,6 +389,14 @@ bool NmJob::wait_all_dead(std::chrono::milliseconds limit) {
 }
 
 void NmJob::kill_all() {
+  kill_ranks();
+  // And whatever left the groups (setsid) or was orphaned: everything below
+  // the NM belongs to this job, which is the NM's current one (one job at a
+  // time; callers hold the job as current).
+  if (int n = kill_descendants()) spdlog::debug("job {}: killed {} process(es)", spec_.id, n);
+}
+
+void NmJob::kill_ranks() {
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_) {
     if (r->pid <= 0 || r->dead) continue;
@@ -301,6 +404,13 @@ void NmJob::kill_all() {
     // The rank leads its own process group: take its children with it.
     if (::kill(-r->pid, SIGKILL) != 0) ::kill(r->pid, SIGKILL);
   }
+}
+
+bool NmJob::all_dead() {
+  std::lock_guard lk(copy_mu_);
+  for (auto& r : ranks_)
+    if (r->pid > 0 && !r->dead) return false;
+  return true;
 }
 
 }  // namespace bcs::nm

@@ -32,7 +32,24 @@ struct JobSpec {
   std::vector<uint32_t> rank_node;  // world rank -> fabric node id
   uint64_t slice_ns = 0;
   uint64_t chunk_bytes = 0;
+  // The credentials the ranks run with (the submitter's). When
+  // `change_creds` is false the ranks keep the NM's own.
+  bool change_creds = false;
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;  // supplementary groups
 };
+
+// Fills spec->change_creds and spec->groups for a job the manager says runs
+// as `uid`:`gid`. Empty, or why this node manager refuses: a node manager
+// that is not root runs jobs only as its own user (it could not switch), and
+// so only a root node manager - authenticated to a root manager - ever runs
+// a job as root.
+std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec);
+
+// The fd limit ranks start with: the one the NM itself was started with,
+// before it raised its own (see main).
+void set_rank_fd_limit(uint64_t soft, uint64_t hard);
 
 struct LocalRank {
   int32_t world_rank = 0;
@@ -68,8 +85,14 @@ class NmJob {
 
   // Reap a rank whose pidfd became readable. Returns its wait status.
   int reap(LocalRank& r);
-  // SIGKILL every rank still alive (its whole process group).
+  // SIGKILL every rank still alive (its whole process group) and every
+  // other process below the NM (see process_tree.h). Only for the NM's
+  // current job.
   void kill_all();
+  // SIGKILL the process groups of the ranks still alive.
+  void kill_ranks();
+  // Every local rank has been reaped.
+  bool all_dead();
   // Waits until the I/O thread has reaped every rank, or `limit` passes.
   bool wait_all_dead(std::chrono::milliseconds limit);
 

@@ -6,18 +6,22 @@
 //   main     the control stream with the MM (gRPC): register, peers, jobs
 //   bcs-sr   the strobe receiver and the helper roles (nic.h)
 //   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
+#include <fcntl.h>
+#include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 #include <sys/epoll.h>
 #include <sys/eventfd.h>
+#include <sys/resource.h>
 #include <sys/signalfd.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -28,8 +32,13 @@
 #include "fd.h"
 #include "job.h"
 #include "launch.h"
+#include "job_limits.h"
+#include "net.h"
 #include "nic.h"
+#include "peer.h"
+#include "process_tree.h"
 #include "signals.h"
+#include "token.h"
 
 namespace bcs::nm {
 namespace {
@@ -59,8 +68,13 @@ class IoLoop {
     stop_.reset(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
     const sigset_t set = termination_signals();
     sig_.reset(::signalfd(-1, &set, SFD_CLOEXEC | SFD_NONBLOCK));
+    sigset_t chld;
+    sigemptyset(&chld);
+    sigaddset(&chld, SIGCHLD);
+    chld_.reset(::signalfd(-1, &chld, SFD_CLOEXEC | SFD_NONBLOCK));
     add(stop_.get(), kStop);
     add(sig_.get(), kSignal);
+    add(chld_.get(), kChild);
   }
 
   // Watches every rank of `job` (called from the main thread).
@@ -90,6 +104,15 @@ class IoLoop {
       for (int i = 0; i < n; ++i) {
         uint64_t key = evs[i].data.u64;
         if (key == kStop) return;
+        if (key == kChild) {
+          // Orphans of the job, inherited as subreaper, that died. (Ranks
+          // are reaped through their pidfds in handle().)
+          signalfd_siginfo si;
+          while (::read(chld_.get(), &si, sizeof si) == sizeof si) {
+          }
+          reap_orphans();
+          continue;
+        }
         if (key == kSignal) {
           signalfd_siginfo si;
           while (::read(sig_.get(), &si, sizeof si) == sizeof si)
@@ -103,7 +126,7 @@ class IoLoop {
   }
 
  private:
-  static constexpr uint64_t kStop = 1, kSignal = 2;
+  static constexpr uint64_t kStop = 1, kSignal = 2, kChild = 3;
   struct Watch {
     std::shared_ptr<NmJob> job;
     LocalRank* rank;
@@ -167,6 +190,13 @@ class IoLoop {
         fd->reset();
       }
     w.rank->pidfd.reset();
+    // Nothing a rank started may outlive the job: once no rank of the job is
+    // left here, whatever is still below the NM (a detached grandchild, a
+    // daemonised helper) is killed - before the last exit is reported, so
+    // it is gone by the time the job's exit status reaches `bcs`.
+    if (w.job->all_dead())
+      if (int n = kill_descendants())
+        spdlog::info("job {}: killed {} process(es) the ranks left behind", w.job->id(), n);
     RankView v = w.job->view(*w.rank);
     v1::NodeMsg m;
     auto* e = m.mutable_rank_exit();
@@ -191,7 +221,7 @@ class IoLoop {
 
   Uplink& up_;
   std::function<void()> on_signal_;
-  UniqueFd ep_, stop_, sig_;
+  UniqueFd ep_, stop_, sig_, chld_;
   std::mutex mu_;
   std::map<uint64_t, Watch> watches_;
   uint64_t next_id_ = 16;
@@ -203,22 +233,71 @@ std::string hostname() {
   return buf;
 }
 
-int run_node(const std::string& manager, const std::string& name, const std::string& token) {
+// The node manager authenticates its manager before it takes any job from
+// it: a manager run by another user must get nothing (a root node manager
+// would otherwise run that user's jobs as anyone, root included). On one
+// host the kernel says who the manager is (daemons/common/peer.h); from
+// another host only the token counts.
+std::string check_manager_user(const Endpoint& where, const std::optional<PeerCred>& unix_server) {
+  const uid_t me = ::geteuid();
+  if (where.is_unix) {
+    if (!unix_server) return "no credentials from the manager's socket";
+    if (unix_server->uid != me)
+      return "the manager at unix:" + where.path + " (pid " + std::to_string(unix_server->pid) +
+             ") runs as " + user_name(unix_server->uid) + ", not as " + user_name(me);
+    return {};
+  }
+  if (!is_loopback_host(where.host)) return {};  // another host: the token is the credential
+  const auto uids = loopback_server_uids(where.host, where.port);
+  if (uids.empty()) return "cannot tell who runs the manager at " + where.host + ":" +
+                            std::to_string(where.port);
+  for (uid_t u : uids)
+    if (u != me)
+      return "the manager at " + where.host + ":" + std::to_string(where.port) + " runs as " +
+             user_name(u) + ", not as " + user_name(me);
+  return {};
+}
+
+int run_node(const std::string& manager, const Endpoint& where, const std::string& name,
+             const std::string& token, const std::string& net_devices) {
   // Keepalive: a manager whose host hung is noticed within ~15 s.
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
-  auto channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
+  std::shared_ptr<grpc::Channel> channel;
+  std::optional<PeerCred> unix_server;
+  std::string session;
+  if (where.is_unix) {
+    // Our own connection, so that we learn the manager's credentials and
+    // it learns ours (peer.h); gRPC then runs on that one socket.
+    std::string why;
+    auto us = connect_unix_session(where.path, std::chrono::seconds(10), &why);
+    if (!us) {
+      spdlog::error("cannot reach the machine manager: {}", why);
+      return 1;
+    }
+    unix_server = us->server;
+    session = us->id;
+    if (std::string bad = check_manager_user(where, unix_server); !bad.empty()) {
+      spdlog::critical("refusing the machine manager: {}", bad);
+      return 1;
+    }
+    channel = grpc::CreateCustomInsecureChannelFromFd(manager, us->fd.release(), args);
+  } else {
+    channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
+  }
   auto stub = v1::NodeControl::NewStub(channel);
   grpc::ClientContext ctx;
-  if (!token.empty()) ctx.AddMetadata("bcs-token", token);
+  if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+  if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
   // Fail fast if the manager is not there, rather than waiting for it.
   ctx.set_wait_for_ready(false);
   auto stream = stub->Session(&ctx);
   Uplink up(stream.get());
 
   std::atomic<bool> shutting_down{false};
+  bool refused = false;  // the manager failed authentication
   std::mutex jobs_mu;
   std::shared_ptr<NmJob> job;  // at most one at a time (the MM runs jobs one by one)
 
@@ -246,10 +325,19 @@ int run_node(const std::string& manager, const std::string& name, const std::str
   while (stream->Read(&msg)) {
     switch (msg.msg_case()) {
       case v1::ManagerMsg::kWelcome: {
+        // The connection is up: on TCP loopback, see who accepted it.
+        if (!where.is_unix)
+          if (std::string bad = check_manager_user(where, std::nullopt); !bad.empty()) {
+            spdlog::critical("refusing the machine manager: {}", bad);
+            refused = true;
+            ctx.TryCancel();
+            break;
+          }
         self = msg.welcome().node_id();
         std::string err;
         core::FabricConfig cfg;
         cfg.self = self;
+        cfg.net_devices = net_devices;
         fabric = core::Fabric::create(cfg, &err);
         if (!fabric) {
           spdlog::critical("cannot create the fabric endpoint: {}", err);
@@ -292,15 +380,23 @@ int run_node(const std::string& manager, const std::string& name, const std::str
         spec.rank_node.assign(sj.rank_node().begin(), sj.rank_node().end());
         spec.slice_ns = sj.slice().slice_ns();
         spec.chunk_bytes = sj.slice().chunk_bytes();
+        const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;
         auto* js = r.mutable_job_started();
         js->set_job_id(spec.id);
         std::string err;
         std::shared_ptr<NmJob> j;
+        const auto local = std::count(spec.rank_node.begin(), spec.rank_node.end(), self);
         if (spec.rank_node.size() != spec.nranks)
           err = "malformed job: rank map size";
         else if (auto why = check_job_env(spec.env, {}); !why.empty())
           err = "malformed job: " + why;  // the manager checked it too; trust nothing
+        else if (spec.nranks > kMaxRanks || local > static_cast<long>(kMaxRanksPerNode))
+          err = "job too large: " + std::to_string(local) + " local rank(s) of " +
+                std::to_string(spec.nranks) + " (at most " + std::to_string(kMaxRanksPerNode) +
+                " per node manager)";
+        else if (!cred_err.empty())
+          err = cred_err;
         else if (job)
           err = "node is busy with job " + std::to_string(job->id());
         else
@@ -349,7 +445,9 @@ int run_node(const std::string& manager, const std::string& name, const std::str
   }
   auto st = stream->Finish();
   int rc = 0;
-  if (!shutting_down) {
+  if (refused) {
+    rc = 1;
+  } else if (!shutting_down) {
     spdlog::error("lost the machine manager at {}: {}", manager, st.error_message());
     rc = 1;
   }
@@ -385,21 +483,74 @@ int run_node(const std::string& manager, const std::string& name, const std::str
 
 int main(int argc, char** argv) {
   CLI::App app{"bcs-nm: the bcs node manager"};
-  std::string manager = "127.0.0.1:7600", name, token, level = "warn";
+  std::string manager = "127.0.0.1:7600", name, token_file, level = "warn";
   app.add_option("--manager", manager, "machine manager HOST:PORT")->capture_default_str();
   app.add_option("--name", name, "node name (default: hostname)");
-  app.add_option("--token", token, "shared secret for a manager not on loopback");
+  app.add_option("--token-file", token_file,
+                 "file holding the cluster's shared token (default: $BCS_TOKEN)");
+  std::string refused;
+  app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
+  std::string fabric_if;
+  app.add_option("--fabric-interface", fabric_if,
+                 "network device the fabric (UCX) uses and listens on; default: the one that "
+                 "reaches the manager (loopback for a loopback manager)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (name.empty()) name = bcs::nm::hostname();
+  std::string why;
+  if (!refused.empty()) {
+    std::fprintf(stderr, "bcs-nm: %s\n", bcs::kTokenOnCommandLine);
+    return 2;
+  }
+  const auto token = bcs::load_token(token_file, &why);
+  if (!token) {
+    std::fprintf(stderr, "bcs-nm: %s\n", why.c_str());
+    return 2;
+  }
+  const auto where = bcs::parse_endpoint(manager, &why);
+  if (!where) {
+    std::fprintf(stderr, "bcs-nm: --manager %s\n", why.c_str());
+    return 2;
+  }
+  const auto devices = bcs::fabric_devices_for_manager(*where, fabric_if, &why);
+  if (!devices) {
+    std::fprintf(stderr, "bcs-nm: cannot choose the fabric's network device: %s "
+                 "(use --fabric-interface)\n", why.c_str());
+    return 2;
+  }
 
   auto logger = spdlog::stderr_color_mt("bcs-nm");
   logger->set_pattern("bcs-nm[" + name + "] %^%l%$: %v");
   spdlog::set_default_logger(logger);
   spdlog::set_level(spdlog::level::from_str(level));
 
+  // Daemon hygiene: fds 0-2 are always open (on /dev/null if we were
+  // started without them), so that no descriptor the NM opens later can
+  // land on 0-2 and be mistaken for a rank's stdio when ranks are forked.
+  for (int fd = 0; fd < 3; ++fd)
+    if (::fcntl(fd, F_GETFD) < 0 && ::open("/dev/null", O_RDWR) < 0) return 1;
+
+  // Each local rank costs three fds (two pipes and a pidfd): allow as many
+  // as the hard limit does, so kMaxRanksPerNode ranks fit.
+  rlimit nofile{};
+  if (::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < nofile.rlim_max) {
+    bcs::nm::set_rank_fd_limit(nofile.rlim_cur, nofile.rlim_max);
+    nofile.rlim_cur = nofile.rlim_max;
+    ::setrlimit(RLIMIT_NOFILE, &nofile);
+  }
+
+  // Everything a rank starts stays below the NM (process_tree.h).
+  if (!bcs::nm::become_subreaper())
+    spdlog::warn("cannot become a child subreaper ({}): processes a rank detaches may outlive "
+                 "the job", std::strerror(errno));
+
   // Signals are taken by the I/O thread's signalfd: block them everywhere
-  // (threads inherit this mask; ranks reset it before exec).
+  // (threads inherit this mask; ranks reset it before exec). SIGCHLD too:
+  // the I/O thread reaps the orphans it announces.
   bcs::block_termination_signals();
-  return bcs::nm::run_node(manager, name, token);
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &chld, nullptr);
+  return bcs::nm::run_node(manager, *where, name, *token, *devices);
 }

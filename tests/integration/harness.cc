@@ -1,7 +1,11 @@
 #include "harness.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <limits.h>
+#include <netinet/in.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <sys/prctl.h>
@@ -13,6 +17,7 @@
 #include <cerrno>
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <stdexcept>
 
@@ -36,7 +41,7 @@ std::vector<std::string> build_env(const std::map<std::string, std::string>& ext
 
 // fork+exec with the marker; stdout/stderr to the given fds (or inherited).
 pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, std::string>& extra,
-            int out_fd, int err_fd, int ready_fd) {
+            int out_fd, int err_fd, int ready_fd, const As* as = nullptr) {
   auto env_s = build_env(extra);
   std::vector<char*> envp, args;
   for (auto& e : env_s) envp.push_back(const_cast<char*>(e.c_str()));
@@ -55,6 +60,13 @@ pid_t spawn(const std::vector<std::string>& argv, const std::map<std::string, st
     if (out_fd >= 0) dup2(out_fd, 1);
     if (err_fd >= 0) dup2(err_fd, 2);
     if (ready_fd >= 0) dup2(ready_fd, 3);
+    if (as) {
+      if (setgroups(as->groups.size(), as->groups.data()) != 0 || setgid(as->gid) != 0 ||
+          setuid(as->uid) != 0 || chdir(as->cwd.c_str()) != 0)
+        _exit(125);
+      prctl(PR_SET_PDEATHSIG, SIGKILL);  // the credential change cleared it
+      if (getppid() != parent) _exit(1);
+    }
     execve(args[0], args.data(), envp.data());
     _exit(127);
   }
@@ -106,11 +118,12 @@ const std::string& marker() {
   return m;
 }
 
-RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
-              const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+namespace {
+RunResult run_impl(const As* as, const std::vector<std::string>& argv, std::chrono::seconds limit,
+                   const std::map<std::string, std::string>& env, OutputHook on_stdout) {
   int out[2], err[2];
   if (pipe2(out, O_CLOEXEC) || pipe2(err, O_CLOEXEC)) throw std::runtime_error("pipe");
-  pid_t pid = spawn(argv, env, out[1], err[1], -1);
+  pid_t pid = spawn(argv, env, out[1], err[1], -1, as);
   close(out[1]);
   close(err[1]);
   RunResult r;
@@ -152,6 +165,18 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
   return r;
 }
 
+}  // namespace
+
+RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
+              const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+  return run_impl(nullptr, argv, limit, env, std::move(on_stdout));
+}
+
+RunResult run_as(const As& who, const std::vector<std::string>& argv, std::chrono::seconds limit,
+                 const std::map<std::string, std::string>& env, OutputHook on_stdout) {
+  return run_impl(&who, argv, limit, env, std::move(on_stdout));
+}
+
 RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds limit,
                   const std::map<std::string, std::string>& env, OutputHook on_stdout) {
   std::vector<std::string> argv{bin("bcs"), "run", "--timeout",
@@ -161,10 +186,10 @@ RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds lim
 }
 
 Background::Background(const std::vector<std::string>& argv,
-                       const std::map<std::string, std::string>& env) {
+                       const std::map<std::string, std::string>& env, const As* as) {
   int p[2];
   if (pipe2(p, O_CLOEXEC)) throw std::runtime_error("pipe");
-  pid_ = spawn(argv, env, -1, -1, p[1]);
+  pid_ = spawn(argv, env, -1, -1, p[1], as);
   close(p[1]);
   ready_fd_ = p[0];
 }
@@ -238,6 +263,74 @@ std::vector<pid_t> marked_with(const std::string& key, const std::string& value)
 }
 
 std::vector<pid_t> marked_processes() { return marked_with("", ""); }
+
+std::vector<pid_t> marked_running(const std::string& path) {
+  std::vector<pid_t> out;
+  char want[PATH_MAX];
+  if (!realpath(path.c_str(), want)) return out;
+  for (pid_t p : marked_processes()) {
+    char exe[PATH_MAX];
+    ssize_t n = readlink(("/proc/" + std::to_string(p) + "/exe").c_str(), exe, sizeof exe - 1);
+    if (n > 0 && std::string(exe, static_cast<size_t>(n)) == want) out.push_back(p);
+  }
+  return out;
+}
+
+std::vector<Listener> tcp_listeners_of(const std::vector<pid_t>& pids) {
+  // Socket inode -> the pid holding it.
+  std::map<unsigned long, pid_t> owner;
+  for (pid_t p : pids) {
+    const std::string dir = "/proc/" + std::to_string(p) + "/fd";
+    DIR* d = opendir(dir.c_str());
+    if (!d) continue;
+    while (dirent* e = readdir(d)) {
+      char target[256];
+      ssize_t n = readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+      if (n <= 0) continue;
+      target[n] = 0;
+      unsigned long ino = 0;
+      if (sscanf(target, "socket:[%lu]", &ino) == 1) owner[ino] = p;
+    }
+    closedir(d);
+  }
+  std::vector<Listener> out;
+  for (const char* file : {"/proc/net/tcp", "/proc/net/tcp6"}) {
+    std::ifstream f(file);
+    std::string line;
+    std::getline(f, line);  // header
+    while (std::getline(f, line)) {
+      std::istringstream is(line);
+      std::string slot, local, remote, state, queues, timer, retr, uid, timeout, inode;
+      is >> slot >> local >> remote >> state >> queues >> timer >> retr >> uid >> timeout >> inode;
+      if (state != "0A") continue;  // TCP_LISTEN
+      auto it = owner.find(std::stoul(inode));
+      if (it == owner.end()) continue;
+      Listener l;
+      l.pid = it->second;
+      const std::string hex = local.substr(0, local.find(':'));
+      l.port = static_cast<uint16_t>(std::stoul(local.substr(local.find(':') + 1), nullptr, 16));
+      // The kernel prints addresses as 32-bit words in host (little-endian) order.
+      unsigned char b[16] = {};
+      for (size_t w = 0; w < hex.size() / 8; ++w) {
+        uint32_t word = static_cast<uint32_t>(std::stoul(hex.substr(w * 8, 8), nullptr, 16));
+        std::memcpy(b + w * 4, &word, 4);
+      }
+      char text[64] = {};
+      if (hex.size() == 8) {
+        inet_ntop(AF_INET, b, text, sizeof text);
+        l.loopback = b[0] == 127;
+      } else {
+        inet_ntop(AF_INET6, b, text, sizeof text);
+        in6_addr a;
+        std::memcpy(&a, b, 16);
+        l.loopback = IN6_IS_ADDR_LOOPBACK(&a) || (IN6_IS_ADDR_V4MAPPED(&a) && b[12] == 127);
+      }
+      l.ip = text;
+      out.push_back(l);
+    }
+  }
+  return out;
+}
 
 std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit) {
   // Processes killed a moment ago (e.g. by PR_SET_PDEATHSIG) may still be

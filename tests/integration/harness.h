@@ -11,6 +11,7 @@
 #include <sys/types.h>
 
 #include <chrono>
+#include <cstdint>
 #include <functional>
 #include <map>
 #include <string>
@@ -32,6 +33,14 @@ std::string prog(const std::string& name);
 // The marker of this test process (unique per process).
 const std::string& marker();
 
+// Another user to run a command as (the test runs as root), and where.
+struct As {
+  uid_t uid = 0;
+  gid_t gid = 0;
+  std::vector<gid_t> groups;
+  std::string cwd = "/";
+};
+
 // Runs argv to completion or until `limit` passes (then SIGKILLs it and sets
 // timed_out). `env` entries are added to the inherited environment.
 // `on_stdout`, if given, sees the whole stdout so far after every read: tests
@@ -40,6 +49,9 @@ const std::string& marker();
 using OutputHook = std::function<void(const std::string& out_so_far)>;
 RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
               const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
+// The same, as another user.
+RunResult run_as(const As& who, const std::vector<std::string>& argv, std::chrono::seconds limit,
+                 const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
 
 // `bcs run ARGS...` with a bcs-level --timeout below the harness limit.
 RunResult bcs_run(const std::vector<std::string>& args,
@@ -50,7 +62,7 @@ RunResult bcs_run(const std::vector<std::string>& args,
 class Background {
  public:
   Background(const std::vector<std::string>& argv,
-             const std::map<std::string, std::string>& env = {});
+             const std::map<std::string, std::string>& env = {}, const As* as = nullptr);
   ~Background();
   Background(const Background&) = delete;
   Background& operator=(const Background&) = delete;
@@ -76,6 +88,19 @@ std::vector<pid_t> wait_no_marked_processes(std::chrono::seconds limit);
 std::vector<std::string> shm_entries();
 // PIDs of marked processes whose environment has KEY=VALUE.
 std::vector<pid_t> marked_with(const std::string& key, const std::string& value);
+// Marked processes running the executable at `path` (e.g. bin("bcs-nm")).
+std::vector<pid_t> marked_running(const std::string& path);
+
+// A TCP socket in LISTEN state, from /proc/net/tcp and /proc/net/tcp6.
+struct Listener {
+  pid_t pid = 0;
+  std::string ip;  // "127.0.0.1", "::1", "::ffff:127.0.0.1", "0.0.0.0", ...
+  uint16_t port = 0;
+  bool loopback = false;
+};
+// The listening TCP sockets held by these processes (socket inode -> pid
+// through /proc/PID/fd).
+std::vector<Listener> tcp_listeners_of(const std::vector<pid_t>& pids);
 
 }  // namespace bcs::test
 

@@ -280,20 +280,21 @@ TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
   TwoHosts hosts;
   ASSERT_TRUE(hosts.ok()) << "could not create the test network namespaces";
   const std::map<std::string, std::string> env{{"UCX_TLS", "tcp"}, {"UCX_NET_DEVICES", "bcs0"}};
-  const std::string token = "it-" + bcs::test::marker();
+  // The token reaches every process through the environment, never argv.
+  std::map<std::string, std::string> with_token = env;
+  with_token["BCS_TOKEN"] = "it-" + bcs::test::marker();
   bcs::test::Background mm(
       hosts.on(true, {bcs::test::bin("bcs-mm"), "--listen", hosts.addr_a() + ":0", "--ready-fd",
-                      "3", "--token", token}),
-      env);
+                      "3"}),
+      with_token);
   std::string port = mm.ready_line(30s);
   ASSERT_FALSE(port.empty()) << "bcs-mm did not come up";
   const std::string addr = hosts.addr_a() + ":" + port;
-  bcs::test::Background nma(hosts.on(true, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token",
-                                            token, "--name", "hostA"}),
-                            env);
-  bcs::test::Background nmb(hosts.on(false, {bcs::test::bin("bcs-nm"), "--manager", addr, "--token",
-                                             token, "--name", "hostB"}),
-                            env);
+  bcs::test::Background nma(
+      hosts.on(true, {bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "hostA"}), with_token);
+  bcs::test::Background nmb(
+      hosts.on(false, {bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "hostB"}),
+      with_token);
 
   // Without the token the manager refuses the job.
   auto denied = bcs::test::run(
@@ -302,10 +303,10 @@ TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
   EXPECT_NE(denied.status, 0) << describe(denied);
 
   auto run_on_a = [&](std::vector<std::string> args) {
-    std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "60s",
-                                  "--manager",           addr,  "--token",   token};
+    std::vector<std::string> argv{bcs::test::bin("bcs"), "run", "--timeout", "60s", "--manager",
+                                  addr};
     argv.insert(argv.end(), args.begin(), args.end());
-    return bcs::test::run(hosts.on(true, argv), 90s, env);
+    return bcs::test::run(hosts.on(true, argv), 90s, with_token);
   };
   auto where = run_on_a({"-n", "2", "--nodes", "2", "-l", "/bin/sh", "-c", "echo on $BCS_NODE"});
   ASSERT_EQ(where.status, 0) << describe(where);

@@ -237,6 +237,13 @@ struct Fabric::Impl {
     ucp_config_t* config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
     if (st != UCS_OK) return fail(error, "ucp_config_read", st);
+    if (!cfg.net_devices.empty()) {
+      st = ucp_config_modify(config, "NET_DEVICES", cfg.net_devices.c_str());
+      if (st != UCS_OK) {
+        ucp_config_release(config);
+        return fail(error, ("NET_DEVICES=" + cfg.net_devices).c_str(), st);
+      }
+    }
     ucp_params_t params{};
     params.field_mask = UCP_PARAM_FIELD_FEATURES | UCP_PARAM_FIELD_MT_WORKERS_SHARED;
     params.features = UCP_FEATURE_AM | UCP_FEATURE_WAKEUP;

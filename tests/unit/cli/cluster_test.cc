@@ -108,7 +108,7 @@ TEST_F(ClusterTest, StartsDaemonsAndTearsThemDown) {
   ClusterConfig cfg;
   cfg.nodes = 2;
   cfg.slice = "2ms";
-  cfg.token = "tok";
+  cfg.token_file = "tok";
   c.start(cfg);
   EXPECT_EQ(c.port(), 4242);
   EXPECT_EQ(c.address(), "127.0.0.1:4242");
@@ -121,9 +121,9 @@ TEST_F(ClusterTest, StartsDaemonsAndTearsThemDown) {
   std::string args = read_args(3);
   EXPECT_NE(args.find("mm --listen 127.0.0.1:0 --ready-fd "), std::string::npos) << args;
   EXPECT_NE(args.find("--slice 2ms"), std::string::npos) << args;
-  EXPECT_NE(args.find("nm --manager 127.0.0.1:4242 --name node1 --token tok"), std::string::npos)
+  EXPECT_NE(args.find("nm --manager 127.0.0.1:4242 --name node1 --token-file tok"), std::string::npos)
       << args;
-  EXPECT_NE(args.find("nm --manager 127.0.0.1:4242 --name node2 --token tok"), std::string::npos)
+  EXPECT_NE(args.find("nm --manager 127.0.0.1:4242 --name node2 --token-file tok"), std::string::npos)
       << args;
 
   c.teardown();

@@ -49,7 +49,7 @@ TEST(CliOptions, ProgramArgumentsAreNotOurs) {
 
 TEST(CliOptions, AllRunOptions) {
   auto p = parse({"run", "-n", "8", "--nodes", "2", "--slice", "2ms", "--chunk", "64KiB", "-l",
-                  "--timeout", "1.5s", "--manager", "h:1", "--token", "t", "--verbose", "./a.out"});
+                  "--timeout", "1.5s", "--manager", "h:1", "--token-file", "t", "--verbose", "./a.out"});
   RunOptions r = run_of(p);
   EXPECT_EQ(r.nranks, 8u);
   ASSERT_TRUE(r.nodes);
@@ -62,7 +62,7 @@ TEST(CliOptions, AllRunOptions) {
   EXPECT_EQ(r.timeout, "1.5s");
   ASSERT_TRUE(r.manager);
   EXPECT_EQ(*r.manager, "h:1");
-  EXPECT_EQ(r.token, "t");
+  EXPECT_EQ(r.token_file, "t");
   EXPECT_TRUE(r.verbose);
   EXPECT_EQ(r.program, "./a.out");
   EXPECT_TRUE(r.args.empty());
@@ -154,13 +154,27 @@ TEST(CliOptions, ManagerCommands) {
   auto p = parse({"jobs"});
   auto& jobs = std::get<JobsOptions>(std::get<Command>(p.result));
   EXPECT_EQ(jobs.manager, kDefaultManager);
-  p = parse({"kill", "42", "--manager", "h:9", "--token", "s"});
+  p = parse({"kill", "42", "--manager", "h:9", "--token-file", "s"});
   auto& k = std::get<KillOptions>(std::get<Command>(p.result));
   EXPECT_EQ(k.job_id, 42u);
   EXPECT_EQ(k.manager, "h:9");
-  EXPECT_EQ(k.token, "s");
+  EXPECT_EQ(k.token_file, "s");
   p = parse({"stats", "--last", "5"});
   EXPECT_EQ(std::get<StatsOptions>(std::get<Command>(p.result)).last, 5u);
+}
+
+TEST(CliOptions, ATokenOnTheCommandLineIsRefusedWithTheReason) {
+  // Every user of the host can read a command line (ps): tokens come from a
+  // file or the environment.
+  for (auto args : std::vector<std::vector<std::string>>{{"run", "--token", "s3cret", "-n", "1", "p"},
+                                                         {"jobs", "--token", "s3cret"},
+                                                         {"kill", "1", "--token", "s3cret"},
+                                                         {"stats", "--token", "s3cret"}}) {
+    auto p = parse(args);
+    ASSERT_TRUE(std::holds_alternative<int>(p.result)) << args[0];
+    EXPECT_EQ(std::get<int>(p.result), 2);
+    EXPECT_NE(p.err.find("--token-file"), std::string::npos) << p.err;
+  }
 }
 
 }  // namespace

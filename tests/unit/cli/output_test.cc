@@ -3,6 +3,7 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -82,6 +83,45 @@ TEST(LineLabeler, BinaryDataSurvives) {
   std::string data("a\0b\n", 4);
   l.feed(0, 0, data);
   EXPECT_EQ(c.out, std::string("[0] a\0b\n", 8));
+}
+
+TEST(LineLabeler, AHugeLineWithoutNewlineIsCutAndNeverHeldWhole) {
+  // 64 MiB without a newline, in the 64 KiB pieces a node manager sends
+  // (the case is 512 MiB: the bound is the same, only slower).
+  size_t sunk = 0, lines = 0, longest = 0, max_pending = 0;
+  std::string tail;
+  LineLabeler l(true, [&](int, std::string_view d) {
+    sunk += d.size();
+    for (size_t p = 0; p < d.size();) {
+      size_t nl = d.find('\n', p);
+      ASSERT_NE(nl, std::string_view::npos) << "labelled output is whole lines";
+      ASSERT_EQ(d.substr(p, 4), "[3] ");
+      longest = std::max(longest, nl - p - 4);
+      ++lines;
+      p = nl + 1;
+    }
+  });
+  const std::string piece(64 * 1024, 'x');
+  const size_t total = 64u << 20;
+  for (size_t fed = 0; fed < total; fed += piece.size()) {
+    l.feed(3, 0, piece);
+    max_pending = std::max(max_pending, l.pending_bytes());
+  }
+  EXPECT_LT(max_pending, LineLabeler::kMaxLine);
+  l.flush();
+  EXPECT_EQ(longest, LineLabeler::kMaxLine);
+  EXPECT_EQ(lines, total / LineLabeler::kMaxLine);
+  EXPECT_EQ(sunk, total + lines * 5);  // every byte, plus "[3] " and "\n" per line
+}
+
+TEST(LineLabeler, ALineOfExactlyTheBoundStaysOneLine) {
+  Capture c;
+  LineLabeler l(true, c.sink());
+  l.feed(0, 0, std::string(LineLabeler::kMaxLine, 'a') + "\n");
+  l.feed(0, 0, std::string(LineLabeler::kMaxLine + 1, 'b') + "\n");
+  l.flush();
+  const std::string a(LineLabeler::kMaxLine, 'a'), b(LineLabeler::kMaxLine, 'b');
+  EXPECT_EQ(c.out, "[0] " + a + "\n[0] " + b + "\n[0] b\n");
 }
 
 }  // namespace

@@ -261,8 +261,8 @@ TEST_F(RunTest, ForwardsLabelledOutputAndExitStatus) {
                   output(0, pb::STDOUT, "lo\n"), output(1, pb::STDERR, "warn\n")};
   jobs_.exit.set_status(3);
   jobs_.exit.set_message("rank 1 (pid 1234 on node1) exited with status 3");
-  Bcs b(exe_, run_args({"--token", "sekrit", "-n", "2", "-l", "prog", "-l", "--foo"}),
-        {"BCS_TEST_MARKER=xyz"});
+  Bcs b(exe_, run_args({"-n", "2", "-l", "prog", "-l", "--foo"}),
+        {"BCS_TEST_MARKER=xyz", "BCS_TOKEN=sekrit"});
   Result r = b.finish();
   EXPECT_EQ(r.status, 3) << r.err;
   EXPECT_EQ(r.out, "[1] x\n[0] hello\n[1] y\n");
@@ -284,7 +284,9 @@ TEST_F(RunTest, ForwardsLabelledOutputAndExitStatus) {
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
   EXPECT_EQ(l.cwd(), cwd);
   EXPECT_NE(std::find(l.env().begin(), l.env().end(), "BCS_TEST_MARKER=xyz"), l.env().end());
+  // The token travels as metadata, never in the ranks' environment.
   EXPECT_EQ(jobs_.token, "sekrit");
+  for (const auto& e : l.env()) EXPECT_NE(e.rfind("BCS_TOKEN=", 0), 0u) << e;
 }
 
 TEST_F(RunTest, UnlabelledOutputIsPassedThroughUnchanged) {

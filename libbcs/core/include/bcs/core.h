@@ -77,6 +77,11 @@ struct FabricConfig {
   // and sleeping. Bounded on purpose: the machine has fewer cores than
   // ranks plus helpers.
   std::chrono::microseconds spin{10};
+  // Network devices the worker may use and listen on (UCX's NET_DEVICES,
+  // e.g. "lo" or "eth0"); empty: UCX's default (UCX_NET_DEVICES or every
+  // device). The daemons set it from their control-plane address so that a
+  // loopback cluster never listens on an external interface.
+  std::string net_devices;
 };
 
 class Fabric {

@@ -1,0 +1,534 @@
+// Stories of issue 7, part A: who runs what. Each one tries what a local
+// attacker (or a careless program) would, and checks that the daemons keep
+// to themselves: they listen only where they were told, ranks inherit none
+// of their fds, nothing a rank forks outlives the job, and bad arguments are
+// refused up front.
+#include <fcntl.h>
+#include <gmock/gmock.h>
+#include <grp.h>
+#include <gtest/gtest.h>
+#include <poll.h>
+#include <pwd.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <memory>
+#include <sstream>
+
+#include "harness.h"
+#include "story.h"
+
+using namespace std::chrono_literals;
+using bcs::test::bcs_run;
+using bcs::test::bin;
+using bcs::test::describe;
+using bcs::test::prog;
+using bcs::test::Story;
+using testing::HasSubstr;
+
+namespace {
+
+std::string it_prog(const std::string& name) {
+  return std::string(BCS_BIN_DIR) + "/../tests/integration/" + name;
+}
+
+// A standing cluster on loopback: bcs-mm and K bcs-nm started by the test.
+class Standing {
+ public:
+  // With `socket` (a path), the manager also listens there and the node
+  // managers connect through it.
+  explicit Standing(int nodes, std::vector<std::string> mm_extra = {},
+                    std::map<std::string, std::string> env = {}, std::string socket = {}) {
+    std::vector<std::string> argv{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"};
+    if (!socket.empty()) argv.insert(argv.end(), {"--socket", socket});
+    argv.insert(argv.end(), mm_extra.begin(), mm_extra.end());
+    mm = std::make_unique<bcs::test::Background>(argv, env);
+    const std::string port = mm->ready_line(30s);
+    if (port.empty()) return;
+    addr = "127.0.0.1:" + port;
+    if (!socket.empty()) unix_addr = "unix:" + socket;
+    for (int i = 0; i < nodes; ++i)
+      nms.push_back(std::make_unique<bcs::test::Background>(
+          std::vector<std::string>{bin("bcs-nm"), "--manager", unix_addr.empty() ? addr : unix_addr,
+                                   "--name", "n" + std::to_string(i + 1)},
+          env));
+  }
+  bool up() const { return !addr.empty(); }
+  std::vector<pid_t> pids() const {
+    std::vector<pid_t> p{mm->pid()};
+    for (auto& n : nms) p.push_back(n->pid());
+    return p;
+  }
+  // `bcs run --manager` on this cluster.
+  bcs::test::RunResult run(std::vector<std::string> args,
+                           bcs::test::OutputHook hook = {}) const {
+    args.insert(args.begin(), {"--manager", addr});
+    return bcs_run(args, 90s, {}, std::move(hook));
+  }
+  // Every daemon still running, then stopped cleanly.
+  void expect_alive_then_stop() {
+    for (auto& n : nms) EXPECT_EQ(kill(n->pid(), 0), 0) << "a node manager died";
+    EXPECT_EQ(kill(mm->pid(), 0), 0) << "the machine manager died";
+    for (auto& n : nms) EXPECT_EQ(n->stop(), 0);
+    EXPECT_EQ(mm->stop(), 0);
+  }
+
+  std::unique_ptr<bcs::test::Background> mm;
+  std::vector<std::unique_ptr<bcs::test::Background>> nms;
+  std::string addr, unix_addr;
+};
+
+// True once `pid` has exited (or never existed), waiting on a pidfd at most
+// `limit`: a bound against hangs, not a timing assertion.
+bool gone_within(pid_t pid, std::chrono::seconds limit) {
+  int fd = static_cast<int>(syscall(SYS_pidfd_open, pid, 0));
+  if (fd < 0) return errno == ESRCH;
+  pollfd p{fd, POLLIN, 0};
+  int n = poll(&p, 1, static_cast<int>(std::chrono::milliseconds(limit).count()));
+  close(fd);
+  return n == 1;
+}
+
+std::vector<pid_t> escapees(const std::string& out) {
+  std::vector<pid_t> v;
+  for (size_t p = out.find("escapee "); p != std::string::npos; p = out.find("escapee ", p + 1))
+    v.push_back(static_cast<pid_t>(std::stol(out.substr(p + 8))));
+  return v;
+}
+
+std::string show(const std::vector<bcs::test::Listener>& ls) {
+  std::string s;
+  for (auto& l : ls) s += " pid " + std::to_string(l.pid) + " " + l.ip + ":" + std::to_string(l.port);
+  return s;
+}
+
+}  // namespace
+
+// ------------------------------------------------------------ listeners
+TEST_F(Story, ALoopbackStandingClusterListensOnLoopbackOnly) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  // A job across both node managers: every fabric endpoint is in use.
+  auto r = c.run({"-n", "2", "--nodes", "2", prog("prog_ring")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto ls = bcs::test::tcp_listeners_of(c.pids());
+  // gRPC of the manager, and the UCX TCP transport of all three.
+  EXPECT_GE(ls.size(), 4u) << show(ls);
+  for (auto& l : ls) EXPECT_TRUE(l.loopback) << "listening on " << l.ip << ":" << l.port;
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, TheEmbeddedClusterListensOnLoopbackOnly) {
+  // The ranks wait on a FIFO until the test has looked at the daemons.
+  const auto dir = std::filesystem::temp_directory_path() / ("bcs-it-fifo-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string fifo = (dir / "go").string();
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  std::vector<bcs::test::Listener> ls;
+  size_t daemons = 0;
+  bool released = false;
+  auto r = bcs_run({"-n", "2", "--nodes", "2", "/bin/sh", "-c", "echo up; read x < " + fifo},
+                   90s, {}, [&](const std::string& out) {
+                     if (released || bcs::test::count(out, "up") < 2) return;
+                     auto pids = bcs::test::marked_running(bin("bcs-mm"));
+                     auto nms = bcs::test::marked_running(bin("bcs-nm"));
+                     pids.insert(pids.end(), nms.begin(), nms.end());
+                     daemons = pids.size();
+                     ls = bcs::test::tcp_listeners_of(pids);
+                     // Opening the write end meets both readers; closing it is EOF.
+                     int fd = open(fifo.c_str(), O_WRONLY);
+                     if (fd >= 0) {
+                       [[maybe_unused]] auto n = write(fd, "go\ngo\n", 6);
+                       close(fd);
+                     }
+                     released = true;
+                   });
+  std::filesystem::remove_all(dir);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(daemons, 3u);
+  EXPECT_GE(ls.size(), 4u) << show(ls);
+  for (auto& l : ls) EXPECT_TRUE(l.loopback) << "listening on " << l.ip << ":" << l.port;
+}
+
+TEST_F(Story, APortOutOfRangeIsRefusedNotWrapped) {
+  // 70000 would silently become 4464 if it were cast to 16 bits.
+  auto r = bcs::test::run({bin("bcs-mm"), "--listen", "127.0.0.1:70000"}, 30s);
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("0 to 65535"));
+  auto n = bcs::test::run({bin("bcs-nm"), "--manager", "127.0.0.1:70000"}, 30s);
+  EXPECT_EQ(n.status, 2) << describe(n);
+  EXPECT_THAT(n.err, HasSubstr("0 to 65535"));
+}
+
+// ------------------------------------------------------------------- fds
+TEST_F(Story, ARankGetsNoDaemonFdAndJunkOnTheDaemonsPortsHarmsNothing) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  std::vector<std::string> args{"-n", "2", "--nodes", "2", it_prog("it_intruder")};
+  for (pid_t p : c.pids()) args.push_back(std::to_string(p));
+  auto r = c.run(args);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("intruder done"));
+  EXPECT_THAT(r.out, HasSubstr("rank 0: 0 foreign fds"));
+  EXPECT_THAT(r.out, HasSubstr("rank 1: 0 foreign fds"));
+  EXPECT_THAT(r.out, testing::Not(HasSubstr("foreign fd ")));
+  // The junk did reach the daemons' listeners (gRPC and the fabric's).
+  EXPECT_THAT(r.out, testing::ContainsRegex("rank 0: 0 foreign fds, [3-9][0-9]* ports hit"));
+  // The daemons are still up and the next job runs.
+  auto ring = c.run({"-n", "4", "--nodes", "2", prog("prog_ring")});
+  ASSERT_EQ(ring.status, 0) << describe(ring);
+  EXPECT_THAT(ring.out, HasSubstr("ring ok"));
+  c.expect_alive_then_stop();
+}
+
+// ----------------------------------------------------------- process tree
+TEST_F(Story, ADetachedGrandchildOfARankDiesWithTheJob) {
+  auto r = bcs_run({"-n", "2", it_prog("it_escape")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto pids = escapees(r.out);
+  ASSERT_EQ(pids.size(), 2u) << describe(r);
+  for (pid_t p : pids) EXPECT_TRUE(gone_within(p, 30s)) << "escapee " << p << " survived the job";
+}
+
+TEST_F(Story, OnAStandingClusterTheGrandchildDiesAtJobEndNotAtShutdown) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"-n", "4", "--nodes", "2", it_prog("it_escape")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto pids = escapees(r.out);
+  ASSERT_EQ(pids.size(), 4u) << describe(r);
+  // The node managers are still running: the job's end killed them.
+  for (pid_t p : pids) EXPECT_TRUE(gone_within(p, 30s)) << "escapee " << p << " survived the job";
+  auto ring = c.run({"-n", "2", "--nodes", "2", prog("prog_ring")});
+  EXPECT_EQ(ring.status, 0) << describe(ring);
+  c.expect_alive_then_stop();
+}
+
+// ------------------------------------------------------- smaller items
+TEST_F(Story, WithTenSecondSlicesSigtermStopsTheManagerWithinTheSlice) {
+  Standing c(1, {"--slice", "10s"});
+  ASSERT_TRUE(c.up());
+  bool termed = false;
+  auto r = c.run({"-n", "1", "/bin/sh", "-c", "echo up; exec sleep 600"},
+                 [&](const std::string& out) {
+                   if (!termed && out.find("up") != std::string::npos) {
+                     kill(c.mm->pid(), SIGTERM);
+                     termed = true;
+                   }
+                 });
+  ASSERT_TRUE(termed) << describe(r);
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("shutting down"));
+  // The strobe sender was asleep in a 10 s slice. The bound is half a
+  // slice: a manager that waits for the slice to run out cannot meet it,
+  // one that is woken needs milliseconds.
+  EXPECT_EQ(c.mm->wait(5s), 0) << "bcs-mm did not stop within half a slice of SIGTERM";
+  EXPECT_EQ(c.nms[0]->wait(30s), 0);
+}
+
+TEST_F(Story, AHundredThousandRanksAreRefusedUpFront) {
+  auto r = bcs_run({"-n", "100000", "/bin/true"}, 60s);
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("-n 100000"));
+  EXPECT_THAT(r.err, HasSubstr("at most 65536"));
+  // Nothing was started (the Story fixture also checks nothing is left).
+  EXPECT_THAT(r.err, testing::Not(HasSubstr("bcs-mm")));
+  auto per_node = bcs_run({"-n", "3000", "--nodes", "2", "/bin/true"}, 60s);
+  EXPECT_EQ(per_node.status, 2) << describe(per_node);
+  EXPECT_THAT(per_node.err, HasSubstr("at most 1024 ranks"));
+}
+
+TEST_F(Story, TheManagerRefusesAJobTooLargeForItsNodes) {
+  // The CLI cannot know how many node managers a standing cluster has.
+  Standing c(1);
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"-n", "1500", "/bin/true"});
+  EXPECT_EQ(r.status, 1) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("at most 1024 ranks"));
+  auto ok = c.run({"-n", "2", prog("prog_ring")});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, TheTokenComesFromAFileOrTheEnvironmentNeverFromArgv) {
+  for (const auto& daemon : {bin("bcs-mm"), bin("bcs-nm")}) {
+    auto r = bcs::test::run({daemon, "--token", "s3cret"}, 30s);
+    EXPECT_EQ(r.status, 2) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("--token-file"));
+  }
+  const auto dir = std::filesystem::temp_directory_path() / ("bcs-it-tok-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string file = (dir / "token").string();
+  {
+    int fd = open(file.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    ASSERT_EQ(write(fd, "it-secret\n", 10), 10);
+    close(fd);
+  }
+  // The daemons take it from the file; a client with the same token in
+  // its environment gets in, one without does not.
+  Standing c(1, {"--token-file", file}, {});
+  ASSERT_TRUE(c.up());
+  c.nms.clear();  // the default node manager has no token: replace it
+  c.nms.push_back(std::make_unique<bcs::test::Background>(
+      std::vector<std::string>{bin("bcs-nm"), "--manager", c.addr, "--name", "n1", "--token-file",
+                               file}));
+  auto denied = c.run({"-n", "1", "/bin/true"});
+  EXPECT_EQ(denied.status, 1) << describe(denied);
+  EXPECT_THAT(denied.err, HasSubstr("UNAUTHENTICATED"));
+  auto ok = bcs_run({"--manager", c.addr, "--token-file", file, "-n", "2", prog("prog_ring")});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  auto env = bcs_run({"--manager", c.addr, "-n", "1", "/usr/bin/env"}, 90s,
+                     {{"BCS_TOKEN", "it-secret"}});
+  EXPECT_EQ(env.status, 0) << describe(env);
+  // The ranks never see the token, though bcs had it in its environment.
+  EXPECT_THAT(env.out, HasSubstr("BCS_RANK=0"));
+  EXPECT_THAT(env.out, testing::Not(HasSubstr("it-secret")));
+  c.expect_alive_then_stop();
+  std::filesystem::remove_all(dir);
+}
+
+// --------------------------------------------------------------- identity
+// A root-run standing cluster serving an unprivileged user created for the
+// test (useradd; removed afterwards).
+namespace {
+
+bool sh(const std::vector<std::string>& argv) { return bcs::test::run(argv, 60s).status == 0; }
+
+class TestUser {
+ public:
+  TestUser() {
+    if (geteuid() != 0) {
+      why_ = "creating a user needs root";
+      return;
+    }
+    const std::string tag = std::to_string(getpid());
+    name_ = "bcsit" + tag;
+    group_ = "bcsitg" + tag;
+    if (!sh({"/usr/sbin/groupadd", group_})) {
+      why_ = "groupadd failed";
+      return;
+    }
+    made_group_ = true;
+    if (!sh({"/usr/sbin/useradd", "--no-create-home", "--shell", "/usr/sbin/nologin",
+             "--user-group", "--groups", group_, name_})) {
+      why_ = "useradd failed";
+      return;
+    }
+    made_user_ = true;
+    passwd* pw = getpwnam(name_.c_str());
+    group* gr = getgrnam(group_.c_str());
+    if (!pw || !gr) {
+      why_ = "the new user is not in the user database";
+      return;
+    }
+    as_.uid = pw->pw_uid;
+    as_.gid = pw->pw_gid;
+    extra_gid_ = gr->gr_gid;
+    as_.groups = {as_.gid, extra_gid_};
+    as_.cwd = "/tmp";
+    // The user must be able to run what the test built.
+    if (bcs::test::run_as(as_, {bin("bcs"), "--version"}, 30s).status != 0)
+      why_ = "the build directory is not reachable by an unprivileged user";
+  }
+  ~TestUser() {
+    if (made_user_) sh({"/usr/sbin/userdel", name_});
+    if (made_user_ && getgrnam(name_.c_str())) sh({"/usr/sbin/groupdel", name_});
+    if (made_group_) sh({"/usr/sbin/groupdel", group_});
+  }
+  bool ok() const { return why_.empty(); }
+  const std::string& why() const { return why_; }
+  const bcs::test::As& as() const { return as_; }
+  const std::string& name() const { return name_; }
+  gid_t extra_gid() const { return extra_gid_; }
+
+ private:
+  std::string name_, group_, why_;
+  bool made_user_ = false, made_group_ = false;
+  bcs::test::As as_;
+  gid_t extra_gid_ = 0;
+};
+
+// A directory for sockets and files that is removed at the end.
+class TempDir {
+ public:
+  explicit TempDir(mode_t mode) {
+    path_ = (std::filesystem::temp_directory_path() / ("bcs-it-" + std::to_string(getpid()) + "-" +
+                                                        std::to_string(n_++)))
+                .string();
+    std::filesystem::create_directories(path_);
+    chmod(path_.c_str(), mode);
+  }
+  ~TempDir() { std::filesystem::remove_all(path_); }
+  std::string operator/(const std::string& f) const { return path_ + "/" + f; }
+
+ private:
+  static inline int n_ = 0;
+  std::string path_;
+};
+
+}  // namespace
+
+TEST_F(Story, AJobRunsAsTheUserWhoSubmittedIt) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0755);
+  const std::string secret = dir / "secret";
+  {
+    int fd = open(secret.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    ASSERT_GE(fd, 0);
+    const std::string text = "root-only-" + bcs::test::marker() + "\n";
+    ASSERT_EQ(write(fd, text.data(), text.size()), static_cast<ssize_t>(text.size()));
+    close(fd);
+  }
+  Standing c(2, {}, {}, dir / "mm.sock");
+  ASSERT_TRUE(c.up());
+  auto bcs_as_user = [&](std::vector<std::string> args) {
+    std::vector<std::string> argv{bin("bcs"), "run", "--timeout", "60s"};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return bcs::test::run_as(u.as(), argv, 90s);
+  };
+
+  // Both ranks, on both node managers, run with the user's uid, gid and groups.
+  auto id = bcs_as_user({"--manager", c.unix_addr, "-n", "2", "--nodes", "2", "-l", "/bin/sh",
+                         "-c", "echo uid $(id -u) gid $(id -g) groups $(id -G)"});
+  ASSERT_EQ(id.status, 0) << describe(id);
+  const std::string want = "uid " + std::to_string(u.as().uid) + " gid " +
+                           std::to_string(u.as().gid) + " groups ";
+  EXPECT_THAT(id.out, HasSubstr("[0] " + want));
+  EXPECT_THAT(id.out, HasSubstr("[1] " + want));
+  // The supplementary group (initgroups' list) is among the groups of both.
+  size_t with_group = 0;
+  std::istringstream lines(id.out);
+  for (std::string line; std::getline(lines, line);) {
+    std::istringstream groups(line.substr(line.find("groups ") + 7));
+    for (std::string g; groups >> g;) with_group += g == std::to_string(u.extra_gid());
+  }
+  EXPECT_EQ(with_group, 2u) << id.out;
+
+  // A root-only file stays closed to the user's job.
+  auto cat = bcs_as_user({"--manager", c.unix_addr, "-n", "1", "/bin/cat", secret});
+  EXPECT_EQ(cat.status, 1) << describe(cat);
+  EXPECT_THAT(cat.err, HasSubstr("Permission denied"));
+  EXPECT_THAT(cat.out, testing::Not(HasSubstr("root-only")));
+
+  // Over TCP the user cannot submit at all (only the daemons' user may).
+  auto tcp = bcs_as_user({"--manager", c.addr, "-n", "1", "/usr/bin/id"});
+  EXPECT_EQ(tcp.status, 1) << describe(tcp);
+  EXPECT_THAT(tcp.err, HasSubstr("PERMISSION_DENIED"));
+  EXPECT_THAT(tcp.err, HasSubstr("unix:" + (dir / "mm.sock")));
+
+  // Root's own jobs still run as root, over either way in.
+  for (const auto& via : {c.unix_addr, c.addr}) {
+    auto root = bcs_run({"--manager", via, "-n", "1", "/usr/bin/id", "-u"});
+    EXPECT_EQ(root.status, 0) << describe(root);
+    EXPECT_EQ(root.out, "0\n");
+  }
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, AnotherUserCannotListKillOrWatchAJob) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0755);
+  Standing c(1, {}, {}, dir / "mm.sock");
+  ASSERT_TRUE(c.up());
+  auto as_user = [&](std::vector<std::string> argv) { return bcs::test::run_as(u.as(), argv, 60s); };
+  bcs::test::RunResult jobs_user, kill_user, kill_user_tcp, attach_user, jobs_root, kill_root;
+  bool done = false;
+  // Root's job blocks; meanwhile the user tries everything on it (job 1).
+  auto r = c.run({"-n", "1", bcs::test::blocker()}, [&](const std::string& out) {
+    if (done || out.find("blocking") == std::string::npos) return;
+    done = true;
+    jobs_user = as_user({bin("bcs"), "jobs", "--manager", c.unix_addr});
+    kill_user = as_user({bin("bcs"), "kill", "1", "--manager", c.unix_addr});
+    kill_user_tcp = as_user({bin("bcs"), "kill", "1", "--manager", c.addr});
+    attach_user = as_user({it_prog("it_attach"), c.unix_addr, "1"});
+    jobs_root = bcs::test::run({bin("bcs"), "jobs", "--manager", c.unix_addr}, 60s);
+    kill_root = bcs::test::run({bin("bcs"), "kill", "1", "--manager", c.unix_addr}, 60s);
+  });
+  ASSERT_TRUE(done) << describe(r);
+  // Root could kill it; the user could not.
+  EXPECT_EQ(r.status, 143) << describe(r);
+  EXPECT_EQ(kill_root.status, 0) << describe(kill_root);
+  EXPECT_EQ(jobs_root.status, 0) << describe(jobs_root);
+  EXPECT_THAT(jobs_root.out, HasSubstr("it_block"));
+  EXPECT_EQ(jobs_user.status, 0) << describe(jobs_user);
+  EXPECT_THAT(jobs_user.out, testing::Not(HasSubstr("it_block")));
+  for (auto* k : {&kill_user, &kill_user_tcp}) {
+    EXPECT_EQ(k->status, 1) << describe(*k);
+    EXPECT_THAT(k->err, HasSubstr("PERMISSION_DENIED"));
+    EXPECT_THAT(k->err, HasSubstr("belongs to root"));
+  }
+  EXPECT_EQ(attach_user.status, 1) << describe(attach_user);
+  EXPECT_THAT(attach_user.out, HasSubstr("status 7: job 1 belongs to root"));
+  EXPECT_THAT(attach_user.out, testing::Not(HasSubstr("output:")));
+  c.expect_alive_then_stop();
+}
+
+TEST_F(Story, ARogueManagerGetsNothingFromARootNodeManager) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0777);
+  // The user starts a manager of their own and waits for root's node manager.
+  bcs::test::Background rogue({bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3",
+                               "--socket", dir / "rogue.sock"},
+                              {}, &u.as());
+  const std::string port = rogue.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "the user's bcs-mm did not come up";
+  // A root node manager pointed at it refuses it, by the socket and by TCP.
+  auto by_socket = bcs::test::run(
+      {bin("bcs-nm"), "--manager", "unix:" + (dir / "rogue.sock"), "--name", "victim"}, 60s);
+  EXPECT_EQ(by_socket.status, 1) << describe(by_socket);
+  EXPECT_THAT(by_socket.err, HasSubstr("refusing the machine manager"));
+  EXPECT_THAT(by_socket.err, HasSubstr("runs as " + u.name()));
+  auto by_tcp =
+      bcs::test::run({bin("bcs-nm"), "--manager", "127.0.0.1:" + port, "--name", "victim"}, 60s);
+  EXPECT_EQ(by_tcp.status, 1) << describe(by_tcp);
+  EXPECT_THAT(by_tcp.err, testing::AnyOf(HasSubstr("refusing the machine manager"),
+                                         HasSubstr("must run as " + u.name())));
+  EXPECT_EQ(rogue.stop(), 0);
+}
+
+TEST_F(Story, RootsPrivateClusterIsNotAnotherUsersToUse) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  // Root's embedded cluster listens on a loopback port anyone can see (ss).
+  bcs::test::RunResult jobs_user, kill_user, launch_user;
+  bool done = false;
+  auto r = bcs_run({"-n", "1", bcs::test::blocker()}, 90s, {}, [&](const std::string& out) {
+    if (done || out.find("blocking") == std::string::npos) return;
+    done = true;
+    auto mm = bcs::test::marked_running(bin("bcs-mm"));
+    auto ls = bcs::test::tcp_listeners_of(mm);
+    auto as_user = [&](std::vector<std::string> argv) {
+      return bcs::test::run_as(u.as(), argv, 60s);
+    };
+    // The user does not know which listener is gRPC's: try them all.
+    for (auto& l : ls) {
+      const std::string a = "127.0.0.1:" + std::to_string(l.port);
+      auto j = as_user({bin("bcs"), "jobs", "--manager", a});
+      if (j.out.find("JOB") != std::string::npos) jobs_user = j;  // gRPC answered
+      auto k = as_user({bin("bcs"), "kill", "1", "--manager", a});
+      if (k.err.find("PERMISSION_DENIED") != std::string::npos || k.status == 0) kill_user = k;
+      auto l2 = as_user({bin("bcs"), "run", "--timeout", "30s", "--manager", a, "-n", "1",
+                         "/usr/bin/id"});
+      if (l2.err.find("PERMISSION_DENIED") != std::string::npos || l2.status == 0)
+        launch_user = l2;
+    }
+    // Let the job end.
+    bcs::test::kill_announced_rank(out, 0, SIGKILL);
+  });
+  ASSERT_TRUE(done) << describe(r);
+  EXPECT_EQ(r.status, 128 + SIGKILL) << describe(r);
+  EXPECT_THAT(jobs_user.out, HasSubstr("JOB")) << describe(jobs_user);
+  EXPECT_THAT(jobs_user.out, testing::Not(HasSubstr("it_block")));
+  EXPECT_EQ(kill_user.status, 1) << describe(kill_user);
+  EXPECT_THAT(kill_user.err, HasSubstr("belongs to root"));
+  EXPECT_EQ(launch_user.status, 1) << describe(launch_user);
+  EXPECT_THAT(launch_user.err, HasSubstr("PERMISSION_DENIED"));
+}
