@@ -317,7 +317,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   pb::LaunchRequest req;
   req.set_program(o.program);
   for (const auto& a : o.args) req.add_args(a);
-  // bcs's environment as it is, but never the cluster's token; the settings
+  // bcs's environment as it is (but never the cluster's token); the settings
   // (--env, -x) are applied by the manager, which checks them (it trusts no
   // client).
   const std::string token_kv = std::string(kTokenEnv) + "=";

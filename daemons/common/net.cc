@@ -111,7 +111,7 @@ std::optional<Endpoint> parse_endpoint(std::string_view s, std::string* why) {
   }
   if (host.empty()) return fail("'" + std::string(s) + "': no host before the port");
   if (!all_digits(port) || port.size() > 5 || std::strtoul(std::string(port).c_str(), nullptr, 10) > 65535)
-    return fail("'" + std::string(s) + "': the port must be a number from 0 to 65535");
+    return fail("'" + std::string(s) + "' is not HOST:PORT with a port from 0 to 65535");
   e.host = std::string(host);
   e.port = static_cast<uint16_t>(std::strtoul(std::string(port).c_str(), nullptr, 10));
   return e;

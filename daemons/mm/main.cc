@@ -77,6 +77,8 @@ int main(int argc, char** argv) {
               level = "warn";
   int ready_fd = -1;
   bool no_realtime = false;
+  // Checked below with parse_endpoint: gRPC would take "host:70000" and
+  // bind port 70000 mod 65536.
   app.add_option("--listen", listen, "gRPC listen address HOST:PORT (port 0: pick one)")
       ->capture_default_str();
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");

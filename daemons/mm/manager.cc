@@ -7,8 +7,8 @@
 
 #include <algorithm>
 
-#include "launch.h"
 #include "job_limits.h"
+#include "launch.h"
 #include "peer.h"
 #include "token.h"
 
@@ -386,6 +386,9 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
     return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
+  if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
+      !why.empty())
+    return {grpc::StatusCode::INVALID_ARGUMENT, why};
   std::vector<std::string> env;
   if (auto why = check_launch(req, &env); !why.empty())
     return {grpc::StatusCode::INVALID_ARGUMENT, why};
@@ -400,9 +403,6 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
     for (uint32_t r = 0; r < req.nranks() && used_hosts.size() < slots.size(); ++r)
       if (rank_host[r] == used_hosts.size()) used_hosts.push_back(req.hosts(rank_host[r]).name());
   }
-  if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
-      !why.empty())
-    return {grpc::StatusCode::INVALID_ARGUMENT, why};
   const uint32_t want = std::max<uint32_t>(req.nodes(), 1);
   const auto deadline =
       std::chrono::steady_clock::now() +
@@ -482,17 +482,13 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   }
   if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
   if (!host_error.empty()) return {grpc::StatusCode::FAILED_PRECONDITION, host_error};
-  // Now that the node count is known (nodes = 0 means every registered one).
-  if (std::string why = job_size_problem(req.nranks(), chosen.size(), req.ranks_per_node());
-      !why.empty())
-    return {grpc::StatusCode::INVALID_ARGUMENT, why};
 
   auto j = std::make_shared<Job>();
   j->id = next_job_id_++;
   j->req = req;
-  j->env = std::move(env);
   j->uid = who.uid;
   j->gid = who.gid;
+  j->env = std::move(env);
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
   j->nodes = chosen;
@@ -513,6 +509,18 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   std::erase_if(j->nodes, [&](uint32_t n) {
     return std::find(j->rank_node.begin(), j->rank_node.end(), n) == j->rank_node.end();
   });
+  // Now that the placement is known: no node manager gets more ranks than it
+  // can run (job_limits.h).
+  for (uint32_t n : j->nodes) {
+    const auto here = static_cast<uint64_t>(std::count(j->rank_node.begin(), j->rank_node.end(), n));
+    if (here > kMaxRanksPerNode)
+      return {grpc::StatusCode::INVALID_ARGUMENT,
+              std::to_string(req.nranks()) + " ranks put " + std::to_string(here) +
+                  " on one node manager; a node manager runs at most " +
+                  std::to_string(kMaxRanksPerNode) + " ranks (use at least " +
+                  std::to_string((req.nranks() + kMaxRanksPerNode - 1) / kMaxRanksPerNode) +
+                  " node managers)"};
+  }
   j->rank_done.assign(req.nranks(), false);
   j->rank_pids.assign(req.nranks(), "not started");
   jobs_[j->id] = j;

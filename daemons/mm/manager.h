@@ -59,11 +59,11 @@ struct Job {
   enum class State { queued, starting, running, done };
   uint64_t id = 0;
   v1::LaunchRequest req;
-  std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
   // Who submitted it: its ranks run as this user, and only this user (or
   // an administrator: root, the daemons' user) may attach to, kill or list it.
   uid_t uid = 0;
   gid_t gid = 0;
+  std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
   uint64_t slice_ns = 0, chunk_bytes = 0;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id

@@ -31,8 +31,8 @@
 #include "bcs/core.h"
 #include "fd.h"
 #include "job.h"
-#include "launch.h"
 #include "job_limits.h"
+#include "launch.h"
 #include "net.h"
 #include "nic.h"
 #include "peer.h"
@@ -389,14 +389,14 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         const auto local = std::count(spec.rank_node.begin(), spec.rank_node.end(), self);
         if (spec.rank_node.size() != spec.nranks)
           err = "malformed job: rank map size";
-        else if (auto why = check_job_env(spec.env, {}); !why.empty())
-          err = "malformed job: " + why;  // the manager checked it too; trust nothing
         else if (spec.nranks > kMaxRanks || local > static_cast<long>(kMaxRanksPerNode))
           err = "job too large: " + std::to_string(local) + " local rank(s) of " +
                 std::to_string(spec.nranks) + " (at most " + std::to_string(kMaxRanksPerNode) +
                 " per node manager)";
         else if (!cred_err.empty())
           err = cred_err;
+        else if (auto why = check_job_env(spec.env, {}); !why.empty())
+          err = "malformed job: " + why;  // the manager checked it too; trust nothing
         else if (job)
           err = "node is busy with job " + std::to_string(job->id());
         else
