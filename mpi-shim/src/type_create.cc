@@ -1,7 +1,7 @@
 // Datatype constructors (MPI-3.1 §4.1.2–4.1.7): each builds the flat type
 // map of the new type (dtype.h) from the flat maps of its parts, and keeps
-// the arguments for MPI_Type_get_contents. MPI_Type_create_darray and the
-// Fortran 90 parameterised types are not implemented yet (stubs).
+// the arguments for MPI_Type_get_contents. The Fortran 90 parameterised
+// types are not implemented yet (stubs).
 #include <algorithm>
 #include <cstdint>
 #include <memory>
@@ -282,6 +282,107 @@ int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[]
   d->ints.insert(d->ints.end(), sizes, sizes + ndims);
   d->ints.insert(d->ints.end(), subsizes, subsizes + ndims);
   d->ints.insert(d->ints.end(), starts, starts + ndims);
+  d->ints.push_back(order);
+  d->types = {oldtype};
+  finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+BCS_PMPI_ALIAS(Type_create_darray)
+int PMPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
+                            const int distribs[], const int dargs[], const int psizes[],
+                            int order, MPI_Datatype oldtype, MPI_Datatype* newtype) {
+  static const char fn[] = "MPI_Type_create_darray";
+  DType* old;
+  if (int e = check_old(fn, oldtype, newtype, &old)) return e;
+  if (ndims <= 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "ndims %d (must be > 0)", ndims);
+  if (!gsizes || !distribs || !dargs || !psizes)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL array argument");
+  if (order != MPI_ORDER_C && order != MPI_ORDER_FORTRAN)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "invalid order %d", order);
+  int64_t nprocs = 1;
+  for (int i = 0; i < ndims; ++i) nprocs *= psizes[i] > 0 ? psizes[i] : 0;
+  if (nprocs != size || rank < 0 || rank >= size)
+    return raise_error(kNoComm, fn, MPI_ERR_ARG,
+                       "the process grid has %lld processes, size is %d (rank %d)",
+                       static_cast<long long>(nprocs), size, rank);
+  // This process's grid coordinates: row-major whatever `order` says (§4.1.4).
+  std::vector<int> coord(static_cast<size_t>(ndims));
+  for (int i = ndims - 1, r = rank; i >= 0; --i) {
+    coord[static_cast<size_t>(i)] = r % psizes[i];
+    r /= psizes[i];
+  }
+  // The global indices this process owns along each dimension, in order.
+  std::vector<std::vector<int64_t>> own(static_cast<size_t>(ndims));
+  for (int i = 0; i < ndims; ++i) {
+    const int64_t g = gsizes[i], p = psizes[i], c = coord[static_cast<size_t>(i)];
+    auto& o = own[static_cast<size_t>(i)];
+    if (g <= 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "gsizes[%d] = %d", i, gsizes[i]);
+    switch (distribs[i]) {
+      case MPI_DISTRIBUTE_NONE:
+        if (p != 1)
+          return raise_error(kNoComm, fn, MPI_ERR_ARG,
+                             "dimension %d is not distributed but psizes[%d] = %d", i, i, psizes[i]);
+        for (int64_t k = 0; k < g; ++k) o.push_back(k);
+        break;
+      case MPI_DISTRIBUTE_BLOCK: {
+        const int64_t b = dargs[i] == MPI_DISTRIBUTE_DFLT_DARG ? (g + p - 1) / p : dargs[i];
+        if (b <= 0 || b * p < g)
+          return raise_error(kNoComm, fn, MPI_ERR_ARG,
+                             "block size %lld does not cover dimension %d (%lld over %lld)",
+                             static_cast<long long>(b), i, static_cast<long long>(g),
+                             static_cast<long long>(p));
+        for (int64_t k = c * b; k < std::min(g, (c + 1) * b); ++k) o.push_back(k);
+        break;
+      }
+      case MPI_DISTRIBUTE_CYCLIC: {
+        const int64_t b = dargs[i] == MPI_DISTRIBUTE_DFLT_DARG ? 1 : dargs[i];
+        if (b <= 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "dargs[%d] = %d", i, dargs[i]);
+        for (int64_t start = c * b; start < g; start += p * b)
+          for (int64_t k = start; k < std::min(g, start + b); ++k) o.push_back(k);
+        break;
+      }
+      default:
+        return raise_error(kNoComm, fn, MPI_ERR_ARG, "invalid distribs[%d] = %d", i, distribs[i]);
+    }
+  }
+  // Dimensions from slowest to fastest varying, and their byte strides in
+  // the global array.
+  std::vector<int> dim(static_cast<size_t>(ndims));
+  for (int i = 0; i < ndims; ++i) dim[static_cast<size_t>(i)] = order == MPI_ORDER_C ? i : ndims - 1 - i;
+  std::vector<int64_t> stride(static_cast<size_t>(ndims));
+  int64_t s = old->extent();
+  for (int k = ndims - 1; k >= 0; --k) {
+    stride[static_cast<size_t>(k)] = s;
+    s *= gsizes[dim[static_cast<size_t>(k)]];
+  }
+  auto d = start(MPI_COMBINER_DARRAY);
+  bool empty = false;
+  for (const auto& o : own) empty = empty || o.empty();
+  if (!empty) {
+    std::vector<size_t> idx(static_cast<size_t>(ndims), 0);
+    for (;;) {
+      int64_t off = 0;
+      for (int k = 0; k < ndims; ++k)
+        off += own[static_cast<size_t>(dim[static_cast<size_t>(k)])][idx[static_cast<size_t>(k)]] *
+               stride[static_cast<size_t>(k)];
+      d->append(*old, off, 1);
+      int k = ndims - 1;
+      while (k >= 0 &&
+             ++idx[static_cast<size_t>(k)] == own[static_cast<size_t>(dim[static_cast<size_t>(k)])].size())
+        idx[static_cast<size_t>(k--)] = 0;
+      if (k < 0) break;
+    }
+  }
+  d->lb = 0;  // the extent is the whole global array
+  d->ub = s;
+  d->sticky = true;
+  d->first = false;
+  d->ints = {size, rank, ndims};
+  d->ints.insert(d->ints.end(), gsizes, gsizes + ndims);
+  d->ints.insert(d->ints.end(), distribs, distribs + ndims);
+  d->ints.insert(d->ints.end(), dargs, dargs + ndims);
+  d->ints.insert(d->ints.end(), psizes, psizes + ndims);
   d->ints.push_back(order);
   d->types = {oldtype};
   finish(std::move(d), newtype);

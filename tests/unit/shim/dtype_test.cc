@@ -171,6 +171,41 @@ TEST_F(Dtype, ErrorClasses) {
   EXPECT_EQ(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 }
 
+TEST_F(Dtype, DarrayBlockAndCyclicDistributions) {
+  // 10 ints in blocks over 3 processes: rank 1 owns 4..7.
+  const int g[1] = {10}, block[1] = {MPI_DISTRIBUTE_BLOCK}, dflt[1] = {MPI_DISTRIBUTE_DFLT_DARG},
+            p[1] = {3};
+  MPI_Datatype t;
+  ASSERT_EQ(MPI_Type_create_darray(3, 1, 1, g, block, dflt, p, MPI_ORDER_C, MPI_INT, &t),
+            MPI_SUCCESS);
+  Extent e = extent_of(t);
+  EXPECT_EQ(e.size, 4 * 4);
+  EXPECT_EQ(e.lb, 0);
+  EXPECT_EQ(e.ext, 10 * 4);  // the whole global array
+  EXPECT_EQ(e.tlb, 4 * 4);
+  EXPECT_EQ(e.text, 4 * 4);
+  MPI_Type_free(&t);
+  // A 4x6 array, rows cyclic over 2 (rank 1 of a 2x1 grid: rows 1 and 3),
+  // columns cyclic in pairs over 1: every column. Packed in C order.
+  const int g2[2] = {4, 6}, cyc[2] = {MPI_DISTRIBUTE_CYCLIC, MPI_DISTRIBUTE_CYCLIC},
+            darg[2] = {1, 2}, p2[2] = {2, 1};
+  ASSERT_EQ(MPI_Type_create_darray(2, 1, 2, g2, cyc, darg, p2, MPI_ORDER_C, MPI_INT, &t),
+            MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_commit(&t), MPI_SUCCESS);
+  int a[24], out[12], pos = 0;
+  for (int i = 0; i < 24; ++i) a[i] = i;
+  ASSERT_EQ(MPI_Pack(a, 1, t, out, sizeof out, &pos, MPI_COMM_WORLD), MPI_SUCCESS);
+  ASSERT_EQ(pos, static_cast<int>(sizeof out));
+  for (int j = 0; j < 6; ++j) {
+    EXPECT_EQ(out[j], 6 + j);       // row 1
+    EXPECT_EQ(out[6 + j], 18 + j);  // row 3
+  }
+  MPI_Type_free(&t);
+  const int bad_p[1] = {2};
+  EXPECT_EQ(MPI_Type_create_darray(3, 0, 1, g, block, dflt, bad_p, MPI_ORDER_C, MPI_INT, &t),
+            MPI_ERR_ARG);  // a grid of 2 for 3 processes
+}
+
 TEST_F(Dtype, ReductionOnAContiguousDerivedType) {
   MPI_Datatype pair;
   ASSERT_EQ(MPI_Type_contiguous(2, MPI_DOUBLE, &pair), MPI_SUCCESS);
