@@ -117,8 +117,8 @@ int check_coll(CollCheck& k) {
     return raise_error(kNoComm, k.fn, MPI_ERR_COMM, "invalid communicator 0x%x", k.c);
   if (comm_at(k.comm).inter)
     return raise_error(k.comm, k.fn, MPI_ERR_COMM,
-                       "collectives on intercommunicators are not supported in this version of "
-                       "bcs");
+                       "non-blocking collectives on intercommunicators are not supported in this "
+                       "version of bcs (the blocking ones are)");
   const int n = comm_size(k.comm);
   const Side* sides[2] = {&k.send, &k.recv};
   for (const Side* s : sides)
@@ -211,8 +211,8 @@ int barrier(const char* fn, MPI_Comm c, bool nb, MPI_Request* request) {
   if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
   if (comm_at(comm).inter)
     return raise_error(comm, fn, MPI_ERR_COMM,
-                       "collectives on intercommunicators are not supported in this version of "
-                       "bcs");
+                       "non-blocking collectives on intercommunicators are not supported in this "
+                       "version of bcs (the blocking ones are)");
   if (nb && !request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
   bcs_coll_args_t a{};
   a.kind = BCS_COLL_BARRIER;
@@ -435,7 +435,10 @@ using namespace bcs::shim;
 extern "C" {
 
 BCS_PMPI_ALIAS(Barrier)
-int PMPI_Barrier(MPI_Comm c) { return barrier("MPI_Barrier", c, false, nullptr); }
+int PMPI_Barrier(MPI_Comm c) {
+  if (is_intercomm(c)) return inter_barrier(c);
+  return barrier("MPI_Barrier", c, false, nullptr);
+}
 
 BCS_PMPI_ALIAS(Ibarrier)
 int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) {
@@ -444,6 +447,7 @@ int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) {
 
 BCS_PMPI_ALIAS(Bcast)
 int PMPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
+  if (is_intercomm(c)) return inter_bcast(buf, count, type, root, c);
   if (coll_needs_staging(type, count)) return staged_bcast(buf, count, type, root, c);
   return bcast("MPI_Bcast", buf, count, type, root, c, false, nullptr);
 }
@@ -457,6 +461,9 @@ int PMPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
 BCS_PMPI_ALIAS(Gather)
 int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
+                        nullptr, recvtype, root, c);
   if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
     return staged_blocks("MPI_Gather", 0, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                          recvtype, root, c);
@@ -476,6 +483,9 @@ BCS_PMPI_ALIAS(Gatherv)
 int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                  MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_gather("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                        displs, recvtype, root, c);
   return gather("MPI_Gatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, recvcounts,
                 displs, true, root, c, false, nullptr);
 }
@@ -491,6 +501,9 @@ int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 BCS_PMPI_ALIAS(Scatter)
 int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_scatter("MPI_Scatter", sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
+                         recvcount, recvtype, root, c);
   if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
     return staged_blocks("MPI_Scatter", 2, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                          recvtype, root, c);
@@ -510,6 +523,9 @@ BCS_PMPI_ALIAS(Scatterv)
 int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                   MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                   int root, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_scatter("MPI_Scatterv", sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
+                         recvcount, recvtype, root, c);
   return scatter("MPI_Scatterv", sendbuf, 0, sendcounts, displs, true, sendtype, recvbuf,
                  recvcount, recvtype, root, c, false, nullptr);
 }
@@ -525,6 +541,9 @@ int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs
 BCS_PMPI_ALIAS(Allgather)
 int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                           nullptr, nullptr, recvtype, c);
   if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
     return staged_blocks("MPI_Allgather", 1, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                          recvtype, 0, c);
@@ -543,6 +562,9 @@ BCS_PMPI_ALIAS(Allgatherv)
 int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_allgather("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                           displs, recvtype, c);
   return allgather("MPI_Allgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
                    displs, true, recvtype, c, false, nullptr);
 }
@@ -558,6 +580,9 @@ int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, 
 BCS_PMPI_ALIAS(Alltoall)
 int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_alltoall("MPI_Alltoall", sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
+                          recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, c);
   if (coll_needs_staging(sendtype, sendcount) || coll_needs_staging(recvtype, recvcount))
     return staged_blocks("MPI_Alltoall", 3, sendbuf, sendcount, sendtype, recvbuf, recvcount,
                          recvtype, 0, c);
@@ -576,6 +601,9 @@ BCS_PMPI_ALIAS(Alltoallv)
 int PMPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_alltoall("MPI_Alltoallv", sendbuf, 0, sendcounts, sdispls, sendtype, nullptr,
+                          recvbuf, 0, recvcounts, rdispls, recvtype, nullptr, c);
   return alltoallv("MPI_Alltoallv", sendbuf, sendcounts, sdispls, sendtype, nullptr, recvbuf,
                    recvcounts, rdispls, recvtype, nullptr, false, c, false, nullptr);
 }
@@ -593,6 +621,10 @@ BCS_PMPI_ALIAS(Alltoallw)
 int PMPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                    const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_alltoall("MPI_Alltoallw", sendbuf, 0, sendcounts, sdispls, MPI_DATATYPE_NULL,
+                          sendtypes, recvbuf, 0, recvcounts, rdispls, MPI_DATATYPE_NULL,
+                          recvtypes, c);
   return alltoallv("MPI_Alltoallw", sendbuf, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes,
                    recvbuf, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, true, c, false,
                    nullptr);

@@ -164,6 +164,7 @@ extern "C" {
 BCS_PMPI_ALIAS(Reduce)
 int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm c) {
+  if (is_intercomm(c)) return inter_reduce(sendbuf, recvbuf, count, type, op, root, c);
   if (coll_needs_staging(type, count))
     return staged_reduce("MPI_Reduce", false, sendbuf, recvbuf, count, type, op, root, c);
   return reduce("MPI_Reduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, false,
@@ -180,6 +181,7 @@ int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype typ
 BCS_PMPI_ALIAS(Allreduce)
 int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm c) {
+  if (is_intercomm(c)) return inter_allreduce(sendbuf, recvbuf, count, type, op, c);
   if (coll_needs_staging(type, count))
     return staged_reduce("MPI_Allreduce", true, sendbuf, recvbuf, count, type, op, 0, c);
   return reduce("MPI_Allreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
@@ -224,6 +226,9 @@ int PMPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype typ
 BCS_PMPI_ALIAS(Reduce_scatter)
 int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                         MPI_Datatype type, MPI_Op op, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, 0, recvcounts, type, op,
+                                c);
   return reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, recvcounts, 0, false, type, op,
                         c, false, nullptr);
 }
@@ -238,6 +243,9 @@ int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcount
 BCS_PMPI_ALIAS(Reduce_scatter_block)
 int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                               MPI_Datatype type, MPI_Op op, MPI_Comm c) {
+  if (is_intercomm(c))
+    return inter_reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount, nullptr,
+                                type, op, c);
   return reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, nullptr, recvcount, true,
                         type, op, c, false, nullptr);
 }

@@ -1,11 +1,11 @@
 // Intercommunicators: MPI_Intercomm_create, MPI_Intercomm_merge, MPI_Comm_dup
 // of an intercommunicator, and the queries (test_inter, remote_size,
 // remote_group). Point-to-point on an intercommunicator names ranks of the
-// remote group (p2p.cc translates through Comm::remote); collectives on
-// intercommunicators are not supported yet (MPI_ERR_COMM).
+// remote group (p2p.cc translates through Comm::remote); the blocking
+// collectives on intercommunicators are in intercoll.cc.
 //
-// Agreement between the two groups goes through their leaders (local rank
-// 0 of each group): they exchange what they know by point-to-point on the
+// Agreement between the two groups goes through their leaders (rank 0 of
+// each group once the intercommunicator exists): they exchange what they know by point-to-point on the
 // intercommunicator's collective context (context + 1), which no user
 // message can use, and each leader broadcasts the outcome in its group on a
 // private intracommunicator of the group (Comm::local, made by a split of
@@ -41,11 +41,12 @@ int leader_exchange(int comm, const char* fn, int32_t remote_world, int32_t cont
   return MPI_SUCCESS;
 }
 
-// Broadcast of `bytes` from local rank 0 over the group's private comm.
-int group_bcast(const char* fn, int local, void* buf, size_t bytes) {
+// Broadcast of `bytes` from `root` (default: the group's rank 0, its leader
+// after creation) over the group's private comm.
+int group_bcast(const char* fn, int local, void* buf, size_t bytes, int root = 0) {
   bcs_coll_args_t a{};
   a.kind = BCS_COLL_BCAST;
-  a.root = 0;
+  a.root = root;
   a.sendbuf = buf;
   a.recvbuf = buf;
   a.sbytes = a.rbytes = bytes;
@@ -129,10 +130,12 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
                          "of an intercommunicator are disjoint",
                          remote_leader_world);
   }
-  // The group's private communicator, ordered like local_comm but with the
-  // leader first, so it is rank 0 for the broadcasts below and later ones.
+  // The group's private communicator, in the group's rank order: local_leader
+  // speaks for the group during creation; afterwards (merge, dup, the
+  // collectives of intercoll.cc) each group's rank 0 does, so both sides know
+  // the other's leader without telling (remote->world[0]).
   MPI_Comm priv = MPI_COMM_NULL;
-  if (int e = comm_split(fn, lc, 0, leader ? -1 : comm_rank(lc), &priv)) return e;
+  if (int e = comm_split(fn, lc, 0, comm_rank(lc), &priv)) return e;
   const int local = comm_index(priv);
   const Members& lm = *comm_at(lc).m;
   // Leaders: sizes, counters and member lists, over peer_comm with `tag`.
@@ -165,9 +168,10 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
     shared[0] = static_cast<int64_t>(remote_world.size());
     shared[1] = ctx;
   }
-  if (int e = group_bcast(fn, local, shared, sizeof shared)) return e;
+  if (int e = group_bcast(fn, local, shared, sizeof shared, local_leader)) return e;
   remote_world.resize(static_cast<size_t>(shared[0]));
-  if (int e = group_bcast(fn, local, remote_world.data(), sizeof(int32_t) * remote_world.size()))
+  if (int e = group_bcast(fn, local, remote_world.data(), sizeof(int32_t) * remote_world.size(),
+                          local_leader))
     return e;
   return make_inter(comm_at(lc), make_members(std::move(remote_world)),
                     static_cast<int32_t>(shared[1]), local, newcomm);

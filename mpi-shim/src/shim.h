@@ -110,7 +110,8 @@ struct Comm {
   TopologyPtr topo;           // null: no topology
   // Intercommunicators (intercomm.cc): `m` is the local group, `remote` the
   // group point-to-point ranks name; `local` a private intracommunicator of
-  // the local group (its leader first) for agreeing on new contexts.
+  // the local group in its rank order (for agreeing on new contexts and for
+  // the group-local stages of intercommunicator collectives).
   bool inter = false;
   MembersPtr remote;
   int local = -1;
@@ -294,6 +295,33 @@ Comm& comm_new_slot(int* idx);
 // MPI_Comm_dup of an intercommunicator (intercomm.cc).
 int intercomm_dup(const char* fn, int ic, MPI_Comm* newcomm);
 int intercomm_split(const char* fn, int ic, int colour, int key, MPI_Comm* newcomm);
+// The blocking collectives on intercommunicators (intercoll.cc): the MPI
+// entry points hand a valid intercommunicator to these.
+bool is_intercomm(MPI_Comm c);
+int inter_barrier(MPI_Comm c);
+int inter_bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c);
+int inter_reduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                 MPI_Comm c);
+int inter_allreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op,
+                    MPI_Comm c);
+int inter_gather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf,
+                 int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
+                 MPI_Comm c);
+int inter_scatter(const char* fn, const void* sbuf, int scount, const int* scounts,
+                  const int* displs, MPI_Datatype stype, void* rbuf, int rcount,
+                  MPI_Datatype rtype, int root, MPI_Comm c);
+// Allgather(v) (rcounts non-null: v) and Alltoall(v, w): every process sends
+// a block to each process of the other group. Byte displacements and
+// per-block types for w.
+int inter_allgather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf,
+                    int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype,
+                    MPI_Comm c);
+int inter_alltoall(const char* fn, const void* sbuf, int scount, const int* scounts,
+                   const int* sdispls, MPI_Datatype stype, const MPI_Datatype* stypes, void* rbuf,
+                   int rcount, const int* rcounts, const int* rdispls, MPI_Datatype rtype,
+                   const MPI_Datatype* rtypes, MPI_Comm c);
+int inter_reduce_scatter(const char* fn, const void* sbuf, void* rbuf, int rcount,
+                         const int* rcounts, MPI_Datatype type, MPI_Op op, MPI_Comm c);
 
 // The in- and out-neighbours of this process in `comm`'s topology, in the
 // order MPI gives them for neighbourhood collectives (MPI_PROC_NULL where a

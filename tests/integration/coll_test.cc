@@ -126,7 +126,11 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"requests", 4, 4, {}},
         // Intercommunicators: create, point-to-point, merge, dup, split, create.
         Case{"intercomm", 2, 2, {}}, Case{"intercomm", 3, 2, {}}, Case{"intercomm", 5, 2, {}},
-        Case{"intercomm", 8, 4, {}}),
+        Case{"intercomm", 8, 4, {}},
+        // Blocking collectives on intercommunicators, both directions, every
+        // root position; merge and dup after a non-zero creation leader.
+        Case{"intercoll", 2, 1, {}}, Case{"intercoll", 3, 2, {}}, Case{"intercoll", 5, 2, {}},
+        Case{"intercoll", 8, 4, {}}),
     case_name);
 
 // ---------------------------------------------------------------------------
