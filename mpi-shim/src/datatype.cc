@@ -142,8 +142,11 @@ const std::vector<DType>& predefined_table() {
       d.nelems = 1;
       d.dtype = kTypes[i].dtype;
       // C alignment on x86-64: the largest power of two dividing the size,
-      // at most 8, except the long double family (16).
-      const int64_t pow2 = d.size & -d.size;
+      // at most 8, except the long double family (16); a complex number is
+      // aligned like one of its two parts.
+      const bool complex = std::strstr(kTypes[i].name, "COMPLEX") != nullptr;
+      const int64_t part = complex ? d.size / 2 : d.size;
+      const int64_t pow2 = part & -part;
       d.align = static_cast<int>(std::min<int64_t>(pow2, 8));
       const MPI_Datatype h = kTypeBase + i;
       if (h == MPI_LONG_DOUBLE || h == MPI_C_LONG_DOUBLE_COMPLEX ||

@@ -8,6 +8,9 @@
    - a message of several MiB of a vector type, crossing chunk boundaries,
      with MPI_Get_count / MPI_Get_elements on the status;
    - MPI_Pack / MPI_Unpack across ranks (sent as MPI_PACKED);
+   - external32: the bytes of int, long (4 bytes), long double (IEEE quad),
+     MPI_DOUBLE_INT and a strided vector, and the round trip back; the
+     extent of a struct of a complex follows the alignment of its parts;
    - blocking Bcast / Gather / Allreduce on a type with holes (staged),
      every root; the non-blocking form refuses it with MPI_ERR_TYPE. */
 #include <stdint.h>
@@ -217,6 +220,72 @@ static void packed(void) {
   CHECK(y == v(from, 7), "unpacked double %g", y);
 }
 
+static void external32(void) {
+  /* Known encodings (MPI-3.1 13.5.2): big-endian, MPI_LONG in 4 bytes. */
+  int ints[2] = {1, -2};
+  long longs[2] = {1, -2};
+  long double lds[2] = {1.0L, -2.0L};
+  struct { double d; int i; } di = {2.0, -3};
+  const unsigned char int_ext[8] = {0, 0, 0, 1, 0xff, 0xff, 0xff, 0xfe};
+  const unsigned char ld_ext[32] = {0x3f, 0xff, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0,
+                                    0xc0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0};
+  const unsigned char di_ext[12] = {0x40, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff, 0xff, 0xfd};
+  unsigned char buf[64];
+  MPI_Aint pos = 0, size = 0;
+  MPI_OK(MPI_Pack_external_size("external32", 2, MPI_LONG, &size));
+  CHECK(size == 8, "external32 size of 2 longs %ld", (long)size);
+  MPI_OK(MPI_Pack_external("external32", ints, 2, MPI_INT, buf, sizeof buf, &pos));
+  CHECK(pos == 8 && memcmp(buf, int_ext, 8) == 0, "external32 ints");
+  pos = 0;
+  MPI_OK(MPI_Pack_external("external32", longs, 2, MPI_LONG, buf, sizeof buf, &pos));
+  CHECK(pos == 8 && memcmp(buf, int_ext, 8) == 0, "external32 longs");
+  long lback[2] = {0, 0};
+  pos = 0;
+  MPI_OK(MPI_Unpack_external("external32", buf, 8, &pos, lback, 2, MPI_LONG));
+  CHECK(lback[0] == 1 && lback[1] == -2, "external32 longs back %ld %ld", lback[0], lback[1]);
+  pos = 0;
+  MPI_OK(MPI_Pack_external("external32", lds, 2, MPI_LONG_DOUBLE, buf, sizeof buf, &pos));
+  CHECK(pos == 32 && memcmp(buf, ld_ext, 32) == 0, "external32 long doubles");
+  long double ldback[2] = {0, 0};
+  pos = 0;
+  MPI_OK(MPI_Unpack_external("external32", buf, 32, &pos, ldback, 2, MPI_LONG_DOUBLE));
+  CHECK(ldback[0] == 1.0L && ldback[1] == -2.0L, "external32 long doubles back");
+  pos = 0;
+  MPI_OK(MPI_Pack_external("external32", &di, 1, MPI_DOUBLE_INT, buf, sizeof buf, &pos));
+  CHECK(pos == 12 && memcmp(buf, di_ext, 12) == 0, "external32 double_int");
+  /* A vector of every other int: only the elements travel. */
+  int grid[8], back[8];
+  for (int i = 0; i < 8; ++i) grid[i] = i * 0x01010101;
+  MPI_Datatype evens;
+  MPI_OK(MPI_Type_vector(4, 1, 2, MPI_INT, &evens));
+  MPI_OK(MPI_Type_commit(&evens));
+  pos = 0;
+  MPI_OK(MPI_Pack_external("external32", grid, 1, evens, buf, sizeof buf, &pos));
+  CHECK(pos == 16 && buf[4] == 2 && buf[7] == 2, "external32 vector");
+  memset(back, 0, sizeof back);
+  pos = 0;
+  MPI_OK(MPI_Unpack_external("external32", buf, 16, &pos, back, 1, evens));
+  for (int i = 0; i < 8; ++i) CHECK(back[i] == (i % 2 ? 0 : grid[i]), "external32 back [%d]", i);
+  MPI_OK(MPI_Type_free(&evens));
+  /* Wrong representation name, short buffer. */
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  int cls = 0;
+  pos = 0;
+  MPI_Error_class(MPI_Pack_external("native", ints, 2, MPI_INT, buf, sizeof buf, &pos), &cls);
+  CHECK(cls == MPI_ERR_ARG, "datarep native: class %d", cls);
+  MPI_Error_class(MPI_Pack_external("external32", ints, 2, MPI_INT, buf, 6, &pos), &cls);
+  CHECK(cls == MPI_ERR_TRUNCATE && pos == 0, "short buffer: class %d", cls);
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+  /* struct { char; float _Complex; } is 12 bytes: the complex aligns to 4. */
+  int one[2] = {1, 1};
+  MPI_Aint disp[2] = {0, 4}, lb, ext;
+  MPI_Datatype parts[2] = {MPI_CHAR, MPI_C_FLOAT_COMPLEX}, st;
+  MPI_OK(MPI_Type_create_struct(2, one, disp, parts, &st));
+  MPI_OK(MPI_Type_get_extent(st, &lb, &ext));
+  CHECK(lb == 0 && ext == 12, "struct with a float complex: extent %ld", (long)ext);
+  MPI_OK(MPI_Type_free(&st));
+}
+
 static void collectives(void) {
   /* Blocking collectives stage types with holes: every other int. */
   enum { K = 16 };
@@ -265,6 +334,7 @@ int main(int argc, char **argv) {
   face();
   large();
   packed();
+  external32();
   collectives();
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (wrank == 0) printf("dtype ok (%d ranks)\n", wsize);
