@@ -52,20 +52,11 @@ int check_counts(const CollCheck& k, const Side& s, int n) {
   return MPI_SUCCESS;
 }
 
-// A derived datatype in a collective must be committed, and (for now) one
-// contiguous run of bytes per instance starting at the buffer: the node
-// managers move collective data as byte blocks and the shim does not stage
-// collectives yet (point-to-point packs types with holes, see p2p.cc).
-int check_derived(const CollCheck& k, const Side& s, MPI_Datatype t) {
-  if (int e = check_usable(k.comm, k.fn, t)) return e;
-  int64_t off = 0;
-  if (!type_contiguous(t, &off) || off != 0)
-    return raise_error(k.comm, k.fn, MPI_ERR_TYPE,
-                       "the %stype has holes or a non-zero lower bound: collectives take only "
-                       "contiguous datatypes in this version of bcs (blocking Bcast, Gather, Scatter, "
-                       "Allgather, Alltoall, Reduce and Allreduce stage other types)",
-                       s.what);
-  return MPI_SUCCESS;
+// A derived datatype in a collective must be committed. The node managers
+// move collective data as byte blocks: a type with holes travels packed
+// (coll_stage.cc), so any committed type goes.
+int check_derived(const CollCheck& k, const Side&, MPI_Datatype t) {
+  return check_usable(k.comm, k.fn, t);
 }
 
 int check_types(const CollCheck& k, const Side& s, int n) {
@@ -232,7 +223,19 @@ int bcast(const char* fn, void* buf, int count, MPI_Datatype type, int root, MPI
   a.sendbuf = buf;
   a.recvbuf = buf;
   a.sbytes = a.rbytes = bytes_of(count, type);
-  return run_coll(fn, k.comm, a, nullptr, request);
+  std::shared_ptr<CollData> d;
+  if (coll_needs_staging(type, count)) {
+    d = std::make_shared<CollData>();
+    auto st = std::make_shared<Staging>();
+    const bool is_root = comm_rank(k.comm) == root;
+    st->rb = side_blocks(k.send, 1);
+    stage_blocks(st->rb, buf, is_root, &st->sr);
+    a.sendbuf = a.recvbuf = st->sr.bytes.data();
+    a.sbytes = a.rbytes = st->sr.len[0];
+    if (!is_root) unstage_when_done(*d, st, buf);
+    d->staging = st;
+  }
+  return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
 // ------------------------------------------------------------ gather, scatter
@@ -279,6 +282,36 @@ int gather(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, 
       a.sbytes = own_len;
     }
   }
+  // Sides with holes: packed copies (the root's own block too, in place).
+  auto st = std::make_shared<Staging>();
+  if (live(k.send) && coll_needs_staging(stype, scount)) {
+    st->sb = side_blocks(k.send, 1);
+    stage_blocks(st->sb, sendbuf, true, &st->ss);
+    a.sendbuf = st->ss.bytes.data();
+    a.sbytes = st->ss.len[0];
+    d->staging = st;
+  }
+  if (is_root && (st->rb = side_blocks(k.recv, n), blocks_need_staging(st->rb))) {
+    stage_blocks(st->rb, recvbuf, false, &st->sr);
+    a.recvbuf = st->sr.bytes.data();
+    if (v) {
+      d->rcounts = st->sr.len;
+      d->rdispls = st->sr.off;
+      a.rcounts = d->rcounts.data();
+      a.rdispls = d->rdispls.data();
+    } else {
+      a.rbytes = st->sr.len[0];
+    }
+    const auto r = static_cast<size_t>(root);
+    if (k.send.in_place()) {
+      if (st->sr.len[r] > 0)
+        type_pack(at(recvbuf, static_cast<uint64_t>(st->rb.off[r])), st->rb.count[r],
+                  st->rb.type[r], st->sr.block(r));
+      a.sendbuf = st->sr.block(r);
+      a.sbytes = st->sr.len[r];
+    }
+    unstage_when_done(*d, st, recvbuf);
+  }
   return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
@@ -324,6 +357,32 @@ int scatter(const char* fn, const void* sendbuf, int scount, const int* scounts,
       a.rbytes = own_len;
     }
   }
+  // Sides with holes: packed copies.
+  auto st = std::make_shared<Staging>();
+  if (is_root && (st->sb = side_blocks(k.send, n), blocks_need_staging(st->sb))) {
+    stage_blocks(st->sb, sendbuf, true, &st->ss);
+    a.sendbuf = st->ss.bytes.data();
+    if (v) {
+      d->scounts = st->ss.len;
+      d->sdispls = st->ss.off;
+      a.scounts = d->scounts.data();
+      a.sdispls = d->sdispls.data();
+    } else {
+      a.sbytes = st->ss.len[0];
+    }
+    if (k.recv.in_place()) {
+      a.recvbuf = st->ss.block(static_cast<size_t>(root));
+      a.rbytes = st->ss.len[static_cast<size_t>(root)];
+    }
+    d->staging = st;
+  }
+  if (live(k.recv) && coll_needs_staging(rtype, rcount)) {
+    st->rb = side_blocks(k.recv, 1);
+    stage_blocks(st->rb, recvbuf, false, &st->sr);
+    a.recvbuf = st->sr.bytes.data();
+    a.rbytes = st->sr.len[0];
+    unstage_when_done(*d, st, recvbuf);
+  }
   return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
@@ -363,6 +422,37 @@ int allgather(const char* fn, const void* sendbuf, int scount, MPI_Datatype styp
     a.sendbuf = at(recvbuf, own_off);
     a.sbytes = own_len;
   }
+  // Sides with holes: packed copies (this member's own block too, in place).
+  auto st = std::make_shared<Staging>();
+  if (live(k.send) && coll_needs_staging(stype, scount)) {
+    st->sb = side_blocks(k.send, 1);
+    stage_blocks(st->sb, sendbuf, true, &st->ss);
+    a.sendbuf = st->ss.bytes.data();
+    a.sbytes = st->ss.len[0];
+    d->staging = st;
+  }
+  st->rb = side_blocks(k.recv, n);
+  if (blocks_need_staging(st->rb)) {
+    stage_blocks(st->rb, recvbuf, false, &st->sr);
+    a.recvbuf = st->sr.bytes.data();
+    if (v) {
+      d->rcounts = st->sr.len;
+      d->rdispls = st->sr.off;
+      a.rcounts = d->rcounts.data();
+      a.rdispls = d->rdispls.data();
+    } else {
+      a.rbytes = st->sr.len[0];
+    }
+    const auto r = static_cast<size_t>(rank);
+    if (k.send.in_place()) {
+      if (st->sr.len[r] > 0)
+        type_pack(at(recvbuf, static_cast<uint64_t>(st->rb.off[r])), st->rb.count[r],
+                  st->rb.type[r], st->sr.block(r));
+      a.sendbuf = st->sr.block(r);
+      a.sbytes = st->sr.len[r];
+    }
+    unstage_when_done(*d, st, recvbuf);
+  }
   return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
@@ -379,7 +469,33 @@ int alltoall(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype
   a.rbytes = bytes_of(rcount, rtype);
   a.sendbuf = k.send.in_place() ? recvbuf : sendbuf;
   a.sbytes = k.send.in_place() ? a.rbytes : bytes_of(scount, stype);
-  return run_coll(fn, k.comm, a, nullptr, request);
+  const bool stage_s = live(k.send) && coll_needs_staging(stype, scount);
+  const bool stage_r = coll_needs_staging(rtype, rcount);
+  if (!stage_s && !stage_r) return run_coll(fn, k.comm, a, nullptr, request);
+  // Sides with holes: packed copies (in place: the blocks to send are the
+  // receive buffer's, packed).
+  const int n = comm_size(k.comm);
+  auto d = std::make_shared<CollData>();
+  auto st = std::make_shared<Staging>();
+  d->staging = st;
+  if (stage_s) {
+    st->sb = side_blocks(k.send, n);
+    stage_blocks(st->sb, sendbuf, true, &st->ss);
+    a.sendbuf = st->ss.bytes.data();
+    a.sbytes = st->ss.len[0];
+  }
+  if (stage_r) {
+    st->rb = side_blocks(k.recv, n);
+    stage_blocks(st->rb, recvbuf, k.send.in_place(), &st->sr);
+    a.recvbuf = st->sr.bytes.data();
+    a.rbytes = st->sr.len[0];
+    if (k.send.in_place()) {
+      a.sendbuf = st->sr.bytes.data();
+      a.sbytes = a.rbytes;
+    }
+    unstage_when_done(*d, st, recvbuf);
+  }
+  return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
 // Alltoallv (stypes/rtypes NULL: one type per side, displacements in
@@ -420,6 +536,31 @@ int alltoallv(const char* fn, const void* sendbuf, const int* scounts, const int
   a.kind = BCS_COLL_ALLTOALLV;
   a.sendbuf = k.send.in_place() ? recvbuf : sendbuf;
   a.recvbuf = recvbuf;
+  a.scounts = d->scounts.data();
+  a.sdispls = d->sdispls.data();
+  a.rcounts = d->rcounts.data();
+  a.rdispls = d->rdispls.data();
+  // Sides with holes: packed copies (in place: the receive buffer's blocks).
+  auto st = std::make_shared<Staging>();
+  if (live(k.send) && (st->sb = side_blocks(k.send, n), blocks_need_staging(st->sb))) {
+    stage_blocks(st->sb, sendbuf, true, &st->ss);
+    a.sendbuf = st->ss.bytes.data();
+    d->scounts = st->ss.len;
+    d->sdispls = st->ss.off;
+    d->staging = st;
+  }
+  if (st->rb = side_blocks(k.recv, n), blocks_need_staging(st->rb)) {
+    stage_blocks(st->rb, recvbuf, k.send.in_place(), &st->sr);
+    a.recvbuf = st->sr.bytes.data();
+    d->rcounts = st->sr.len;
+    d->rdispls = st->sr.off;
+    if (k.send.in_place()) {
+      a.sendbuf = a.recvbuf;
+      d->scounts = d->rcounts;
+      d->sdispls = d->rdispls;
+    }
+    unstage_when_done(*d, st, recvbuf);
+  }
   a.scounts = d->scounts.data();
   a.sdispls = d->sdispls.data();
   a.rcounts = d->rcounts.data();

@@ -56,6 +56,7 @@ int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, 
   k.rtype = type;
   k.rcount = count;
   if (int e = check_coll(k)) return e;
+  const bool holes = coll_needs_staging(type, count);
   const uint64_t bytes = bytes_of(count, type);
   const void* sb = k.send.in_place() ? recvbuf : sendbuf;
   bcs_coll_args_t a{};
@@ -70,11 +71,33 @@ int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, 
     a.count = static_cast<uint64_t>(count) * static_cast<uint64_t>(type_elems(type));
     a.op = k.red.op;
     a.dtype = k.red.dtype;
-    return run_coll(fn, k.comm, a, nullptr, request);
+    if (!holes) return run_coll(fn, k.comm, a, nullptr, request);
+    // Packed: the elements side by side, reduced as the basic type, unpacked
+    // into recvbuf when done (Exscan's member 0 gets nothing: it unpacks
+    // what recvbuf held).
+    auto d = std::make_shared<CollData>();
+    auto st = std::make_shared<Staging>();
+    st->sb = st->rb = side_blocks(k.send, 1);
+    stage_blocks(st->sb, sb, true, &st->ss);
+    a.sendbuf = st->ss.bytes.data();
+    d->staging = st;
+    if (is_root) {
+      stage_blocks(st->rb, recvbuf, true, &st->sr);
+      a.recvbuf = st->sr.bytes.data();
+      unstage_when_done(*d, st, recvbuf);
+    }
+    return run_coll(fn, k.comm, a, std::move(d), request);
   }
   const int n = comm_size(k.comm);
   const int rank = comm_rank(k.comm);
   auto d = std::make_shared<CollData>();
+  if (holes) {  // contributions travel packed
+    auto st = std::make_shared<Staging>();
+    st->sb = side_blocks(k.send, 1);
+    stage_blocks(st->sb, sb, true, &st->ss);
+    sb = st->ss.bytes.data();
+    d->staging = st;
+  }
   gather_for_user_op(a, *d, !rooted, root, n, sb, bytes, is_root);
   // Which contributions make this member's result.
   int last = n - 1;
@@ -82,8 +105,12 @@ int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, 
   if (kind == BCS_COLL_EXSCAN) last = rank - 1;  // member 0: recvbuf untouched
   if (is_root && last >= 0) {
     CollData* dp = d.get();  // owned by the request (or this call) while finish runs
-    d->finish = [dp, f = k.red.fn, type, count, bytes, last, recvbuf] {
-      user_fold(f, type, count, dp->tmp.data(), bytes, 0, 0, last, recvbuf);
+    d->finish = [dp, f = k.red.fn, type, count, bytes, last, recvbuf, holes,
+                 hold = type_hold(type)] {
+      if (holes)
+        user_fold_packed(f, type, count, dp->tmp.data(), bytes, 0, last, recvbuf);
+      else
+        user_fold(f, type, count, dp->tmp.data(), bytes, 0, 0, last, recvbuf);
     };
   }
   return run_coll(fn, k.comm, a, std::move(d), request);
@@ -125,11 +152,30 @@ int reduce_scatter(const char* fn, const void* sendbuf, void* recvbuf, const int
   const uint64_t bytes = static_cast<uint64_t>(total) * unit;
   const uint64_t mine = d->rcounts[static_cast<size_t>(rank)];
   const void* sb = k.send.in_place() ? recvbuf : sendbuf;
+  // A type with holes: the whole contribution packed, this member's part
+  // received packed and unpacked when done.
+  const bool holes = coll_needs_staging(type, total_clamped);
+  void* rb = recvbuf;
+  if (holes) {
+    auto st = std::make_shared<Staging>();
+    st->sb = side_blocks(k.send, 1);
+    stage_blocks(st->sb, sb, true, &st->ss);
+    sb = st->ss.bytes.data();
+    d->staging = st;
+    if (!k.red.user && mine > 0) {
+      st->rb.count = {static_cast<int64_t>(mine)};
+      st->rb.off = {0};
+      st->rb.type = {type};
+      stage_blocks(st->rb, recvbuf, false, &st->sr);
+      rb = st->sr.bytes.data();
+      unstage_when_done(*d, st, recvbuf);
+    }
+  }
   bcs_coll_args_t a{};
   if (!k.red.user) {
     a.kind = BCS_COLL_REDUCE_SCATTER;
     a.sendbuf = sb;
-    a.recvbuf = recvbuf;
+    a.recvbuf = rb;
     a.sbytes = bytes;
     a.rbytes = mine * unit;
     a.count = static_cast<uint64_t>(total) * static_cast<uint64_t>(type_elems(type));
@@ -146,9 +192,14 @@ int reduce_scatter(const char* fn, const void* sendbuf, void* recvbuf, const int
   d->rcounts.clear();  // not read by the runtime for an allgather
   if (mine > 0) {
     CollData* dp = d.get();
-    d->finish = [dp, f = k.red.fn, type, mine, bytes, off, unit, n, recvbuf] {
-      user_fold(f, type, static_cast<int>(mine), dp->tmp.data(), bytes, off * unit, 0, n - 1,
-                recvbuf);
+    d->finish = [dp, f = k.red.fn, type, mine, bytes, off, unit, n, recvbuf, holes,
+                 hold = type_hold(type)] {
+      if (holes)
+        user_fold_packed(f, type, static_cast<int>(mine), dp->tmp.data() + off * unit, bytes, 0,
+                         n - 1, recvbuf);
+      else
+        user_fold(f, type, static_cast<int>(mine), dp->tmp.data(), bytes, off * unit, 0, n - 1,
+                  recvbuf);
     };
   }
   return run_coll(fn, k.comm, a, std::move(d), request);

@@ -1,9 +1,12 @@
-// Blocking collectives on datatypes with holes: the data is packed into a
-// contiguous staging buffer, the collective runs on bytes (reductions on
-// the type's one basic element type), and the result is unpacked. The node
-// managers move collective data as byte blocks, so this is where such types
-// become blocks. The non-blocking forms refuse these types (MPI_ERR_TYPE):
-// their unpack would have to run at completion (see docs/architecture.md).
+// Collectives on datatypes with holes: the data is packed into a contiguous
+// staging buffer, the collective runs on bytes (reductions on the type's
+// one basic element type), and the result is unpacked. The node managers
+// move collective data as byte blocks, so this is where such types become
+// blocks. Two ways in: the blocking Bcast / Gather / Scatter / Allgather /
+// Alltoall / Reduce / Allreduce restart themselves on bytes (staged_*);
+// every other collective (v, w, non-blocking, scans, reduce-scatters)
+// stages its sides inside the call (side_blocks .. unstage_blocks, used by
+// coll.cc and coll_reduce.cc) and unpacks when the operation completes.
 #include <cstring>
 #include <vector>
 
@@ -17,6 +20,62 @@ bool coll_needs_staging(MPI_Datatype t, int count) {
   if (count <= 0 || !d || !d->committed) return false;  // the normal checks report these
   int64_t off = 0;
   return !(type_contiguous(t, &off) && off == 0);
+}
+
+TypedBlocks side_blocks(const Side& s, int n) {
+  TypedBlocks b;
+  const bool w = s.need_types;
+  for (int i = 0; i < n; ++i) {
+    const MPI_Datatype t = w ? s.types[i] : s.type;
+    const DType* d = dtype_of(t);
+    const int64_t ext = d ? d->extent() : 0;
+    const int64_t count = s.vec ? s.counts[i] : s.count;
+    const int64_t off = !s.vec ? i * s.count * ext : w ? s.displs[i] : s.displs[i] * ext;
+    b.count.push_back(count);
+    b.off.push_back(off);
+    b.type.push_back(t);
+  }
+  return b;
+}
+
+bool blocks_need_staging(const TypedBlocks& b) {
+  for (size_t i = 0; i < b.count.size(); ++i)
+    if (coll_needs_staging(b.type[i], static_cast<int>(b.count[i]))) return true;
+  return false;
+}
+
+void stage_blocks(const TypedBlocks& b, const void* buf, bool pack, StagedSide* out) {
+  uint64_t total = 0;
+  out->off.clear();
+  out->len.clear();
+  for (size_t i = 0; i < b.count.size(); ++i) {
+    const uint64_t len =
+        b.count[i] > 0 ? static_cast<uint64_t>(b.count[i] * type_size(b.type[i])) : 0;
+    out->off.push_back(total);
+    out->len.push_back(len);
+    total += len;
+  }
+  out->bytes.assign(total, 0);
+  if (!pack) return;
+  for (size_t i = 0; i < b.count.size(); ++i)
+    if (out->len[i] > 0)
+      type_pack(at(buf, static_cast<uint64_t>(b.off[i])), b.count[i], b.type[i], out->block(i));
+}
+
+void unstage_blocks(const TypedBlocks& b, const StagedSide& s, void* buf, int only) {
+  for (size_t i = 0; i < b.count.size(); ++i) {
+    if ((only >= 0 && static_cast<int>(i) != only) || s.len[i] == 0) continue;
+    type_unpack(s.bytes.data() + s.off[i], s.len[i], b.count[i], b.type[i],
+                at(buf, static_cast<uint64_t>(b.off[i])));
+  }
+}
+
+void unstage_when_done(CollData& d, const std::shared_ptr<Staging>& st, void* buf) {
+  Staging* p = st.get();  // d owns it (d.staging): no cycle through the closure
+  for (MPI_Datatype t : st->rb.type)
+    if (auto h = type_hold(t)) st->holds.push_back(std::move(h));
+  d.staging = st;
+  d.finish = [p, buf] { unstage_blocks(p->rb, p->sr, buf); };
 }
 
 namespace {

@@ -2,9 +2,11 @@
 // reduce helper through bcs_op_t) and user ops from MPI_Op_create (applied
 // here, in the rank: the node manager cannot call a function of the
 // application), MPI_Op_commutative and MPI_Reduce_local.
+#include <algorithm>
 #include <cstring>
 #include <vector>
 
+#include "dtype.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -84,6 +86,25 @@ void user_fold(MPI_User_function* fn, MPI_Datatype type, int count, unsigned cha
     int len = count;          // fresh copies: the function may write through them
     MPI_Datatype t = type;
     fn(base + static_cast<size_t>(i) * stride + offset, out, &len, &t);
+  }
+}
+
+void user_fold_packed(MPI_User_function* fn, MPI_Datatype type, int count,
+                      const unsigned char* base, size_t stride, int first, int last, void* out) {
+  if (count <= 0 || last < first) return;
+  const DType* d = dtype_of(type);
+  // One contribution laid out as the type says, for the function to read.
+  const int64_t ext = d->extent() > 0 ? d->extent() : 0;
+  const int64_t tlb = std::min<int64_t>(d->tlb, 0);
+  std::vector<unsigned char> lay(static_cast<size_t>((count - 1) * ext + d->tub - tlb));
+  unsigned char* in = lay.data() - tlb;
+  const uint64_t bytes = static_cast<uint64_t>(count) * static_cast<uint64_t>(d->size);
+  type_unpack(base + static_cast<size_t>(last) * stride, bytes, count, type, out);
+  for (int i = last - 1; i >= first; --i) {
+    type_unpack(base + static_cast<size_t>(i) * stride, bytes, count, type, in);
+    int len = count;
+    MPI_Datatype t = type;
+    fn(in, out, &len, &t);
   }
 }
 

@@ -142,8 +142,11 @@ struct Keyval {
 // rdispls), the gather buffer of a user-op reduction, and the work left for
 // the rank once the runtime's part is done (the user-op fold). It lives as
 // long as the operation, also when the MPI request is freed early.
+struct TypedBlocks;
+struct StagedSide;
 struct CollData {
   std::vector<uint64_t> scounts, sdispls, rcounts, rdispls;
+  std::shared_ptr<void> staging;  // packed copies of sides with holes (coll_stage.cc)
   std::vector<unsigned char> tmp;
   std::function<void()> finish;  // run once, when the runtime part completed without error
   // Point-to-point receive of a datatype with holes into `tmp`: unpacks the
@@ -461,6 +464,11 @@ int check_op(const char* fn, int comm, MPI_Op op, MPI_Datatype type, int count, 
 // from the last contribution down: acc = x[last]; acc = x[i] op acc.
 void user_fold(MPI_User_function* fn, MPI_Datatype type, int count, unsigned char* base,
                size_t stride, size_t offset, int first, int last, void* out);
+// The same over packed contributions (a datatype with holes): each is laid
+// out as the type says before the function sees it; `out` gets the type's
+// bytes only, its holes keep what they held.
+void user_fold_packed(MPI_User_function* fn, MPI_Datatype type, int count,
+                      const unsigned char* base, size_t stride, int first, int last, void* out);
 
 // ------------------------------------------------------------ collectives
 
@@ -568,6 +576,40 @@ int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI
                   void* recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm c);
 int staged_reduce(const char* fn, bool all, const void* sendbuf, void* recvbuf, int count,
                   MPI_Datatype type, MPI_Op op, int root, MPI_Comm c);
+
+// Data-movement collectives whose datatypes have holes, any form (v, w,
+// non-blocking): a side is described as blocks, moves as its packed bytes
+// through a staging buffer the collective owns (CollData), packed when
+// posted and unpacked when the runtime part completes (coll_stage.cc).
+struct TypedBlocks {
+  std::vector<int64_t> count;     // instances of type[i] in block i
+  std::vector<int64_t> off;       // byte offset of block i in the user's buffer
+  std::vector<MPI_Datatype> type;
+};
+struct StagedSide {
+  std::vector<unsigned char> bytes;      // the blocks, packed, one after the other
+  std::vector<uint64_t> off, len;        // packed offset and length of block i
+  unsigned char* block(size_t i) { return bytes.data() + off[i]; }
+};
+// Blocks of a checked side: a scalar side repeated `n` times (block i at
+// i * count extents), a vector side per member (w: byte displacements and
+// per-member types).
+TypedBlocks side_blocks(const Side& s, int n);
+bool blocks_need_staging(const TypedBlocks& b);
+// Lays out `b` packed; packs the user's data from `buf` when `pack`.
+void stage_blocks(const TypedBlocks& b, const void* buf, bool pack, StagedSide* out);
+// Unpacks block i (all blocks: i < 0) into the user's buffer.
+void unstage_blocks(const TypedBlocks& b, const StagedSide& s, void* buf, int only = -1);
+// The packed copies of the sides with holes of one collective; lives in
+// its CollData (staging) until the operation completed and was unpacked.
+struct Staging {
+  TypedBlocks sb, rb;
+  StagedSide ss, sr;
+  std::vector<std::shared_ptr<void>> holds;  // the types unpacking needs, even if freed meanwhile
+};
+// Makes `d` unpack the receive side of `st` into `buf` at completion (and
+// keep its datatypes alive until then).
+void unstage_when_done(CollData& d, const std::shared_ptr<Staging>& st, void* buf);
 
 // counts[i] * unit as bytes (two's complement for negative displacements).
 std::vector<uint64_t> to_bytes(const int* v, int n, uint64_t unit);

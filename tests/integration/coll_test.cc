@@ -120,6 +120,9 @@ INSTANTIATE_TEST_SUITE_P(
         // 24 MiB vectors across chunks, pack/unpack.
         Case{"dtype", 1, 1, {}}, Case{"dtype", 2, 2, {}}, Case{"dtype", 3, 2, {}},
         Case{"dtype", 4, 4, {}},
+        // ... and in collectives: v, w and non-blocking forms, in place, every root.
+        Case{"coll_holes", 1, 1, {}}, Case{"coll_holes", 2, 2, {}}, Case{"coll_holes", 3, 2, {}},
+        Case{"coll_holes", 5, 4, {}},
         // Request families: persistent, Waitsome/Testsome, buffered, ready,
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
