@@ -231,6 +231,7 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   int failed = -1, failed_comm = kWorld;
   size_t failed_cap = 0;
   bool failed_coll = false;
+  std::vector<char> bad(static_cast<size_t>(n), 0);
   for (int i = 0; i < n; ++i) {
     MPI_Status* st = keep ? &sts[i] : nullptr;
     if (reqs[i] == MPI_REQUEST_NULL) {
@@ -240,9 +241,10 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     const int idx = req_index(reqs[i]);
     const Req& r = s.reqs[idx];
     if (r.local_done) {
-      if (st) *st = r.local_status;
+      copy_status(st, r.local_status);
     } else {
       status_from_bcs(r, bs[i], st);
+      bad[static_cast<size_t>(i)] = bs[i].error != BCS_OK;
       if (bs[i].error != BCS_OK && failed < 0) {
         failed = i;
         failed_comm = r.comm;
@@ -254,6 +256,10 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     req_retire(idx, &reqs[i]);
   }
   if (failed < 0) return MPI_SUCCESS;
+  // MPI_ERR_IN_STATUS: every status says how its request ended.
+  if (keep)
+    for (int i = 0; i < n; ++i)
+      if (!bad[static_cast<size_t>(i)]) sts[i].MPI_ERROR = MPI_SUCCESS;
   const int e = bs[failed].error;
   if (e == BCS_ERR_TRUNCATE && failed_coll)
     return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS,
@@ -282,7 +288,7 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   Shim& s = S();
   Req& r = s.reqs[idx];
   if (r.local_done) {
-    if (!ignored(st)) *st = r.local_status;
+    copy_status(st, r.local_status);
     req_retire(idx, req);
     if (flag) *flag = 1;
     return MPI_SUCCESS;
@@ -317,7 +323,7 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     const int idx = req_index(reqs[i]);
     if (s.reqs[idx].persistent && !s.reqs[idx].active) continue;  // inactive: like NULL
     if (s.reqs[idx].local_done) {
-      if (!ignored(st)) *st = s.reqs[idx].local_status;
+      copy_status(st, s.reqs[idx].local_status);
       req_retire(idx, &reqs[i]);
       *index = i;
       if (flag) *flag = 1;
@@ -447,6 +453,10 @@ int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag,
 int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
                      int* flag, MPI_Status* st) {
   return complete_any(fn, n, reqs, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, index, flag, st);
+}
+int p2p_check(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Datatype type,
+              int peer, int tag, bool is_recv, int* comm, size_t* bytes) {
+  return check_p2p(fn, c, buf, count, type, peer, tag, is_recv, comm, bytes);
 }
 
 }  // namespace bcs::shim
@@ -641,7 +651,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) {
   Req& r = S().reqs[idx];
   if (r.local_done) {
     *flag = 1;
-    if (!ignored(st)) *st = r.local_status;
+    copy_status(st, r.local_status);
     return MPI_SUCCESS;
   }
   int done = 0;

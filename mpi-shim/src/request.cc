@@ -192,7 +192,7 @@ int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* 
     if (pass == 1) {
       if (!blocking) break;
       int index = MPI_UNDEFINED;
-      MPI_Status st;
+      MPI_Status st{};  // MPI_ERROR = MPI_SUCCESS unless the completion failed
       const int e = p2p_complete_any(fn, n, reqs, true, &index, nullptr, &st);
       if (index == MPI_UNDEFINED) break;
       indices[(*outcount)] = index;
@@ -206,7 +206,7 @@ int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* 
       if (S().reqs[idx].persistent && !S().reqs[idx].active) continue;
       if (pass == 1 && std::find(indices, indices + *outcount, i) != indices + *outcount) continue;
       int done = 0;
-      MPI_Status st;
+      MPI_Status st{};
       const int e = p2p_complete_one(fn, &reqs[i], false, &done, &st);
       if (!done) continue;
       indices[*outcount] = i;

@@ -394,13 +394,24 @@ int type_attr_delete_all(MPI_Datatype t);
 
 inline bool ignored(const MPI_Status* st) { return st == nullptr || st == MPI_STATUS_IGNORE; }
 
+// MPI_ERROR is written only for an error: MPI (3.7.5) leaves the field alone
+// in a successful completion; the calls that return MPI_ERR_IN_STATUS set it
+// in every status themselves.
 inline void set_status(MPI_Status* st, int source, int tag, long long bytes, int err) {
   if (ignored(st)) return;
   st->MPI_SOURCE = source;
   st->MPI_TAG = tag;
-  st->MPI_ERROR = err;
+  if (err != MPI_SUCCESS) st->MPI_ERROR = err;
   st->bcs_cancelled = 0;
   st->bcs_count = bytes;
+}
+
+// A stored status handed to the user, under the same MPI_ERROR rule.
+inline void copy_status(MPI_Status* st, const MPI_Status& from) {
+  if (ignored(st)) return;
+  const int err = st->MPI_ERROR;
+  *st = from;
+  if (from.MPI_ERROR == MPI_SUCCESS) st->MPI_ERROR = err;
 }
 
 inline void set_empty_status(MPI_Status* st) {
@@ -429,6 +440,10 @@ int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int sourc
 int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag, MPI_Status* st);
 int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
                      int* flag, MPI_Status* st);
+// The argument checks of point-to-point calls (communicator, count, type,
+// buffer, peer, tag); *bytes = count * type size.
+int p2p_check(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Datatype type,
+              int peer, int tag, bool is_recv, int* comm, size_t* bytes);
 // Frees the BCS requests of completed orphans. Returns whether any slot was
 // reclaimed.
 bool reclaim_orphans();

@@ -127,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
         Case{"requests", 4, 4, {}},
+        // Matched probes: Mprobe/Improbe/Mrecv/Imrecv.
+        Case{"mprobe", 1, 1, {}}, Case{"mprobe", 2, 2, {}}, Case{"mprobe", 5, 2, {}},
         // Intercommunicators: create, point-to-point, merge, dup, split, create.
         Case{"intercomm", 2, 2, {}}, Case{"intercomm", 3, 2, {}}, Case{"intercomm", 5, 2, {}},
         Case{"intercomm", 8, 4, {}},
