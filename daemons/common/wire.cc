@@ -124,6 +124,12 @@ std::vector<uint8_t> encode(const DescBatch& b) {
     w.put<uint8_t>(s.is_inline);
     if (s.is_inline) w.put_bytes(s.payload);
   }
+  w.put<uint32_t>(static_cast<uint32_t>(b.cancels.size()));
+  for (const auto& c : b.cancels) {
+    w.put(c.src);
+    w.put(c.dst);
+    w.put(c.request);
+  }
   return std::move(w.bytes());
 }
 
@@ -149,6 +155,14 @@ DescBatch decode_batch(std::span<const uint8_t> bytes) {
       auto p = r.get_bytes();
       s.payload.assign(p.begin(), p.end());
     }
+  }
+  const auto nc = r.get<uint32_t>();
+  for (uint32_t i = 0; i < nc; ++i) {
+    SendCancel c;
+    c.src = r.get<int32_t>();
+    c.dst = r.get<int32_t>();
+    c.request = r.get<uint32_t>();
+    b.cancels.push_back(c);  // grows with what was actually read: a lying count throws
   }
   return b;
 }

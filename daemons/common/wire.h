@@ -156,6 +156,7 @@ struct DescBatch {
   uint64_t slice = 0;
   uint64_t job = 0;
   std::vector<SendDesc> sends;
+  std::vector<SendCancel> cancels;  // of sends in this or an earlier batch
 };
 std::vector<uint8_t> encode(const DescBatch& b);
 DescBatch decode_batch(std::span<const uint8_t> b);
@@ -170,6 +171,7 @@ struct DmaGet {
   uint64_t addr = 0;         // chunk start in the sender's address space
   uint64_t len = 0;
   uint8_t last = 0;
+  uint8_t cancelled = 0;     // len 0, last: the send was cancelled, nothing to read
 };
 std::vector<uint8_t> encode(const DmaGet& g);
 DmaGet decode_get(std::span<const uint8_t> b);

@@ -82,6 +82,7 @@ struct State {
   uint64_t slice_ns = 0;
   uint64_t post_seq = 0;
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
+  std::vector<int32_t> send_dest;                  // per slot: the destination of a send
   std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bool initialized = false;
@@ -292,6 +293,7 @@ bcs_status_t bcs_init(void) {
   s.iprobes.clear();
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
+  s.send_dest.assign(s.view.request_slots, -1);
   for (uint32_t i = s.view.request_slots; i-- > 0;) {
     s.free_slots.push_back(i);  // slot 0 on top
     slot(i).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
@@ -349,6 +351,7 @@ bcs_status_t send_impl(const void* buf, size_t len, int32_t dest, int32_t tag, i
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = len;
+  st().send_dest[idx] = dest;  // for bcs_cancel
   // A synchronous send must not complete before it is matched, so it never
   // takes the inline shortcut (which completes at post).
   const bool inl = !sync && len <= bcs::kInlineMax;
@@ -447,6 +450,21 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   post(d);
   s.iprobes.emplace(key, idx);
   polled_nothing();
+  return BCS_OK;
+}
+
+bcs_status_t bcs_cancel(bcs_request_t req) {
+  auto& s = st();
+  if (!s.initialized) return BCS_ERR_NOT_INIT;
+  if (req < 0 || static_cast<uint32_t>(req) >= s.view.request_slots) return BCS_ERR_ARG;
+  const RequestSlot& r = slot(static_cast<uint32_t>(req));
+  const bool send = r.kind == static_cast<uint32_t>(DescKind::send);
+  if (!send && r.kind != static_cast<uint32_t>(DescKind::recv)) return BCS_ERR_ARG;
+  if (slot_done(static_cast<uint32_t>(req))) return BCS_OK;  // too late: nothing to do
+  Descriptor d = make_desc(DescKind::cancel, 0, send ? s.send_dest[req] : 0, 0);
+  d.request = static_cast<uint32_t>(req);
+  if (send) d.flags = bcs::kDescCancelSend;
+  post(d);
   return BCS_OK;
 }
 

@@ -112,6 +112,11 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
           pr.posted_wild.push_back({pr.next_order++, r});
         }
         break;
+      case DescKind::cancel:
+        // In post order: a receive posted before the cancel and still
+        // unmatched now is removed; a matched one completes normally.
+        cancel(r.rank, r.request);
+        break;
       case DescKind::probe:
       case DescKind::iprobe:
         // A probe never consumes. An unanswered iprobe waits with the blocking
@@ -187,6 +192,56 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
 }
 
 std::vector<Match> Matcher::take_matches() { return std::exchange(matches_, {}); }
+
+void Matcher::cancel_sends(const std::vector<SendCancel>& cancels) {
+  for (const SendCancel& c : cancels) {
+    auto it = ranks_.find(c.dst);
+    if (it == ranks_.end()) continue;
+    PerRank& pr = it->second;
+    for (auto b = pr.unexpected.begin(); b != pr.unexpected.end(); ++b) {
+      auto& q = b->second;
+      auto s = std::find_if(q.begin(), q.end(), [&](const SendDesc& x) {
+        return x.src == c.src && x.request == c.request && !x.is_inline;
+      });
+      if (s == q.end()) continue;
+      Match m;
+      m.send = std::move(*s);
+      m.cancelled = true;
+      q.erase(s);
+      --pr.unexpected_n;
+      if (q.empty()) pr.unexpected.erase(b);
+      matches_.push_back(std::move(m));
+      break;
+    }
+  }
+}
+
+void Matcher::cancel(int32_t rank, uint32_t request) {
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return;
+  PerRank& pr = it->second;
+  auto drop = [&](std::deque<Posted>& q) {
+    for (auto p = q.begin(); p != q.end(); ++p)
+      if (p->recv.request == request && p->recv.kind == DescKind::recv) {
+        cancelled_.push_back(p->recv);
+        q.erase(p);
+        return true;
+      }
+    return false;
+  };
+  if (drop(pr.posted_wild)) return;
+  for (auto b = pr.posted_exact.begin(); b != pr.posted_exact.end(); ++b)
+    if (drop(b->second)) {
+      if (b->second.empty()) pr.posted_exact.erase(b);
+      return;
+    }
+}
+
+std::vector<RecvDesc> Matcher::take_cancelled() {
+  std::vector<RecvDesc> out;
+  out.swap(cancelled_);
+  return out;
+}
 
 std::vector<ProbeResult> Matcher::take_probe_results() { return std::exchange(probe_results_, {}); }
 

@@ -264,6 +264,7 @@ int raise_error(int comm, const char* fn, int cls, const char* fmt, ...) {
 int bcs_to_class(int e) {
   switch (e) {
     case BCS_OK: return MPI_SUCCESS;
+    case BCS_CANCELLED: return MPI_SUCCESS;
     case BCS_ERR_TRUNCATE: return MPI_ERR_TRUNCATE;
     case BCS_ERR_ARG: return MPI_ERR_ARG;
     case BCS_ERR_INTERNAL: return MPI_ERR_INTERN;

@@ -49,6 +49,8 @@ MPI_Request req_alloc(Req r) {
 }
 
 void req_release(int idx) {
+  // A generalized request's free function runs when MPI frees it.
+  if (const auto g = S().reqs[idx].greq; g && g->free) g->free(g->extra);
   S().reqs[idx] = Req{};
   S().free_reqs.push_back(idx);
 }
@@ -166,6 +168,11 @@ int singleton_p2p(int comm, const char* fn) {
 
 // Status of a completed BCS request of MPI request `r`.
 void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
+  if (b.error == BCS_CANCELLED) {  // MPI_Cancel took it: no data, not an error
+    set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_SUCCESS);
+    if (!ignored(st)) st->bcs_cancelled = 1;
+    return;
+  }
   if (r.is_recv)
     set_status(st, from_world(r.comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));
@@ -215,6 +222,15 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   for (int i = 0; i < n; ++i) {
     if (reqs[i] == MPI_REQUEST_NULL) continue;
     const Req& r = s.reqs[req_index(reqs[i])];
+    if (r.greq && !r.local_done) {  // a generalized request the program has not completed
+      if (mode == BCS_BLOCKING) return greq_never_completes(r.comm, fn);
+      if (flag) *flag = 0;
+      return MPI_SUCCESS;
+    }
+  }
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    const Req& r = s.reqs[req_index(reqs[i])];
     if (!r.local_done) b[i] = r.breq;
   }
   int done = 1;
@@ -244,8 +260,8 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
       copy_status(st, r.local_status);
     } else {
       status_from_bcs(r, bs[i], st);
-      bad[static_cast<size_t>(i)] = bs[i].error != BCS_OK;
-      if (bs[i].error != BCS_OK && failed < 0) {
+      bad[static_cast<size_t>(i)] = bcs_failed(bs[i].error);
+      if (bcs_failed(bs[i].error) && failed < 0) {
         failed = i;
         failed_comm = r.comm;
         failed_cap = r.cap;
@@ -293,6 +309,11 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
     if (flag) *flag = 1;
     return MPI_SUCCESS;
   }
+  if (r.greq) {
+    if (mode == BCS_BLOCKING) return greq_never_completes(r.comm, fn);
+    if (flag) *flag = 0;
+    return MPI_SUCCESS;
+  }
   int done = 0;
   bcs_msg_status_t b{};
   bcs_request_t breq = r.breq;
@@ -306,7 +327,8 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   const bool coll = r.is_coll;
   finish_coll(r, b.error, b.bytes);  // last use of r: a user function may grow the table
   req_retire(idx, req);
-  if (b.error != BCS_OK) return coll ? raise_coll(comm, fn, b.error) : raise_bcs(comm, fn, b.error, cap);
+  if (bcs_failed(b.error))
+    return coll ? raise_coll(comm, fn, b.error) : raise_bcs(comm, fn, b.error, cap);
   return MPI_SUCCESS;
 }
 
@@ -331,8 +353,20 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     }
   }
   std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
+  int open_greqs = 0, greq_comm = kWorld;
   for (int i = 0; i < n; ++i)
-    if (reqs[i] != MPI_REQUEST_NULL) b[i] = s.reqs[req_index(reqs[i])].breq;
+    if (reqs[i] != MPI_REQUEST_NULL) {
+      const Req& r = s.reqs[req_index(reqs[i])];
+      b[i] = r.breq;
+      if (r.greq && !r.local_done) ++open_greqs, greq_comm = r.comm;
+    }
+  if (open_greqs > 0 &&
+      std::none_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
+    if (mode == BCS_BLOCKING) return greq_never_completes(greq_comm, fn);
+    if (flag) *flag = 0;
+    *index = MPI_UNDEFINED;
+    return MPI_SUCCESS;
+  }
   int which = -1, done = 1;
   bcs_msg_status_t bst{};
   if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
@@ -355,7 +389,7 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   finish_coll(r, bst.error, bst.bytes);
   req_retire(idx, &reqs[which]);
   *index = which;
-  if (bst.error != BCS_OK)
+  if (bcs_failed(bst.error))
     return r.is_coll ? raise_coll(r.comm, fn, bst.error) : raise_bcs(r.comm, fn, bst.error, r.cap);
   return MPI_SUCCESS;
 }

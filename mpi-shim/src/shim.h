@@ -154,6 +154,15 @@ struct CollData {
   std::function<void(uint64_t)> unpack;
 };
 
+// A generalized request (MPI_Grequest_start): the program completes it
+// (MPI_Grequest_complete); the shim calls its functions as MPI says.
+struct Greq {
+  MPI_Grequest_query_function* query = nullptr;
+  MPI_Grequest_free_function* free = nullptr;
+  MPI_Grequest_cancel_function* cancel = nullptr;
+  void* extra = nullptr;
+};
+
 struct Req {
   bool used = false;
   bool local_done = false;     // completed without a BCS request (MPI_PROC_NULL, one-member collectives)
@@ -164,6 +173,7 @@ struct Req {
   size_t cap = 0;              // receive capacity, for error messages
   MPI_Status local_status{};   // status of a local_done request
   std::shared_ptr<CollData> coll;  // collectives: what must outlive the operation
+  std::shared_ptr<Greq> greq;      // generalized: not done until MPI_Grequest_complete
   // Persistent requests (MPI_*_init): `start` posts one round and returns
   // its (temporary) request, whose state MPI_Start moves into this one.
   // Inactive = local_done with an empty status.
@@ -406,6 +416,9 @@ inline void set_status(MPI_Status* st, int source, int tag, long long bytes, int
   st->bcs_count = bytes;
 }
 
+// A request's BCS status that is an error (a cancelled request is not).
+inline bool bcs_failed(int e) { return e != BCS_OK && e != BCS_CANCELLED; }
+
 // A stored status handed to the user, under the same MPI_ERROR rule.
 inline void copy_status(MPI_Status* st, const MPI_Status& from) {
   if (ignored(st)) return;
@@ -424,6 +437,10 @@ inline void set_proc_null_status(MPI_Status* st) {
 
 // ------------------------------------------------------------ requests
 
+// A wait on a generalized request the program has not completed: no other
+// thread may make MPI calls meanwhile (at most MPI_THREAD_SERIALIZED), so
+// nothing could complete it; an error instead of a hang.
+int greq_never_completes(int comm, const char* fn);
 // Returns the index of a live request handle, or -1.
 int req_index(MPI_Request h);
 MPI_Request req_alloc(Req r);

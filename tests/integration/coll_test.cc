@@ -127,6 +127,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
         Case{"requests", 4, 4, {}},
+        // MPI_Cancel of receives and sends (matched or not), generalized requests.
+        Case{"cancel", 1, 1, {}}, Case{"cancel", 2, 1, {}}, Case{"cancel", 2, 2, {}},
+        Case{"cancel", 5, 4, {}},
         // Matched probes: Mprobe/Improbe/Mrecv/Imrecv.
         Case{"mprobe", 1, 1, {}}, Case{"mprobe", 2, 2, {}}, Case{"mprobe", 5, 2, {}},
         // Intercommunicators: create, point-to-point, merge, dup, split, create.

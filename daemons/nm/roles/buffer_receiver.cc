@@ -9,6 +9,8 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
   const uint32_t expect = self_ < s.expect_batches.size() ? s.expect_batches[self_] : 0;
   std::vector<SendDesc> sends = std::move(local_sends_);
   local_sends_.clear();
+  std::vector<SendCancel> cancels = std::move(local_cancels_);
+  local_cancels_.clear();
   for (uint32_t i = 0; i < expect; ++i) {
     core::Message m;
     auto r = net.wait(wire::kEvDescBatch, &m, kPhaseDataTimeout);
@@ -36,6 +38,16 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
       }
       sends.push_back(std::move(x));
     }
+    for (const auto& c : b.cancels) {
+      if (c.dst < 0 || !ranks->is_local(c.dst) || c.src < 0 ||
+          static_cast<uint32_t>(c.src) >= ranks->nranks() || ranks->node_of(c.src) != m.from) {
+        spdlog::error("MSM: node {} sent a cancel for rank {} -> {}, not its sender or ours",
+                      m.from, c.src, c.dst);
+        rep.errors++;
+        continue;
+      }
+      cancels.push_back(c);
+    }
   }
   if (!ranks) {
     local_posts_.clear();
@@ -44,7 +56,10 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
 
   matcher_.msm(s.slice, local_posts_, std::move(sends));
   local_posts_.clear();
+  matcher_.cancel_sends(cancels);
 
+  for (const RecvDesc& c : matcher_.take_cancelled())
+    ranks->complete_status(c.rank, c.request, bcs_err_cancelled, c.src, c.tag, 0, 0);
   for (auto& pr : matcher_.take_probe_results())
     ranks->complete_status(pr.probe.rank, pr.probe.request, 0, pr.source, pr.tag, pr.len,
                            pr.found ? 1 : 0);

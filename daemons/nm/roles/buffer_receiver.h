@@ -21,6 +21,7 @@ class BufferReceiver {
   // From the buffer sender, during DEM.
   void add_local_post(const RecvDesc& r) { local_posts_.push_back(r); }
   void add_local_send(SendDesc s) { local_sends_.push_back(std::move(s)); }
+  void add_local_cancel(const SendCancel& c) { local_cancels_.push_back(c); }
 
   // MSM. `ranks` may be null (this node runs no part of the job any more):
   // the batches announced to it are still consumed.
@@ -36,6 +37,7 @@ class BufferReceiver {
   ChunkScheduler scheduler_;
   std::vector<RecvDesc> local_posts_;
   std::vector<SendDesc> local_sends_;
+  std::vector<SendCancel> local_cancels_;
   std::vector<Chunk> chunks_;
 };
 

@@ -19,7 +19,9 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       // An inline send or a bypassed collective was completed by the rank
       // itself: its slot may be in use again.
       // A registration has no request: its collectives fail later instead.
+      // A cancel names another request: a bad cancel must not complete it.
       const bool rank_owned = (d.flags & kDescNoComplete) || d.kind == DescKind::comm ||
+                              d.kind == DescKind::cancel ||
                               (d.kind == DescKind::send && (d.flags & kDescInline));
       if (!rank_owned && d.request < v.request_slots)
         ranks.complete_status(me, d.request, bcs_err_internal, me, 0, 0, 0);
@@ -72,6 +74,30 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           br.add_local_post(rd);
           return;
         }
+        case DescKind::cancel: {
+          if (d.request >= v.request_slots)
+            return refuse(d, "cancel of request index " + std::to_string(d.request) +
+                                 " out of range");
+          if (d.flags & kDescCancelSend) {
+            // Taken at the receiver's node, after the send it names.
+            if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
+              return refuse(d, "cancel of a send to invalid rank " + std::to_string(d.peer));
+            const SendCancel c{me, d.peer, d.request};
+            const uint32_t node = ranks.node_of(d.peer);
+            if (node == self_)
+              br.add_local_cancel(c);
+            else
+              batches[node].cancels.push_back(c);
+            return;
+          }
+          RecvDesc rd;
+          rd.rank = me;
+          rd.kind = DescKind::cancel;
+          rd.request = d.request;
+          rd.slice = slice - 1;
+          br.add_local_post(rd);  // in post order with the rank's receives
+          return;
+        }
         case DescKind::comm: {
           ++coll_drained;
           if (d.len < 1 || d.len > ranks.nranks())
@@ -102,7 +128,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
   rep.batches_to.assign(nnodes, 0);
   for (uint32_t node = 0; node < nnodes; ++node) {
     auto& b = batches[node];
-    if (b.sends.empty()) continue;
+    if (b.sends.empty() && b.cancels.empty()) continue;
     b.slice = slice;
     b.job = ranks.job_id();
     auto s = net.send(node, wire::kEvDescBatch, wire::encode(b));

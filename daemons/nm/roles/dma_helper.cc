@@ -40,6 +40,10 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     if (err) xfer_error_[c.transfer] = err;
     if (!c.last) return;
     const Match& m = *c.match;
+    if (m.cancelled) {  // no receive: only the sender learns the outcome
+      xfer_error_.erase(c.transfer);
+      return;
+    }
     int32_t e = 0;
     if (auto it = xfer_error_.find(c.transfer); it != xfer_error_.end()) {
       e = it->second;
@@ -57,6 +61,10 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
         err = job.write(m.recv.rank, m.recv.addr + c.offset, m.send.payload.data() + c.offset, c.len);
       rep.bytes += c.len;
       finish_chunk(c, err);
+    } else if (m.cancelled && job.is_local(m.send.src)) {
+      job.complete_status(m.send.src, m.send.request, bcs_err_cancelled, m.send.src, m.send.tag,
+                          0, 0);
+      finish_chunk(c, 0);
     } else if (job.is_local(m.send.src)) {
       // Local sender: read its memory, write the receiver's, through the
       // staging buffer (cross-memory attach needs one side to be us).
@@ -81,6 +89,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       g.addr = m.send.addr + c.offset;
       g.len = c.len;
       g.last = c.last ? 1 : 0;
+      g.cancelled = m.cancelled ? 1 : 0;
       const uint32_t node = job.node_of(m.send.src);
       auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
@@ -143,6 +152,10 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
   if (!ranks || ranks->job_id() != g.job || !ranks->is_local(g.src_rank) ||
       g.len > (uint64_t{1} << 32)) {
     h.error = bcs_err_peer_gone;
+  } else if (g.cancelled) {
+    // The receiver's node took the send out of matching: nothing to read.
+    if (g.len == 0 && g.last)  // complete_status bounds-checks the request index
+      ranks->complete_status(g.src_rank, g.src_request, bcs_err_cancelled, g.src_rank, 0, 0, 0);
   } else {
     reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h + g.len);
     h.error = g.len ? ranks->read(g.src_rank, g.addr, reply.get() + sizeof h, g.len) : 0;

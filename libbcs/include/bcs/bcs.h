@@ -27,6 +27,7 @@ typedef enum {
   BCS_ERR_NO_RESOURCES = 5, /* request table full */
   BCS_ERR_NOT_INIT = 6,   /* not started under a bcs node manager */
   BCS_ERR_COLL_MISMATCH = 7, /* members called different collectives (or roots, counts, ops) */
+  BCS_CANCELLED = 8,      /* a request's status: it was cancelled (bcs_cancel), no data moved */
 } bcs_status_t;
 
 #define BCS_ANY_SOURCE (-1)
@@ -75,6 +76,14 @@ bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_
  * answer to the previous non-blocking probe with the same arguments). */
 bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t mode,
                        int* flag, bcs_msg_status_t* st);
+/* Asks the node manager to cancel a pending receive or send (`req` from
+ * bcs_recv, bcs_send or bcs_ssend; a send is cancelled at the receiver's
+ * node, if no receive has matched it there).
+ * Takes effect at the next scheduling microphase, in post order: if the
+ * receive was not matched by then, it completes with error BCS_CANCELLED,
+ * else it completes normally. Either way the request must still be tested.
+ * A send of up to 192 bytes completes when posted and is never cancelled. */
+bcs_status_t bcs_cancel(bcs_request_t req);
 /* Test (non-blocking) or wait (blocking) for one request. On completion the
  * request is freed and *req set to BCS_REQUEST_NULL. A NULL request is
  * complete at once with an empty status. */

@@ -47,12 +47,23 @@ struct RecvDesc {
   uint64_t slice = 0;
 };
 
-// A matched pair: what the DMA helper must move.
+// A sender's cancel of its send in request slot `request` to rank `dst`.
+struct SendCancel {
+  int32_t src = 0;
+  int32_t dst = 0;
+  uint32_t request = 0;
+};
+
+// A matched pair: what the DMA helper must move. A cancelled send is a
+// "match" without a receive that moves nothing: its only effect is that the
+// sender's request completes as cancelled (through the same path, so a
+// remote sender's node learns it in the P2P microphase).
 struct Match {
   SendDesc send;
   RecvDesc recv;
   uint64_t bytes = 0;      // min(send.len, recv.cap)
   bool truncated = false;  // send.len > recv.cap
+  bool cancelled = false;  // the send was cancelled before any receive matched it
 };
 
 // Answer to a probe/iprobe.
@@ -78,14 +89,23 @@ class Matcher {
   //   3. iprobes still unanswered complete as not-found.
   // Results accumulate until taken.
   void msm(uint64_t slice, const std::vector<RecvDesc>& local_posts, std::vector<SendDesc> sends);
+  // After msm: cancels of sends that arrived by now. One still unexpected
+  // leaves matching and becomes a cancelled Match (taken with the matches);
+  // one already matched is not cancelled.
+  void cancel_sends(const std::vector<SendCancel>& cancels);
 
   std::vector<Match> take_matches();
   std::vector<ProbeResult> take_probe_results();
+  // Receives removed by a cancel descriptor before they matched.
+  std::vector<RecvDesc> take_cancelled();
 
   size_t unexpected_count() const;
   size_t posted_count() const;
 
  private:
+  // Removes `rank`'s posted receive in request slot `request`, if unmatched.
+  void cancel(int32_t rank, uint32_t request);
+
   // Matching queues of one receiving rank, bucketed so that the common,
   // fully specified case is a map look-up instead of a scan (a scan per
   // message made the MSM quadratic: ~1 ms for 1024 messages in one slice).
@@ -117,6 +137,7 @@ class Matcher {
   std::map<int32_t, PerRank> ranks_;
   std::vector<Match> matches_;
   std::vector<ProbeResult> probe_results_;
+  std::vector<RecvDesc> cancelled_;
 };
 
 // True when a receive/probe (src, tag, context) accepts a send.

@@ -44,11 +44,16 @@ enum class DescKind : uint8_t {
                  // payload starts with CollArgs); see bcs.h for the kinds
   comm = 7,      // registers a communicator: collective context `context`, `len`
                  // members (int32 world ranks in communicator order) at `addr`
+  cancel = 8,    // cancels the rank's receive (or, kDescCancelSend, its send to
+                 // `peer`) in request slot `request` if it is still unmatched
+                 // (that request then completes with bcs_err_cancelled); has no
+                 // request of its own
 };
 
 enum DescFlags : uint8_t {
   kDescInline = 1 << 0,     // send: payload inline; coll: send data after CollArgs
   kDescNoComplete = 1 << 1, // coll: the rank completed its request itself (bypass)
+  kDescCancelSend = 1 << 2, // cancel: the request is a send to world rank `peer`
 };
 
 // One slot of a rank's ring. 256 bytes: a 64-byte header and 192 bytes of
@@ -229,6 +234,7 @@ enum : int32_t {
   bcs_err_peer_gone = 2,  // the peer's memory could not be read/written
   bcs_err_internal = 3,
   bcs_err_coll_mismatch = 7,  // members disagree on a collective (kind, root, count, op)
+  bcs_err_cancelled = 8,      // the request was cancelled (not an error to the program)
 };
 
 }  // namespace bcs

@@ -319,6 +319,59 @@ TEST(MatcherTest, RecvPostedEarlierMatchedBySendSlicesLater) {
   EXPECT_EQ(m.posted_count(), 0u);
 }
 
+// Cancels of receives, in the rank's post order.
+RecvDesc cancel_of(int32_t rank, uint32_t request, uint64_t slice) {
+  RecvDesc c = recv(rank, kAnySource, kAnyTag, request, slice);
+  c.kind = DescKind::cancel;
+  return c;
+}
+
+TEST(MatcherTest, CancelRemovesAnUnmatchedReceiveExactOrWildcard) {
+  Matcher m;
+  m.msm(1, {recv(1, 0, 3, 42, 0), recv(1, kAnySource, 3, 43, 0), cancel_of(1, 42, 0)}, {});
+  auto c = m.take_cancelled();
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].request, 42u);
+  EXPECT_EQ(m.posted_count(), 1u);
+  // The send goes to the receive that is left, not the cancelled one.
+  m.msm(2, {cancel_of(1, 7, 1)}, {send(0, 1, 3, 1, 1)});
+  EXPECT_TRUE(m.take_cancelled().empty());  // request 7 is nobody's receive
+  auto ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].recv.request, 43u);
+  m.msm(3, {cancel_of(1, 43, 2)}, {});
+  EXPECT_TRUE(m.take_cancelled().empty());  // matched first: not cancelled
+}
+
+TEST(MatcherTest, CancelAfterMatchInTheSamePostOrderDoesNothing) {
+  Matcher m;
+  m.msm(1, {}, {send(0, 1, 3, 1, 0)});
+  m.msm(2, {recv(1, 0, 3, 42, 1), cancel_of(1, 42, 1)}, {});
+  EXPECT_TRUE(m.take_cancelled().empty());
+  EXPECT_EQ(m.take_matches().size(), 1u);
+}
+
+TEST(MatcherTest, CancelledSendLeavesMatchingAndBecomesACancelledMatch) {
+  Matcher m;
+  m.msm(1, {}, {send(0, 1, 3, 1, 0, 1 << 20), send(0, 1, 3, 2, 0, 16)});
+  m.cancel_sends({SendCancel{0, 1, 1}, SendCancel{2, 1, 9}});  // the second names nothing
+  auto ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_TRUE(ms[0].cancelled);
+  EXPECT_EQ(ms[0].send.request, 1u);
+  EXPECT_EQ(ms[0].bytes, 0u);
+  EXPECT_EQ(m.unexpected_count(), 1u);
+  // The next receive gets the second send, not the cancelled first.
+  m.msm(2, {recv(1, 0, 3, 42, 1)}, {});
+  ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_FALSE(ms[0].cancelled);
+  EXPECT_EQ(ms[0].send.pair_seq, 2u);
+  // A send already matched is not cancelled.
+  m.cancel_sends({SendCancel{0, 1, 2}});
+  EXPECT_TRUE(m.take_matches().empty());
+}
+
 TEST(MatcherTest, NewRecvsTakeOldUnexpectedBeforeSameSliceSends) {
   Matcher m;
   m.msm(1, {}, {send(0, 1, 3, 1, 0)});

@@ -1,0 +1,148 @@
+/* MPI_Cancel and generalized requests, between rank pairs (2k, 2k+1):
+   - a receive nobody sends to is cancelled: the wait returns, the status
+     says cancelled;
+   - a receive that already matched is not cancelled: it gets its data;
+   - a 1 MiB send the receiver has not asked for is cancelled (the receiver
+     is told so and never receives it); one whose receive was posted first
+     is not cancelled and arrives whole;
+   - a generalized request: not complete before MPI_Grequest_complete, its
+     query function fills the status, its free function runs at the wait,
+     its cancel function runs on MPI_Cancel; waiting for one nobody can
+     complete returns MPI_ERR_REQUEST instead of hanging;
+   - MPI_Status_set_cancelled / MPI_Test_cancelled. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "prog_common.h"
+
+enum { BIG = 1 << 18 }; /* ints: 1 MiB */
+
+static int freed, cancelled_with = -1;
+static int query(void *extra, MPI_Status *st) {
+  st->MPI_SOURCE = *(int *)extra;
+  st->MPI_TAG = 42;
+  MPI_Status_set_elements(st, MPI_INT, 3);
+  MPI_Status_set_cancelled(st, 0);
+  return MPI_SUCCESS;
+}
+static int release(void *extra) {
+  (void)extra;
+  ++freed;
+  return MPI_SUCCESS;
+}
+static int cancel_fn(void *extra, int complete) {
+  (void)extra;
+  cancelled_with = complete;
+  return MPI_SUCCESS;
+}
+
+static void generalized(void) {
+  int who = 7, flag = -1, n = -1;
+  MPI_Request q;
+  MPI_Status st;
+  MPI_OK(MPI_Grequest_start(query, release, cancel_fn, &who, &q));
+  MPI_OK(MPI_Test(&q, &flag, &st));
+  CHECK(flag == 0, "generalized request complete before MPI_Grequest_complete");
+  MPI_OK(MPI_Cancel(&q));
+  CHECK(cancelled_with == 0, "cancel function got complete = %d", cancelled_with);
+  MPI_OK(MPI_Grequest_complete(q));
+  MPI_OK(MPI_Wait(&q, &st));
+  MPI_Get_count(&st, MPI_INT, &n);
+  CHECK(q == MPI_REQUEST_NULL && st.MPI_SOURCE == 7 && st.MPI_TAG == 42 && n == 3,
+        "generalized status %d %d %d", st.MPI_SOURCE, st.MPI_TAG, n);
+  CHECK(freed == 1, "free function ran %d times", freed);
+  /* Waitall over one that is not complete: an error, not a hang. */
+  MPI_Request two[2];
+  MPI_OK(MPI_Grequest_start(query, release, NULL, &who, &two[0]));
+  MPI_OK(MPI_Grequest_start(query, release, NULL, &who, &two[1]));
+  MPI_OK(MPI_Grequest_complete(two[0]));
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_RETURN));
+  int cls = 0;
+  MPI_Error_class(MPI_Waitall(2, two, MPI_STATUSES_IGNORE), &cls);
+  CHECK(cls == MPI_ERR_REQUEST, "waitall on an incomplete generalized request: class %d", cls);
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_SELF, MPI_ERRORS_ARE_FATAL));
+  MPI_OK(MPI_Grequest_complete(two[1]));
+  MPI_OK(MPI_Waitall(2, two, MPI_STATUSES_IGNORE));
+  CHECK(freed == 3, "free function ran %d times", freed);
+  MPI_OK(MPI_Status_set_cancelled(&st, 1));
+  MPI_OK(MPI_Test_cancelled(&st, &flag));
+  CHECK(flag == 1, "status_set_cancelled");
+}
+
+int main(int argc, char **argv) {
+  prog_name = "cancel";
+  MPI_Init(&argc, &argv);
+  int rank, size;
+  MPI_Comm_rank(MPI_COMM_WORLD, &rank);
+  MPI_Comm_size(MPI_COMM_WORLD, &size);
+  generalized();
+  const int peer = rank ^ 1;
+  MPI_Request q;
+  MPI_Status st;
+  int flag = -1, x = 0;
+  /* A receive nothing matches. */
+  MPI_OK(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 99, MPI_COMM_WORLD, &q));
+  MPI_OK(MPI_Cancel(&q));
+  MPI_OK(MPI_Wait(&q, &st));
+  MPI_OK(MPI_Test_cancelled(&st, &flag));
+  CHECK(flag == 1, "unmatched receive not cancelled");
+  int *big = malloc(sizeof(int) * BIG);
+  if (peer < size) {
+    /* A receive that matched before the cancel. */
+    if (rank % 2) MPI_OK(MPI_Send(&rank, 1, MPI_INT, peer, 5, MPI_COMM_WORLD));
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank % 2 == 0) {
+      MPI_OK(MPI_Irecv(&x, 1, MPI_INT, peer, 5, MPI_COMM_WORLD, &q));
+      MPI_OK(MPI_Cancel(&q));
+      MPI_OK(MPI_Wait(&q, &st));
+      MPI_OK(MPI_Test_cancelled(&st, &flag));
+      CHECK(flag == 0 && x == peer, "matched receive: cancelled %d, got %d", flag, x);
+    }
+    /* A send nobody asked for: cancelled; the receiver learns it. */
+    if (rank % 2 == 0) {
+      for (int i = 0; i < BIG; ++i) big[i] = i ^ rank;
+      MPI_OK(MPI_Isend(big, BIG, MPI_INT, peer, 7, MPI_COMM_WORLD, &q));
+      MPI_OK(MPI_Cancel(&q));
+      MPI_OK(MPI_Wait(&q, &st));
+      MPI_OK(MPI_Test_cancelled(&st, &flag));
+      CHECK(flag == 1, "unmatched 1 MiB send not cancelled");
+      MPI_OK(MPI_Send(&flag, 1, MPI_INT, peer, 8, MPI_COMM_WORLD));
+    } else {
+      MPI_OK(MPI_Recv(&flag, 1, MPI_INT, peer, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      if (!flag) MPI_OK(MPI_Recv(big, BIG, MPI_INT, peer, 7, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      MPI_OK(MPI_Iprobe(peer, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+      MPI_OK(MPI_Iprobe(peer, 7, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+      CHECK(!flag, "the cancelled send is still there to receive");
+    }
+    /* A send whose receive was posted first: not cancelled, arrives whole. */
+    if (rank % 2 == 0) {
+      for (int i = 0; i < BIG; ++i) big[i] = i * 3 + rank;
+      MPI_OK(MPI_Isend(big, BIG, MPI_INT, peer, 9, MPI_COMM_WORLD, &q));
+      MPI_OK(MPI_Recv(&x, 1, MPI_INT, peer, 10, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      MPI_OK(MPI_Cancel(&q));
+      MPI_OK(MPI_Wait(&q, &st));
+      MPI_OK(MPI_Test_cancelled(&st, &flag));
+      CHECK(flag == 0, "a matched send was cancelled");
+    } else {
+      MPI_OK(MPI_Irecv(big, BIG, MPI_INT, peer, 9, MPI_COMM_WORLD, &q));
+      MPI_OK(MPI_Send(&rank, 1, MPI_INT, peer, 10, MPI_COMM_WORLD));
+      MPI_OK(MPI_Wait(&q, &st));
+      MPI_OK(MPI_Test_cancelled(&st, &flag));
+      CHECK(flag == 0, "received data marked cancelled");
+      for (int i = 0; i < BIG; ++i) CHECK(big[i] == i * 3 + peer, "big[%d] = %d", i, big[i]);
+    }
+  } else {
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  }
+  free(big);
+  /* Errors: cancelling MPI_REQUEST_NULL. */
+  MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+  q = MPI_REQUEST_NULL;
+  int cls = 0;
+  MPI_Error_class(MPI_Cancel(&q), &cls);
+  CHECK(cls == MPI_ERR_REQUEST, "cancel of MPI_REQUEST_NULL: class %d", cls);
+  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) printf("cancel ok (%d ranks)\n", size);
+  MPI_Finalize();
+  return 0;
+}
