@@ -101,7 +101,9 @@ MPI_Request done_request(int comm) {
 
 // ------------------------------------------------------------ persistent
 
-int make_persistent(const char* fn, MPI_Comm c, MPI_Request* request,
+// `type` is held until the request is freed: the program may free its
+// handle right after the init call and still start the request.
+int make_persistent(const char* fn, MPI_Comm c, MPI_Datatype type, MPI_Request* request,
                     std::function<int(MPI_Request*)> start) {
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
@@ -113,7 +115,7 @@ int make_persistent(const char* fn, MPI_Comm c, MPI_Request* request,
   r.active = false;
   r.local_done = true;
   set_empty_status(&r.local_status);
-  r.start = std::move(start);
+  r.start = [hold = type_hold(type), f = std::move(start)](MPI_Request* q) { return f(q); };
   *request = req_alloc(r);
   return MPI_SUCCESS;
 }
@@ -304,7 +306,7 @@ BCS_PMPI_ALIAS(Send_init)
 int PMPI_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                    MPI_Request* request) {
   if (int e = check_args("MPI_Send_init", c, count, type, dest, tag, false)) return e;
-  return make_persistent("MPI_Send_init", c, request, [=](MPI_Request* r) {
+  return make_persistent("MPI_Send_init", c, type, request, [=](MPI_Request* r) {
     return p2p_isend("MPI_Start", buf, count, type, dest, tag, c, r, false);
   });
 }
@@ -313,7 +315,7 @@ BCS_PMPI_ALIAS(Ssend_init)
 int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                     MPI_Request* request) {
   if (int e = check_args("MPI_Ssend_init", c, count, type, dest, tag, false)) return e;
-  return make_persistent("MPI_Ssend_init", c, request, [=](MPI_Request* r) {
+  return make_persistent("MPI_Ssend_init", c, type, request, [=](MPI_Request* r) {
     return p2p_isend("MPI_Start", buf, count, type, dest, tag, c, r, true);
   });
 }
@@ -322,7 +324,7 @@ BCS_PMPI_ALIAS(Rsend_init)
 int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                     MPI_Request* request) {
   if (int e = check_args("MPI_Rsend_init", c, count, type, dest, tag, false)) return e;
-  return make_persistent("MPI_Rsend_init", c, request, [=](MPI_Request* r) {
+  return make_persistent("MPI_Rsend_init", c, type, request, [=](MPI_Request* r) {
     return p2p_isend("MPI_Start", buf, count, type, dest, tag, c, r, false);
   });
 }
@@ -331,7 +333,7 @@ BCS_PMPI_ALIAS(Bsend_init)
 int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                     MPI_Request* request) {
   if (int e = check_args("MPI_Bsend_init", c, count, type, dest, tag, false)) return e;
-  return make_persistent("MPI_Bsend_init", c, request, [=](MPI_Request* r) {
+  return make_persistent("MPI_Bsend_init", c, type, request, [=](MPI_Request* r) {
     return PMPI_Ibsend(buf, count, type, dest, tag, c, r);
   });
 }
@@ -340,7 +342,7 @@ BCS_PMPI_ALIAS(Recv_init)
 int PMPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
                    MPI_Request* request) {
   if (int e = check_args("MPI_Recv_init", c, count, type, source, tag, true)) return e;
-  return make_persistent("MPI_Recv_init", c, request, [=](MPI_Request* r) {
+  return make_persistent("MPI_Recv_init", c, type, request, [=](MPI_Request* r) {
     return p2p_irecv("MPI_Start", buf, count, type, source, tag, c, r);
   });
 }

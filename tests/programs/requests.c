@@ -65,6 +65,26 @@ static void persistent(void) {
   MPI_OK(MPI_Wait(&r[2], MPI_STATUS_IGNORE));
   for (int k = 0; k < 6; ++k) MPI_OK(MPI_Request_free(&r[k]));
   CHECK(r[0] == MPI_REQUEST_NULL, "freed persistent handle");
+  /* A derived type freed right after the init calls: the requests keep it. */
+  MPI_Datatype evens;
+  MPI_OK(MPI_Type_vector(N / 2, 1, 2, MPI_INT, &evens));
+  MPI_OK(MPI_Type_commit(&evens));
+  MPI_OK(MPI_Send_init(out[0], 1, evens, to, 13, MPI_COMM_WORLD, &r[0]));
+  MPI_OK(MPI_Recv_init(in[0], 1, evens, from, 13, MPI_COMM_WORLD, &r[1]));
+  MPI_OK(MPI_Type_free(&evens));
+  for (int round = 0; round < 3; ++round) {
+    for (int i = 0; i < N; ++i) {
+      out[0][i] = val(wrank, round, i);
+      in[0][i] = -1;
+    }
+    MPI_OK(MPI_Startall(2, r));
+    MPI_OK(MPI_Waitall(2, r, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < N; ++i)
+      CHECK(in[0][i] == (i % 2 ? -1 : val(from, round, i)), "freed type round %d [%d] = %d",
+            round, i, in[0][i]);
+  }
+  MPI_OK(MPI_Request_free(&r[0]));
+  MPI_OK(MPI_Request_free(&r[1]));
 }
 
 static void some(void) {

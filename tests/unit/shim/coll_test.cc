@@ -24,11 +24,11 @@ class Coll : public SingletonMpi {
   static constexpr MPI_Comm kComms[2] = {MPI_COMM_SELF, MPI_COMM_WORLD};
 };
 
-// A status of a completed collective request: no source, no tag, no data.
+// A status of a completed collective request: no source, no tag, no data
+// (MPI_ERROR is not written by a successful completion, MPI-3.1 3.7.5).
 void expect_coll_status(const MPI_Status& st) {
   EXPECT_EQ(st.MPI_SOURCE, MPI_ANY_SOURCE);
   EXPECT_EQ(st.MPI_TAG, MPI_ANY_TAG);
-  EXPECT_EQ(st.MPI_ERROR, MPI_SUCCESS);
   int n = -1;
   EXPECT_EQ(MPI_Get_count(&st, MPI_INT, &n), MPI_SUCCESS);
   EXPECT_EQ(n, 0);
