@@ -84,6 +84,7 @@ std::vector<uint8_t> encode(const Report& x) {
   w.put(x.bytes);
   w.put(x.collectives);
   w.put(x.errors);
+  w.put_bytes({reinterpret_cast<const uint8_t*>(x.error.data()), x.error.size()});
   return std::move(w.bytes());
 }
 
@@ -103,6 +104,8 @@ Report decode_report(std::span<const uint8_t> b) {
   x.bytes = r.get<uint64_t>();
   x.collectives = r.get<uint32_t>();
   x.errors = r.get<uint32_t>();
+  const auto e = r.get_bytes();
+  x.error.assign(e.begin(), e.end());
   return x;
 }
 

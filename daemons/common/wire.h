@@ -145,8 +145,15 @@ struct Report {
   uint64_t bytes = 0;  // bytes moved into local receivers (BBM/RM: bytes written by collectives)
   // BBM / RM
   uint32_t collectives = 0;  // collectives completed on this node
-  // errors seen by the node while doing the microphase (logged by the MM)
+  // Failures of the node's own work in the microphase (a batch or bundle
+  // that never came or did not decode, a remote read that failed): work was
+  // lost, so the MM fails the job with `error`, the first of them.
+  // (Errors a collective reports to its members are theirs, not counted.)
   uint32_t errors = 0;
+  std::string error;
+  void fail(std::string why) {
+    if (errors++ == 0) error = std::move(why);
+  }
 };
 std::vector<uint8_t> encode(const Report& r);
 Report decode_report(std::span<const uint8_t> b);

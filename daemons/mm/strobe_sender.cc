@@ -197,6 +197,26 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   std::vector<core::VarReplica> snap;
   bool ok = true;
 
+  // A node that failed its own part of a microphase (a batch or bundle that
+  // never came or did not decode, a remote read that failed) lost work the
+  // ranks wait for: the job fails at once, naming the node, the microphase
+  // and the cause, instead of hanging until the watchdog.
+  auto node_failed = [&](uint64_t slice, Phase phase) {
+    for (const auto& v : snap) {
+      const auto rep = wire::decode_report(v.attachment);
+      if (rep.errors == 0) continue;
+      std::lock_guard lk(mu_);
+      const auto it = nodes_.find(v.node);
+      const std::string who =
+          it == nodes_.end() ? "node " + std::to_string(v.node) : "node " + it->second->name;
+      fail_job_locked(j, 1,
+                      who + ": microphase " + wire::phase_name(phase) + " of slice " +
+                          std::to_string(slice) + " failed: " + rep.error);
+      return true;
+    }
+    return false;
+  };
+
   auto strobe = [&](const wire::Strobe& s) {
     auto st = fabric_.xfer_and_signal(j.nodes, wire::kEvStrobe, wire::encode(s));
     if (st == core::Status::closed) return false;  // shutting down: nothing to report
@@ -229,6 +249,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     s.phase = Phase::dem;
     uint64_t t = now_ns();
     if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
+    if (node_failed(s.slice, Phase::dem)) {
+      ok = false;
+      break;
+    }
     rec.phase_ns[0] = now_ns() - t;
     std::vector<wire::Report> reps;
     for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
@@ -244,6 +268,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       s.phase = Phase::msm;
       t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, 1, &snap, &rec.retries[1]))) break;
+      if (node_failed(s.slice, Phase::msm)) {
+      ok = false;
+      break;
+    }
       rec.phase_ns[1] = now_ns() - t;
       reps.clear();
       for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
@@ -257,6 +285,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       s.phase = Phase::p2p;
       t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, 2, &snap, &rec.retries[2]))) break;
+      if (node_failed(s.slice, Phase::p2p)) {
+      ok = false;
+      break;
+    }
       rec.phase_ns[2] = now_ns() - t;
       for (auto& v : snap) rec.bytes += wire::decode_report(v.attachment).bytes;
     }
@@ -268,6 +300,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       s.phase = phase;
       t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) break;
+      if (node_failed(s.slice, phase)) {
+        ok = false;
+        break;
+      }
       rec.phase_ns[k] = now_ns() - t;
       for (auto& v : snap) {
         auto rep = wire::decode_report(v.attachment);

@@ -532,3 +532,27 @@ TEST_F(Story, RootsPrivateClusterIsNotAnotherUsersToUse) {
   EXPECT_EQ(launch_user.status, 1) << describe(launch_user);
   EXPECT_THAT(launch_user.err, HasSubstr("PERMISSION_DENIED"));
 }
+
+// ------------------------------------------------------- errors flow up
+// A node manager that loses work in a microphase (here by the test-only
+// BCS_TEST_FAULT injection in its buffer sender) ends the job at once with
+// the node, the microphase and the cause, instead of leaving the ranks to
+// wait for messages that will never come.
+TEST_F(Story, ADescriptorBatchThatDoesNotDecodeEndsTheJobNamingNodeAndMicrophase) {
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
+                   {{"BCS_TEST_FAULT", "bad-batch"}});
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("microphase MSM of slice"));
+  EXPECT_THAT(r.err, HasSubstr("did not decode"));
+  EXPECT_THAT(r.err, testing::ContainsRegex("node node[12]"));
+}
+
+TEST_F(Story, ADescriptorBatchThatNeverComesEndsTheJobInsteadOfAHang) {
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
+                   {{"BCS_TEST_FAULT", "lose-batch"}});
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("microphase MSM of slice"));
+  EXPECT_THAT(r.err, HasSubstr("never came"));
+}

@@ -17,7 +17,8 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
     if (r != core::Status::ok) {
       spdlog::error("MSM: waiting for descriptor batch {}/{}: {}", i + 1, expect,
                     core::status_str(r));
-      rep.errors++;
+      rep.fail(fmt::format("descriptor batch {} of {} never came: {}", i + 1, expect,
+                           core::status_str(r)));
       break;
     }
     wire::DescBatch b;
@@ -25,7 +26,7 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
       b = wire::decode_batch(m.data);
     } catch (const std::exception& e) {
       spdlog::error("MSM: descriptor batch from node {}: {}", m.from, e.what());
-      rep.errors++;
+      rep.fail(fmt::format("descriptor batch from node {} did not decode: {}", m.from, e.what()));
       continue;
     }
     if (!ranks || b.job != ranks->job_id()) continue;  // stale job
@@ -33,7 +34,8 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
       // A batch names receivers; only local ones are ours to match.
       if (x.dst < 0 || !ranks->is_local(x.dst)) {
         spdlog::error("MSM: node {} sent a descriptor for rank {}, not on this node", m.from, x.dst);
-        rep.errors++;
+        rep.fail(fmt::format("node {} sent a descriptor for rank {}, not on this node", m.from,
+                             x.dst));
         continue;
       }
       sends.push_back(std::move(x));
@@ -43,7 +45,7 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
           static_cast<uint32_t>(c.src) >= ranks->nranks() || ranks->node_of(c.src) != m.from) {
         spdlog::error("MSM: node {} sent a cancel for rank {} -> {}, not its sender or ours",
                       m.from, c.src, c.dst);
-        rep.errors++;
+        rep.fail(fmt::format("node {} sent a cancel for rank {} -> {}", m.from, c.src, c.dst));
         continue;
       }
       cancels.push_back(c);

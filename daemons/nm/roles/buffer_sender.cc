@@ -2,7 +2,18 @@
 
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
+#include <string_view>
+
 namespace bcs::nm {
+
+BufferSender::BufferSender(uint32_t self) : self_(self) {
+  if (const char* f = std::getenv("BCS_TEST_FAULT")) {
+    if (std::string_view(f) == "bad-batch") fault_ = Fault::bad_batch;
+    if (std::string_view(f) == "lose-batch") fault_ = Fault::lose_batch;
+    if (fault_ != Fault::none) spdlog::warn("test fault injection on: {}", f);
+  }
+}
 
 wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, BufferReceiver& br,
                                Collectives& coll) {
@@ -131,10 +142,16 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
     if (b.sends.empty() && b.cancels.empty()) continue;
     b.slice = slice;
     b.job = ranks.job_id();
-    auto s = net.send(node, wire::kEvDescBatch, wire::encode(b));
+    if (fault_ == Fault::lose_batch) {  // test only: announced, never sent
+      rep.batches_to[node] = 1;
+      continue;
+    }
+    auto bytes = wire::encode(b);
+    if (fault_ == Fault::bad_batch) bytes.resize(bytes.size() / 2);  // test only: truncated
+    auto s = net.send(node, wire::kEvDescBatch, bytes);
     if (s != core::Status::ok) {
       spdlog::error("DEM: batch to node {}: {}", node, core::status_str(s));
-      rep.errors++;
+      rep.fail(fmt::format("descriptor batch to node {} not sent: {}", node, core::status_str(s)));
       continue;
     }
     rep.batches_to[node] = 1;

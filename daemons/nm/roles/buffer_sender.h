@@ -17,13 +17,19 @@ namespace bcs::nm {
 
 class BufferSender {
  public:
-  explicit BufferSender(uint32_t self) : self_(self) {}
+  explicit BufferSender(uint32_t self);
   // DEM of `slice` (descriptors drained now were posted in slice - 1).
   wire::Report run(uint64_t slice, LocalRanks& ranks, Net& net, BufferReceiver& br,
                    Collectives& coll);
 
  private:
   const uint32_t self_;
+  // Test-only fault injection (BCS_TEST_FAULT in the node manager's
+  // environment; unset in normal use): "bad-batch" sends every descriptor
+  // batch as bytes that do not decode, "lose-batch" announces batches it
+  // never sends. The integration tests use it to check that such a failure
+  // ends the job with its cause instead of a hang.
+  enum class Fault { none, bad_batch, lose_batch } fault_ = Fault::none;
   std::map<std::pair<int32_t, int32_t>, uint64_t> pair_seq_;  // non-overtaking across slices
 };
 

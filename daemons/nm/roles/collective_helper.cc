@@ -30,7 +30,8 @@ wire::Report CollectiveHelper::run(const wire::Strobe& s, CollPhase phase, Colle
     if (r != core::Status::ok) {
       spdlog::error("{}: collective data to node {}: {}", wire::phase_name(s.phase), o.node,
                     core::status_str(r));
-      rep.errors++;
+      rep.fail(fmt::format("collective data to node {} not sent: {}", o.node,
+                           core::status_str(r)));
     }
   }
   bool lost = false;
@@ -40,7 +41,8 @@ wire::Report CollectiveHelper::run(const wire::Strobe& s, CollPhase phase, Colle
     if (r != core::Status::ok) {
       spdlog::error("{}: waiting for collective data ({} of {} bundles): {}",
                     wire::phase_name(s.phase), got, coll.expected(), core::status_str(r));
-      rep.errors++;
+      rep.fail(fmt::format("collective data: {} of {} bundles came: {}", got, coll.expected(),
+                           core::status_str(r)));
       lost = true;
       break;
     }
@@ -53,13 +55,12 @@ wire::Report CollectiveHelper::run(const wire::Strobe& s, CollPhase phase, Colle
     if (!coll.receive(m.from, std::span<const uint8_t>(m.data).subspan(sizeof h))) {
       spdlog::error("{}: malformed or unexpected collective data from node {}",
                     wire::phase_name(s.phase), m.from);
-      rep.errors++;
+      rep.fail(fmt::format("malformed or unexpected collective data from node {}", m.from));
     }
   }
   auto done = coll.finish(ranks, lost);
   rep.collectives = done.collectives;
   rep.bytes = done.bytes;
-  rep.errors += done.errors;
   return rep;
 }
 

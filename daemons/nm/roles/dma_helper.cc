@@ -24,7 +24,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       auto r = net.wait(wire::kEvDmaServed, &done, kPhaseDataTimeout);
       if (r != core::Status::ok) {
         spdlog::error("P2P: {} remote read(s) never came: {}", to_serve, core::status_str(r));
-        rep.errors++;
+        rep.fail(fmt::format("{} remote read(s) to serve never came: {}", to_serve,
+                             core::status_str(r)));
         return;
       }
     }
@@ -94,7 +95,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
         spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
-        rep.errors++;
+        rep.fail(fmt::format("remote read from node {} not sent: {}", node, core::status_str(s)));
         finish_chunk(c, bcs_err_peer_gone);
         continue;
       }
@@ -107,7 +108,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     auto s = net.wait(wire::kEvDmaData, &msg, kPhaseDataTimeout);
     if (s != core::Status::ok) {
       spdlog::error("P2P: waiting for {} remote chunks: {}", remote.size(), core::status_str(s));
-      rep.errors++;
+      rep.fail(fmt::format("{} remote chunk(s) never came: {}", remote.size(),
+                           core::status_str(s)));
       for (auto& [tok, c] : remote) finish_chunk(c, bcs_err_peer_gone);
       remote.clear();
       break;
