@@ -86,12 +86,14 @@ int keyval_slot(int kv) {
 }
 
 // A keyval the application may still name in a call on an object of kind
-// `type`.
-int usable_keyval(int kv, bool type) {
+// `type`. One the program freed while attributes still use it may name
+// those attributes (get, delete: MPI-3.1 6.7.2 lets the program delete them
+// "explicitly" after the free) but not new ones (`for_new`).
+int usable_keyval(int kv, bool type, bool for_new = false) {
   const int k = keyval_slot(kv);
   if (k < 0) return -1;
   const Keyval& x = S().keyvals[static_cast<size_t>(k)];
-  return !x.user_freed && x.type == type ? k : -1;
+  return (!x.user_freed || !for_new) && x.type == type ? k : -1;
 }
 
 void release_keyval(int kv) {
@@ -190,7 +192,7 @@ int get_attr(const char* fn, const Obj& o, int kv, void* attribute_val, int* fla
 }
 
 int set_attr(const char* fn, const Obj& o, int kv, void* val) {
-  if (usable_keyval(kv, o.type) < 0) return bad_keyval(o.err_comm, fn, kv, o.type);
+  if (usable_keyval(kv, o.type, true) < 0) return bad_keyval(o.err_comm, fn, kv, o.type);
   if (Attr* a = find_attr(o, kv)) {
     // Replacing a value deletes the old one first (its callback runs).
     if (int e = run_delete(o, kv, a->val))
@@ -236,8 +238,12 @@ int free_keyval(const char* fn, bool type, int* kv) {
   if (!kv) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL keyval pointer");
   const int k = usable_keyval(*kv, type);
   if (k < 0) return bad_keyval(kNoComm, fn, *kv, type);
-  S().keyvals[static_cast<size_t>(k)].user_freed = true;
-  release_keyval(*kv);
+  // Freed already (the handle was copied) but still used by attributes:
+  // nothing more to drop; the key goes with its last attribute.
+  if (!S().keyvals[static_cast<size_t>(k)].user_freed) {
+    S().keyvals[static_cast<size_t>(k)].user_freed = true;
+    release_keyval(*kv);
+  }
   *kv = MPI_KEYVAL_INVALID;
   return MPI_SUCCESS;
 }

@@ -267,7 +267,17 @@ int intercomm_dup(const char* fn, int ic, MPI_Comm* newcomm) {
   }
   if (int e = group_bcast(fn, comm_at(ic).local, &ctx, sizeof ctx)) return e;
   const Comm& y = comm_at(ic);
-  return make_inter(y, y.remote, static_cast<int32_t>(ctx), y.local, newcomm);
+  if (int e = make_inter(y, y.remote, static_cast<int32_t>(ctx), y.local, newcomm)) return e;
+  // A dup copies the attributes (their copy callbacks decide), like an
+  // intracommunicator's.
+  const int idx = comm_index(*newcomm);
+  if (int e = attr_copy_all(ic, idx)) {
+    attr_delete_all(idx);
+    comm_at(idx).live = false;
+    *newcomm = MPI_COMM_NULL;
+    return raise_error(ic, fn, e, "an attribute copy callback failed");
+  }
+  return MPI_SUCCESS;
 }
 
 // MPI_Comm_split of an intercommunicator: each group splits by colour and

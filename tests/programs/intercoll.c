@@ -203,7 +203,21 @@ int main(int argc, char **argv) {
   CHECK(mr == wrank, "merged rank %d", mr);
   MPI_OK(MPI_Allreduce(&wrank, &sum, 1, MPI_INT, MPI_SUM, merged));
   CHECK(sum == wsize * (wsize - 1) / 2, "merged allreduce %d", sum);
+  /* The dup copies attributes (MPI_COMM_DUP_FN); a freed keyval still
+     names its attributes until they are deleted (MPI-3.1 6.7.2). */
+  int key = MPI_KEYVAL_INVALID, key_copy, attr_val = 77, *got = NULL, found = 0;
+  MPI_OK(MPI_Comm_create_keyval(MPI_COMM_DUP_FN, MPI_COMM_NULL_DELETE_FN, &key, NULL));
+  MPI_OK(MPI_Comm_set_attr(ic, key, &attr_val));
   MPI_OK(MPI_Comm_dup(ic, &dup));
+  MPI_OK(MPI_Comm_get_attr(dup, key, &got, &found));
+  CHECK(found && got == &attr_val, "attribute not copied by the intercommunicator dup");
+  key_copy = key;
+  MPI_OK(MPI_Comm_free_keyval(&key));
+  CHECK(key == MPI_KEYVAL_INVALID, "free_keyval did not reset the handle");
+  MPI_OK(MPI_Comm_get_attr(ic, key_copy, &got, &found));
+  CHECK(found && got == &attr_val, "attribute lost when its keyval was freed");
+  MPI_OK(MPI_Comm_delete_attr(ic, key_copy));
+  MPI_OK(MPI_Comm_delete_attr(dup, key_copy));
   everyone(dup);
 
   MPI_OK(MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN));
