@@ -192,6 +192,45 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
 
 namespace {
 
+// A scalar send side with holes (gather, allgather): packed now.
+void stage_scalar_send(bcs_coll_args_t& a, CollData& d, const std::shared_ptr<Staging>& st,
+                       const CollCheck& k, const void* sendbuf) {
+  if (!live(k.send) || !coll_needs_staging(k.send.type, k.send.count)) return;
+  st->sb = side_blocks(k.send, 1);
+  stage_blocks(st->sb, sendbuf, true, &st->ss);
+  a.sendbuf = st->ss.bytes.data();
+  a.sbytes = st->ss.len[0];
+  d.staging = st;
+}
+
+// A gathered receive side with holes (gather(v) at the root, allgather(v)):
+// the blocks land packed and are unpacked at completion. In place, member
+// `own`'s block is packed there first and sent from there.
+void stage_gathered(bcs_coll_args_t& a, CollData& d, const std::shared_ptr<Staging>& st,
+                    const CollCheck& k, void* recvbuf, bool v, int n, int own) {
+  st->rb = side_blocks(k.recv, n);
+  if (!blocks_need_staging(st->rb)) return;
+  stage_blocks(st->rb, recvbuf, false, &st->sr);
+  a.recvbuf = st->sr.bytes.data();
+  if (v) {
+    d.rcounts = st->sr.len;
+    d.rdispls = st->sr.off;
+    a.rcounts = d.rcounts.data();
+    a.rdispls = d.rdispls.data();
+  } else {
+    a.rbytes = st->sr.len[0];
+  }
+  const auto r = static_cast<size_t>(own);
+  if (k.send.in_place()) {
+    if (st->sr.len[r] > 0)
+      type_pack(at(recvbuf, static_cast<uint64_t>(st->rb.off[r])), st->rb.count[r],
+                st->rb.type[r], st->sr.block(r));
+    a.sendbuf = st->sr.block(r);
+    a.sbytes = st->sr.len[r];
+  }
+  unstage_when_done(d, st, recvbuf);
+}
+
 // ------------------------------------------------------------ barrier, bcast
 
 // MPI_Barrier / MPI_Ibarrier (request non-NULL): a BCS_COLL_BARRIER on the
@@ -284,34 +323,8 @@ int gather(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, 
   }
   // Sides with holes: packed copies (the root's own block too, in place).
   auto st = std::make_shared<Staging>();
-  if (live(k.send) && coll_needs_staging(stype, scount)) {
-    st->sb = side_blocks(k.send, 1);
-    stage_blocks(st->sb, sendbuf, true, &st->ss);
-    a.sendbuf = st->ss.bytes.data();
-    a.sbytes = st->ss.len[0];
-    d->staging = st;
-  }
-  if (is_root && (st->rb = side_blocks(k.recv, n), blocks_need_staging(st->rb))) {
-    stage_blocks(st->rb, recvbuf, false, &st->sr);
-    a.recvbuf = st->sr.bytes.data();
-    if (v) {
-      d->rcounts = st->sr.len;
-      d->rdispls = st->sr.off;
-      a.rcounts = d->rcounts.data();
-      a.rdispls = d->rdispls.data();
-    } else {
-      a.rbytes = st->sr.len[0];
-    }
-    const auto r = static_cast<size_t>(root);
-    if (k.send.in_place()) {
-      if (st->sr.len[r] > 0)
-        type_pack(at(recvbuf, static_cast<uint64_t>(st->rb.off[r])), st->rb.count[r],
-                  st->rb.type[r], st->sr.block(r));
-      a.sendbuf = st->sr.block(r);
-      a.sbytes = st->sr.len[r];
-    }
-    unstage_when_done(*d, st, recvbuf);
-  }
+  stage_scalar_send(a, *d, st, k, sendbuf);
+  if (is_root) stage_gathered(a, *d, st, k, recvbuf, v, n, root);
   return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
@@ -424,35 +437,8 @@ int allgather(const char* fn, const void* sendbuf, int scount, MPI_Datatype styp
   }
   // Sides with holes: packed copies (this member's own block too, in place).
   auto st = std::make_shared<Staging>();
-  if (live(k.send) && coll_needs_staging(stype, scount)) {
-    st->sb = side_blocks(k.send, 1);
-    stage_blocks(st->sb, sendbuf, true, &st->ss);
-    a.sendbuf = st->ss.bytes.data();
-    a.sbytes = st->ss.len[0];
-    d->staging = st;
-  }
-  st->rb = side_blocks(k.recv, n);
-  if (blocks_need_staging(st->rb)) {
-    stage_blocks(st->rb, recvbuf, false, &st->sr);
-    a.recvbuf = st->sr.bytes.data();
-    if (v) {
-      d->rcounts = st->sr.len;
-      d->rdispls = st->sr.off;
-      a.rcounts = d->rcounts.data();
-      a.rdispls = d->rdispls.data();
-    } else {
-      a.rbytes = st->sr.len[0];
-    }
-    const auto r = static_cast<size_t>(rank);
-    if (k.send.in_place()) {
-      if (st->sr.len[r] > 0)
-        type_pack(at(recvbuf, static_cast<uint64_t>(st->rb.off[r])), st->rb.count[r],
-                  st->rb.type[r], st->sr.block(r));
-      a.sendbuf = st->sr.block(r);
-      a.sbytes = st->sr.len[r];
-    }
-    unstage_when_done(*d, st, recvbuf);
-  }
+  stage_scalar_send(a, *d, st, k, sendbuf);
+  stage_gathered(a, *d, st, k, recvbuf, v, n, rank);
   return run_coll(fn, k.comm, a, std::move(d), request);
 }
 

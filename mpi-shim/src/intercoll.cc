@@ -161,6 +161,27 @@ int leaders_swap(const Inter& it, const void* out, void* in, int count, MPI_Data
                        MPI_STATUS_IGNORE);
 }
 
+// One block to or from each member j of the other group: `count` (or
+// counts[j] at displs[j]) instances of `type`, block j at j * count extents.
+int post_blocks(const Inter& it, const char* fn, Batch& b, bool send, const void* buf, int count,
+                const int* counts, const int* displs, MPI_Datatype type) {
+  const char* what = send ? "send" : "recv";
+  if (counts)
+    if (int e = check_counts(it, fn, what, counts, displs, it.rsize)) return e;
+  const MPI_Aint ext = extent_of(type);
+  for (int j = 0; j < it.rsize; ++j) {
+    const int n = counts ? counts[j] : count;
+    const MPI_Aint off = (counts ? displs[j] : static_cast<MPI_Aint>(j) * count) * ext;
+    if (int e = check_data(it, fn, what, buf, n, type)) return e;
+    MPI_Request r;
+    const int e = send ? PMPI_Isend(at(buf, off), n, type, j, kTag, it.shadow, &r)
+                       : PMPI_Irecv(at(const_cast<void*>(buf), off), n, type, j, kTag, it.shadow, &r);
+    if (e) return failed(it, fn, e);
+    b.add(r);
+  }
+  return MPI_SUCCESS;
+}
+
 }  // namespace
 
 bool is_intercomm(MPI_Comm c) {
@@ -268,19 +289,8 @@ int inter_gather(const char* fn, const void* sbuf, int scount, MPI_Datatype styp
     if (int e = check_data(it, fn, "send", sbuf, scount, stype)) return e;
     return failed(it, fn, PMPI_Send(sbuf, scount, stype, root, kTag, it.shadow));
   }
-  if (rcounts) {
-    if (int e = check_counts(it, fn, "recv", rcounts, displs, it.rsize)) return e;
-  }
-  const MPI_Aint ext = extent_of(rtype);
   Batch b;
-  for (int j = 0; j < it.rsize; ++j) {
-    const int n = rcounts ? rcounts[j] : rcount;
-    const MPI_Aint off = (rcounts ? displs[j] : static_cast<MPI_Aint>(j) * rcount) * ext;
-    if (int e = check_data(it, fn, "recv", rbuf, n, rtype)) return e;
-    MPI_Request r;
-    if (int e = PMPI_Irecv(at(rbuf, off), n, rtype, j, kTag, it.shadow, &r)) return failed(it, fn, e);
-    b.add(r);
-  }
+  if (int e = post_blocks(it, fn, b, false, rbuf, rcount, rcounts, displs, rtype)) return e;
   return failed(it, fn, b.wait());
 }
 
@@ -295,20 +305,8 @@ int inter_scatter(const char* fn, const void* sbuf, int scount, const int* scoun
     return failed(it, fn,
                   PMPI_Recv(rbuf, rcount, rtype, root, kTag, it.shadow, MPI_STATUS_IGNORE));
   }
-  if (scounts) {
-    if (int e = check_counts(it, fn, "send", scounts, displs, it.rsize)) return e;
-  }
-  const MPI_Aint ext = extent_of(stype);
   Batch b;
-  for (int j = 0; j < it.rsize; ++j) {
-    const int n = scounts ? scounts[j] : scount;
-    const MPI_Aint off = (scounts ? displs[j] : static_cast<MPI_Aint>(j) * scount) * ext;
-    if (int e = check_data(it, fn, "send", sbuf, n, stype)) return e;
-    MPI_Request r;
-    if (int e = PMPI_Isend(at(sbuf, off), n, stype, j, kTag, it.shadow, &r))
-      return failed(it, fn, e);
-    b.add(r);
-  }
+  if (int e = post_blocks(it, fn, b, true, sbuf, scount, scounts, displs, stype)) return e;
   return failed(it, fn, b.wait());
 }
 
@@ -317,19 +315,8 @@ int inter_allgather(const char* fn, const void* sbuf, int scount, MPI_Datatype s
                     MPI_Comm c) {
   const Inter it = inter_of(c);
   if (int e = check_data(it, fn, "send", sbuf, scount, stype)) return e;
-  if (rcounts) {
-    if (int e = check_counts(it, fn, "recv", rcounts, displs, it.rsize)) return e;
-  }
-  const MPI_Aint ext = extent_of(rtype);
   Batch b;
-  for (int j = 0; j < it.rsize; ++j) {
-    const int n = rcounts ? rcounts[j] : rcount;
-    const MPI_Aint off = (rcounts ? displs[j] : static_cast<MPI_Aint>(j) * rcount) * ext;
-    if (int e = check_data(it, fn, "recv", rbuf, n, rtype)) return e;
-    MPI_Request r;
-    if (int e = PMPI_Irecv(at(rbuf, off), n, rtype, j, kTag, it.shadow, &r)) return failed(it, fn, e);
-    b.add(r);
-  }
+  if (int e = post_blocks(it, fn, b, false, rbuf, rcount, rcounts, displs, rtype)) return e;
   for (int j = 0; j < it.rsize; ++j) {
     MPI_Request r;
     if (int e = PMPI_Isend(sbuf, scount, stype, j, kTag, it.shadow, &r)) return failed(it, fn, e);
