@@ -19,6 +19,7 @@
 
 #include "bcs/segment.h"
 #include "fd.h"
+#include "roles/read_grants.h"
 
 namespace bcs::nm {
 
@@ -71,6 +72,8 @@ class NmJob {
   ~NmJob();
 
   const JobSpec& spec() const { return spec_; }
+  // What peer nodes may read of this job's local ranks (roles/read_grants.h).
+  ReadGrants& read_grants() { return read_grants_; }
   uint64_t id() const { return spec_.id; }
   uint32_t node_of(int32_t world_rank) const { return spec_.rank_node.at(world_rank); }
   bool is_local(int32_t world_rank) const { return local_of_world_.count(world_rank) != 0; }
@@ -97,6 +100,7 @@ class NmJob {
   bool wait_all_dead(std::chrono::milliseconds limit);
 
  private:
+  ReadGrants read_grants_;
   NmJob() = default;
   JobSpec spec_;
   UniqueFd memfd_;

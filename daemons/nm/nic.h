@@ -54,6 +54,7 @@ class JobRanks : public LocalRanks {
   void complete_status(int32_t r, uint32_t request, int32_t error, int32_t source, int32_t tag,
                        uint64_t bytes, uint32_t found) override;
   const std::shared_ptr<NmJob>& job() const { return job_; }
+  ReadGrants& read_grants() override { return job_->read_grants(); }
 
  private:
   std::shared_ptr<NmJob> job_;

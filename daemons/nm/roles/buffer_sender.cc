@@ -59,10 +59,13 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           s.is_inline = (d.flags & kDescInline) != 0;
           if (s.is_inline) s.payload.assign(d.payload, d.payload + d.inline_len);
           const uint32_t node = ranks.node_of(d.peer);
-          if (node == self_)
+          if (node == self_) {
             br.add_local_send(std::move(s));
-          else
+          } else {
+            // The receiver's node will read this buffer: it may, and only it.
+            if (!s.is_inline) ranks.read_grants().grant(me, s.request, node, s.addr, s.len);
             batches[node].sends.push_back(std::move(s));
+          }
           return;
         }
         case DescKind::recv:

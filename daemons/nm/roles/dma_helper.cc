@@ -154,6 +154,13 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
   if (!ranks || ranks->job_id() != g.job || !ranks->is_local(g.src_rank) ||
       g.len > (uint64_t{1} << 32)) {
     h.error = bcs_err_peer_gone;
+  } else if (!ranks->read_grants().use(g.src_rank, g.src_request, m.from, g.addr, g.len,
+                                       g.last || g.cancelled)) {
+    // Not a range of a send this node forwarded to the asking node.
+    spdlog::warn("job {}: node {} asked to read {} bytes at {:#x} of rank {} (request {}): "
+                 "no send of that rank to that node covers it, refused",
+                 g.job, m.from, g.len, g.addr, g.src_rank, g.src_request);
+    h.error = bcs_err_peer_gone;
   } else if (g.cancelled) {
     // The receiver's node took the send out of matching: nothing to read.
     if (g.len == 0 && g.last)  // complete_status bounds-checks the request index

@@ -12,6 +12,7 @@
 
 #include "bcs/core.h"
 #include "bcs/segment.h"
+#include "read_grants.h"
 
 namespace bcs::nm {
 
@@ -50,6 +51,8 @@ class LocalRanks : public RankMemory {
   // Completes a request with a full status (receives, probes).
   virtual void complete_status(int32_t world_rank, uint32_t request, int32_t error,
                                int32_t source, int32_t tag, uint64_t bytes, uint32_t found) = 0;
+  // What peers may read of the local ranks' memory (read_grants.h).
+  virtual ReadGrants& read_grants() = 0;
 };
 
 // How long a node waits for the data of one microphase (descriptor

@@ -108,6 +108,8 @@ class FakeRanks : public LocalRanks {
   }
   std::vector<int32_t> local_ranks() const override { return local_; }
   RankView view_of(int32_t r) override { return segment_rank_view(base_, index_of(r)); }
+  ReadGrants& read_grants() override { return grants_; }
+  ReadGrants grants_;
   int32_t read(int32_t r, uint64_t a, void* dst, size_t n) override {
     if (!ok(r, a, n)) return bcs_err_peer_gone;
     std::memcpy(dst, reinterpret_cast<const void*>(a), n);
@@ -352,6 +354,50 @@ TEST_F(TwoNodes, RemoteReadsOfAnotherJobOrRankAreRefused) {
     std::memcpy(&h, reply.data.data(), sizeof h);
     EXPECT_EQ(h.error, bcs_err_peer_gone);
   }
+}
+
+// Remote reads are capabilities: only a range of a send forwarded to the
+// asking node is served, and the grant ends with the last chunk.
+TEST_F(TwoNodes, OnlyGrantedRangesOfForwardedSendsAreServed) {
+  static int secret[64];
+  static int sent[16];
+  for (int i = 0; i < 16; ++i) sent[i] = i * 7;
+  nodes[0]->ranks.allow(0, secret, sizeof secret);
+  nodes[0]->ranks.allow(0, sent, sizeof sent);
+  const auto a = reinterpret_cast<uint64_t>(sent);
+  nodes[0]->ranks.grants_.grant(0, 3, 1, a, sizeof sent);  // as the buffer sender does
+  auto ask = [&](uint32_t from, uint32_t request, uint64_t addr, uint64_t len, bool last) {
+    wire::DmaGet g;
+    g.job = 1;
+    g.token = 9;
+    g.src_rank = 0;
+    g.src_request = request;
+    g.addr = addr;
+    g.len = len;
+    g.last = last ? 1 : 0;
+    core::Message m;
+    m.from = from;
+    m.data = wire::encode(g);
+    nodes[0]->net.inbox[wire::kEvDmaData].clear();
+    nodes[1]->net.inbox[wire::kEvDmaData].clear();
+    DmaHelper::serve(m, &nodes[0]->ranks, nodes[0]->net);
+    auto& q = nodes[from]->net.inbox[wire::kEvDmaData];
+    EXPECT_EQ(q.size(), 1u);
+    wire::DmaDataHeader h;
+    std::memcpy(&h, q.front().data.data(), sizeof h);
+    return std::pair{h.error, q.front().data.size() - sizeof h};
+  };
+  // Memory no send covers, another request, past the end, another node: refused.
+  EXPECT_EQ(ask(1, 3, reinterpret_cast<uint64_t>(secret), 16, false).first, bcs_err_peer_gone);
+  EXPECT_EQ(ask(1, 4, a, 16, false).first, bcs_err_peer_gone);
+  EXPECT_EQ(ask(1, 3, a + 32, sizeof sent, false).first, bcs_err_peer_gone);
+  EXPECT_EQ(ask(1, 3, a, ~uint64_t{0}, false).first, bcs_err_peer_gone);
+  EXPECT_EQ(ask(0, 3, a, 16, false).first, bcs_err_peer_gone);
+  // Inside the send, from its receiver's node: served, until the last chunk.
+  EXPECT_EQ(ask(1, 3, a, 32, false), (std::pair<int32_t, size_t>{0, 32}));
+  EXPECT_EQ(ask(1, 3, a + 32, sizeof sent - 32, true), (std::pair<int32_t, size_t>{0, sizeof sent - 32}));
+  EXPECT_EQ(ask(1, 3, a, 16, false).first, bcs_err_peer_gone) << "the grant ended";
+  EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u);
 }
 
 }  // namespace

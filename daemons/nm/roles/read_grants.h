@@ -1,0 +1,51 @@
+// Remote reads are capabilities. A node manager serves a DmaGet only for a
+// send one of its ranks posted to a rank on the requesting node, and only
+// inside that send's buffer: the buffer sender grants the read when it
+// forwards the send descriptor, the DMA helper checks every request against
+// the grant and drops it with the transfer's last chunk (or its cancel).
+// Anything else a peer asks for (another rank's memory, another range, a
+// request that was never sent to it) is refused and logged. Shared between
+// the strobe-receiver thread (grants) and the fabric's progress (serving).
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <mutex>
+#include <utility>
+
+namespace bcs::nm {
+
+class ReadGrants {
+ public:
+  void grant(int32_t rank, uint32_t request, uint32_t node, uint64_t addr, uint64_t len) {
+    std::lock_guard lk(mu_);
+    grants_[{rank, request}] = Grant{node, addr, len};
+  }
+  // Whether `node` may read [addr, addr + len) of `rank`'s send `request`;
+  // `last` ends the grant (the transfer's last chunk, or its cancel).
+  bool use(int32_t rank, uint32_t request, uint32_t node, uint64_t addr, uint64_t len,
+           bool last) {
+    std::lock_guard lk(mu_);
+    auto it = grants_.find({rank, request});
+    if (it == grants_.end()) return false;
+    const Grant& g = it->second;
+    const bool ok = g.node == node && addr >= g.addr && len <= g.len &&
+                    addr - g.addr <= g.len - len;  // no overflow: both sides checked
+    if (ok && last) grants_.erase(it);
+    return ok;
+  }
+  size_t size() const {
+    std::lock_guard lk(mu_);
+    return grants_.size();
+  }
+
+ private:
+  struct Grant {
+    uint32_t node;
+    uint64_t addr, len;
+  };
+  mutable std::mutex mu_;
+  std::map<std::pair<int32_t, uint32_t>, Grant> grants_;
+};
+
+}  // namespace bcs::nm
