@@ -142,6 +142,10 @@ DescBatch decode_batch(std::span<const uint8_t> bytes) {
   b.slice = r.get<uint64_t>();
   b.job = r.get<uint64_t>();
   auto n = r.get<uint32_t>();
+  // Each send takes at least 53 bytes on the wire: a count the message
+  // cannot hold is a lie, refused before anything is allocated for it.
+  constexpr size_t kMinSend = 4 * 4 + 4 * 8 + 4 + 1;
+  if (n > r.rest().size() / kMinSend) throw std::runtime_error("wire: absurd send count");
   b.sends.resize(n);
   for (auto& s : b.sends) {
     s.src = r.get<int32_t>();

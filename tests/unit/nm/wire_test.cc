@@ -1,0 +1,59 @@
+// The node managers' wire messages (daemons/common/wire.h): what one node
+// sends another is input, so decoding must refuse lies before allocating
+// for them, and what it encodes must come back the same.
+#include "wire.h"
+
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <stdexcept>
+
+namespace bcs::wire {
+namespace {
+
+TEST(Wire, BatchWithSendsAndCancelsRoundTrips) {
+  DescBatch b;
+  b.slice = 7;
+  b.job = 3;
+  SendDesc s;
+  s.src = 1;
+  s.dst = 2;
+  s.tag = 9;
+  s.len = 4;
+  s.is_inline = true;
+  s.payload = {1, 2, 3, 4};
+  b.sends.push_back(s);
+  b.cancels.push_back(SendCancel{1, 2, 17});
+  const DescBatch c = decode_batch(encode(b));
+  ASSERT_EQ(c.sends.size(), 1u);
+  EXPECT_EQ(c.sends[0].payload, s.payload);
+  ASSERT_EQ(c.cancels.size(), 1u);
+  EXPECT_EQ(c.cancels[0].request, 17u);
+  EXPECT_EQ(c.cancels[0].dst, 2);
+}
+
+TEST(Wire, ABatchClaimingMoreSendsThanItHoldsIsRefusedBeforeAllocating) {
+  std::vector<uint8_t> m(8 + 8 + 4 + 60, 0);
+  const uint32_t lie = 0xfffffff0u;  // would be ~400 GB of SendDesc
+  std::memcpy(m.data() + 16, &lie, sizeof lie);
+  EXPECT_THROW(decode_batch(m), std::runtime_error);
+  // A cancel list that ends early is refused too.
+  DescBatch b;
+  b.cancels.push_back(SendCancel{0, 1, 2});
+  auto bytes = encode(b);
+  bytes.resize(bytes.size() - 2);
+  EXPECT_THROW(decode_batch(bytes), std::runtime_error);
+}
+
+TEST(Wire, AReportCarriesItsFirstFailure) {
+  Report r;
+  r.slice = 4;
+  r.fail("batch 1 of 2 never came");
+  r.fail("a second failure");
+  const Report d = decode_report(encode(r));
+  EXPECT_EQ(d.errors, 2u);
+  EXPECT_EQ(d.error, "batch 1 of 2 never came");
+}
+
+}  // namespace
+}  // namespace bcs::wire
