@@ -319,7 +319,9 @@ void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
   if (!e.killed_by_bcs()) {
     j.max_status = std::max(j.max_status, status);
     std::string who = "rank " + std::to_string(r) + " (" + j.rank_pids[r] + ")";
-    if (e.aborted()) {
+    if (!e.corrupted().empty()) {
+      fail_job_locked(j, status, who + " was ended by its node manager: it " + e.corrupted());
+    } else if (e.aborted()) {
       int code = e.abort_code() & 0xff;
       fail_job_locked(j, code ? code : 1,
                       who + " called MPI_Abort with error code " + std::to_string(e.abort_code()));

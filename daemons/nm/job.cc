@@ -166,6 +166,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     return nullptr;
   }
   job->seg_ = Mapping(base, layout.total_bytes());
+  job->layout_ = layout;
   // The memfd is zero-filled: every atomic starts at 0 (free requests, empty rings).
   auto* h = static_cast<SegmentHeader*>(base);
   h->magic = kSegmentMagic;
@@ -394,6 +395,16 @@ void NmJob::kill_all() {
   // the NM belongs to this job, which is the NM's current one (one job at a
   // time; callers hold the job as current).
   if (int n = kill_descendants()) spdlog::debug("job {}: killed {} process(es)", spec_.id, n);
+}
+
+void NmJob::end_corrupt(int32_t world_rank, const std::string& why) {
+  if (!is_local(world_rank)) return;
+  std::lock_guard lk(copy_mu_);
+  LocalRank& r = local(world_rank);
+  if (r.pid <= 0 || r.dead || !r.corrupted.empty()) return;
+  r.corrupted = why;
+  spdlog::error("job {}: rank {}: {}: ending it", spec_.id, world_rank, why);
+  if (::kill(-r.pid, SIGKILL) != 0) ::kill(r.pid, SIGKILL);
 }
 
 void NmJob::kill_ranks() {

@@ -61,6 +61,7 @@ struct LocalRank {
   // may be reused, so nobody may touch it any more.
   bool dead = false;
   std::atomic<bool> killed_by_bcs{false};
+  std::string corrupted;  // why the NM ended it (under NmJob::copy_mu), "" if it did not
 };
 
 class NmJob {
@@ -79,7 +80,10 @@ class NmJob {
   bool is_local(int32_t world_rank) const { return local_of_world_.count(world_rank) != 0; }
   LocalRank& local(int32_t world_rank) { return *ranks_[local_of_world_.at(world_rank)]; }
   std::vector<std::unique_ptr<LocalRank>>& ranks() { return ranks_; }
-  RankView view(const LocalRank& r) { return segment_rank_view(seg_.get(), r.local_index); }
+  RankView view(const LocalRank& r) { return segment_rank_view(seg_.get(), r.local_index, layout_); }
+  // The rank wrote garbage into its part of the segment: it is ended (its
+  // process group SIGKILLed) and its exit report says why.
+  void end_corrupt(int32_t world_rank, const std::string& why);
   RankView view_of(int32_t world_rank) { return view(local(world_rank)); }
 
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
@@ -100,6 +104,7 @@ class NmJob {
   bool wait_all_dead(std::chrono::milliseconds limit);
 
  private:
+  SegmentLayout layout_;  // private copy: the header is rank-writable
   ReadGrants read_grants_;
   NmJob() = default;
   JobSpec spec_;

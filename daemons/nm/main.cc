@@ -214,6 +214,7 @@ class IoLoop {
     e->set_mpi_finalized(ms == static_cast<uint32_t>(MpiState::finalized));
     e->set_aborted(v.ctl->aborted.load() != 0);
     e->set_abort_code(v.ctl->abort_code.load());
+    e->set_corrupted(w.rank->corrupted);  // set before the kill, read after the reap
     up_.send(m);
     std::lock_guard lk(mu_);
     watches_.erase(key & ~uint64_t{3});

@@ -55,6 +55,7 @@ class JobRanks : public LocalRanks {
                        uint64_t bytes, uint32_t found) override;
   const std::shared_ptr<NmJob>& job() const { return job_; }
   ReadGrants& read_grants() override { return job_->read_grants(); }
+  void rank_corrupted(int32_t r, const std::string& why) override { job_->end_corrupt(r, why); }
 
  private:
   std::shared_ptr<NmJob> job_;

@@ -556,3 +556,33 @@ TEST_F(Story, ADescriptorBatchThatNeverComesEndsTheJobInsteadOfAHang) {
   EXPECT_THAT(r.err, HasSubstr("microphase MSM of slice"));
   EXPECT_THAT(r.err, HasSubstr("never came"));
 }
+
+// ------------------------------------------------ a rank that scribbles
+// A rank writes garbage into its part of the job segment (it_scribble): its
+// node manager ends it and names it with the cause, the rest of the job
+// ends, the node manager stays up and runs the next job. Garbage in the
+// segment header's sizes is never believed: that job runs normally.
+TEST_F(Story, ARankThatCorruptsItsSegmentIsEndedAndNamedAndTheNodeManagerRunsTheNextJob) {
+  Standing c(1);
+  ASSERT_TRUE(c.up());
+  const std::pair<const char*, const char*> cases[] = {
+      {"head", "is not within a ring of tail"},
+      {"request", "it corrupted its descriptor ring: request index 1073741824 out of range"},
+  };
+  for (const auto& [mode, why] : cases) {
+    auto r = c.run({"-n", "3", it_prog("it_scribble"), mode});
+    EXPECT_NE(r.status, 0) << mode << ": " << describe(r);
+    EXPECT_FALSE(r.timed_out) << describe(r);
+    EXPECT_THAT(r.err, testing::ContainsRegex("rank 1 \\(pid [0-9]+ on [^)]*\\) was ended by its "
+                                              "node manager"))
+        << describe(r);
+    EXPECT_THAT(r.err, HasSubstr(why)) << describe(r);
+  }
+  auto layout = c.run({"-n", "3", it_prog("it_scribble"), "layout"});
+  ASSERT_EQ(layout.status, 0) << describe(layout);
+  EXPECT_THAT(layout.out, HasSubstr("scribble done"));
+  auto ring = c.run({"-n", "3", prog("prog_ring")});
+  ASSERT_EQ(ring.status, 0) << describe(ring);
+  EXPECT_THAT(ring.out, HasSubstr("ring ok"));
+  c.expect_alive_then_stop();
+}

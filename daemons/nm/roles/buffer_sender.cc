@@ -37,15 +37,24 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       if (!rank_owned && d.request < v.request_slots)
         ranks.complete_status(me, d.request, bcs_err_internal, me, 0, 0, 0);
     };
+    // Garbage only a rank that scribbles over its segment can write (the
+    // library checks all of it before posting): the rank is ended, named,
+    // and nothing more of its ring is read.
+    bool corrupt = false;
+    auto corrupted = [&](const Descriptor&, const std::string& why) {
+      if (!corrupt) ranks.rank_corrupted(me, "corrupted its descriptor ring: " + why);
+      corrupt = true;
+    };
     size_t n = ring_drain(v, [&](const Descriptor& d) {
+      if (corrupt) return;
       switch (d.kind) {
         case DescKind::send: {
           if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
-            return refuse(d, "send to invalid rank " + std::to_string(d.peer));
+            return corrupted(d, "send to invalid rank " + std::to_string(d.peer));
           if ((d.flags & kDescInline) && (d.inline_len > kInlineMax || d.inline_len != d.len))
-            return refuse(d, "inline length " + std::to_string(d.inline_len) + " invalid");
+            return corrupted(d, "inline length " + std::to_string(d.inline_len) + " invalid");
           if (d.request >= v.request_slots)
-            return refuse(d, "request index " + std::to_string(d.request) + " out of range");
+            return corrupted(d, "request index " + std::to_string(d.request) + " out of range");
           SendDesc s;
           s.src = me;
           s.dst = d.peer;
@@ -72,9 +81,9 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
         case DescKind::probe:
         case DescKind::iprobe: {
           if (d.request >= v.request_slots)
-            return refuse(d, "request index " + std::to_string(d.request) + " out of range");
+            return corrupted(d, "request index " + std::to_string(d.request) + " out of range");
           if (d.peer != kAnySource && (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks()))
-            return refuse(d, "receive from invalid rank " + std::to_string(d.peer));
+            return corrupted(d, "receive from invalid rank " + std::to_string(d.peer));
           RecvDesc rd;
           rd.rank = me;
           rd.kind = d.kind;
@@ -90,12 +99,12 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
         }
         case DescKind::cancel: {
           if (d.request >= v.request_slots)
-            return refuse(d, "cancel of request index " + std::to_string(d.request) +
+            return corrupted(d, "cancel of request index " + std::to_string(d.request) +
                                  " out of range");
           if (d.flags & kDescCancelSend) {
             // Taken at the receiver's node, after the send it names.
             if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
-              return refuse(d, "cancel of a send to invalid rank " + std::to_string(d.peer));
+              return corrupted(d, "cancel of a send to invalid rank " + std::to_string(d.peer));
             const SendCancel c{me, d.peer, d.request};
             const uint32_t node = ranks.node_of(d.peer);
             if (node == self_)
@@ -130,8 +139,12 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           return;
         }
       }
-      refuse(d, "descriptor of unknown kind " + std::to_string(static_cast<int>(d.kind)));
-    });
+      corrupted(d, "descriptor of unknown kind " + std::to_string(static_cast<int>(d.kind)));
+    }, &corrupt);
+    if (corrupt && n == 0)
+      ranks.rank_corrupted(me, "corrupted its descriptor ring: head " +
+                                   std::to_string(v.ctl->head.load()) + " is not within a ring of tail " +
+                                   std::to_string(v.ctl->tail.load()));
     drained += static_cast<uint32_t>(n);
     // A rank that found its ring full sleeps on its futex until we make
     // room. Only then is a wake-up due (the ring held ring_slots entries):

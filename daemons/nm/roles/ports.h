@@ -8,6 +8,7 @@
 #include <chrono>
 #include <cstdint>
 #include <span>
+#include <string>
 #include <vector>
 
 #include "bcs/core.h"
@@ -53,6 +54,8 @@ class LocalRanks : public RankMemory {
                                int32_t source, int32_t tag, uint64_t bytes, uint32_t found) = 0;
   // What peers may read of the local ranks' memory (read_grants.h).
   virtual ReadGrants& read_grants() = 0;
+  // A local rank wrote garbage into its segment: end it, naming `why`.
+  virtual void rank_corrupted(int32_t world_rank, const std::string& why) = 0;
 };
 
 // How long a node waits for the data of one microphase (descriptor

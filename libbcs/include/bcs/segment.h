@@ -182,9 +182,9 @@ struct RankView {
   uint32_t request_slots = 0;
 };
 
-inline RankView segment_rank_view(void* base, uint32_t local_index) {
-  auto* h = static_cast<SegmentHeader*>(base);
-  SegmentLayout l{h->nlocal, h->ring_slots, h->request_slots};
+// With the layout given: the node manager passes its private copy, never the
+// header's fields, which the ranks can overwrite.
+inline RankView segment_rank_view(void* base, uint32_t local_index, const SegmentLayout& l) {
   auto* area = static_cast<uint8_t*>(base) + l.header_bytes() +
                size_t{local_index} * l.rank_area_bytes();
   RankView v;
@@ -194,6 +194,12 @@ inline RankView segment_rank_view(void* base, uint32_t local_index) {
   v.ring_slots = l.ring_slots;
   v.request_slots = l.request_slots;
   return v;
+}
+
+// The rank side: the layout its node manager wrote into the header.
+inline RankView segment_rank_view(void* base, uint32_t local_index) {
+  auto* h = static_cast<SegmentHeader*>(base);
+  return segment_rank_view(base, local_index, SegmentLayout{h->nlocal, h->ring_slots, h->request_slots});
 }
 
 // Futex helpers on words that live in the shared segment (not process-private).
@@ -207,11 +213,17 @@ void futex_wake_all(std::atomic<uint32_t>* word);
 // ring_try_post copies `d` into the next slot; false when the ring is full.
 bool ring_try_post(RankView& v, const Descriptor& d);
 // ring_drain hands every posted descriptor to `fn` in post order and frees
-// the slots; returns how many it drained.
+// the slots; returns how many it drained. The head is the rank's to write:
+// one more than a ring ahead of the tail (or behind it) is garbage, and then
+// nothing is drained and *bad (if given) is set.
 template <typename Fn>
-size_t ring_drain(RankView& v, Fn&& fn) {
+size_t ring_drain(RankView& v, Fn&& fn, bool* bad = nullptr) {
   uint64_t tail = v.ctl->tail.load(std::memory_order_relaxed);
   const uint64_t head = v.ctl->head.load(std::memory_order_acquire);
+  if (head - tail > v.ring_slots) {
+    if (bad) *bad = true;
+    return 0;
+  }
   size_t n = 0;
   for (; tail != head; ++tail, ++n) fn(v.ring[tail & (v.ring_slots - 1)]);
   v.ctl->tail.store(tail, std::memory_order_release);

@@ -3,6 +3,7 @@
 // one process, rings in a real segment layout, rank memory as plain
 // buffers. The tests play the ranks (posting descriptors) and the strobe
 // sender (running the microphases in order with what the reports say).
+#include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -109,7 +110,9 @@ class FakeRanks : public LocalRanks {
   std::vector<int32_t> local_ranks() const override { return local_; }
   RankView view_of(int32_t r) override { return segment_rank_view(base_, index_of(r)); }
   ReadGrants& read_grants() override { return grants_; }
+  void rank_corrupted(int32_t r, const std::string& why) override { corrupted_.push_back({r, why}); }
   ReadGrants grants_;
+  std::vector<std::pair<int32_t, std::string>> corrupted_;
   int32_t read(int32_t r, uint64_t a, void* dst, size_t n) override {
     if (!ok(r, a, n)) return bcs_err_peer_gone;
     std::memcpy(dst, reinterpret_cast<const void*>(a), n);
@@ -285,30 +288,57 @@ TEST_F(TwoNodes, ALongerMessageIsTruncatedAndSaysSo) {
   EXPECT_EQ(nodes[1]->ranks.slot(1, 0).bytes, sizeof in);
 }
 
-TEST_F(TwoNodes, GarbageInARingFailsThatRequestAndNothingElse) {
-  Descriptor bad{};
-  bad.kind = static_cast<DescKind>(42);
-  bad.request = 7;
-  nodes[0]->ranks.post(0, bad);
+// Garbage in a ring (the library never posts it) ends the rank that wrote
+// it, named with the reason; nothing after it in that ring is used, and
+// other ranks go on.
+TEST_F(TwoNodes, GarbageInARingEndsThatRankNamingTheCause) {
+  Descriptor ok = recv_desc(1, 0, nullptr, 0, 9);
+  nodes[0]->ranks.post(0, ok);
   Descriptor bad_peer = send_desc(99, 0, "x", 1, 8);
-  bad_peer.flags = 0;  // not inline: the node manager owns its completion
+  bad_peer.flags = 0;
   nodes[0]->ranks.post(0, bad_peer);
-  Descriptor bad_req = recv_desc(1, 0, nullptr, 0, 9);
-  nodes[0]->ranks.post(0, bad_req);
-  // An index out of the table: must not be used at all.
-  Descriptor wild = recv_desc(1, 0, nullptr, 0, 0);
-  wild.request = 1u << 30;
-  {
-    RankView v = nodes[0]->ranks.view_of(0);
-    ASSERT_TRUE(ring_try_post(v, wild));
-  }
+  Descriptor after = recv_desc(1, 0, nullptr, 0, 10);
+  nodes[0]->ranks.post(0, after);
   auto rep = nodes[0]->bs.run(1, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
-  EXPECT_EQ(rep.drained, 4u);
-  EXPECT_TRUE(nodes[0]->ranks.done(0, 7));
-  EXPECT_EQ(nodes[0]->ranks.slot(0, 7).error, bcs_err_internal);
-  EXPECT_TRUE(nodes[0]->ranks.done(0, 8));
-  EXPECT_EQ(nodes[0]->ranks.slot(0, 8).error, bcs_err_internal);
-  EXPECT_FALSE(nodes[0]->ranks.done(0, 9)) << "a valid receive stays posted";
+  EXPECT_EQ(rep.drained, 3u);
+  const auto& c = nodes[0]->ranks.corrupted_;
+  ASSERT_EQ(c.size(), 1u);
+  EXPECT_EQ(c[0].first, 0);
+  EXPECT_EQ(c[0].second, "corrupted its descriptor ring: send to invalid rank 99");
+  EXPECT_FALSE(nodes[0]->ranks.done(0, 8)) << "nothing of the garbage is used";
+  EXPECT_FALSE(nodes[0]->ranks.done(0, 10));
+}
+
+TEST_F(TwoNodes, EachKindOfRingGarbageIsNamed) {
+  auto run_with = [&](Descriptor d, uint32_t req_index) {
+    nodes[0]->ranks.corrupted_.clear();
+    RankView v = nodes[0]->ranks.view_of(0);
+    d.request = req_index;
+    EXPECT_TRUE(ring_try_post(v, d));
+    nodes[0]->bs.run(1, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+    return nodes[0]->ranks.corrupted_.empty() ? std::string() : nodes[0]->ranks.corrupted_[0].second;
+  };
+  Descriptor unknown{};
+  unknown.kind = static_cast<DescKind>(42);
+  EXPECT_THAT(run_with(unknown, 7), testing::HasSubstr("unknown kind 42"));
+  EXPECT_THAT(run_with(recv_desc(1, 0, nullptr, 0, 0), 1u << 30),
+              testing::HasSubstr("request index 1073741824 out of range"));
+  Descriptor inl = send_desc(1, 0, "x", 1, 3);
+  inl.inline_len = 4000;
+  EXPECT_THAT(run_with(inl, 3), testing::HasSubstr("inline length 4000 invalid"));
+  Descriptor cancel{};
+  cancel.kind = DescKind::cancel;
+  cancel.flags = kDescCancelSend;
+  cancel.peer = -5;
+  EXPECT_THAT(run_with(cancel, 2), testing::HasSubstr("cancel of a send to invalid rank -5"));
+  // A head more than a ring ahead of the tail: nothing is drained.
+  nodes[0]->ranks.corrupted_.clear();
+  RankView v = nodes[0]->ranks.view_of(0);
+  v.ctl->head.store(v.ctl->tail.load() + (uint64_t{1} << 40));
+  auto rep = nodes[0]->bs.run(2, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  EXPECT_EQ(rep.drained, 0u);
+  ASSERT_EQ(nodes[0]->ranks.corrupted_.size(), 1u);
+  EXPECT_THAT(nodes[0]->ranks.corrupted_[0].second, testing::HasSubstr("is not within a ring"));
 }
 
 TEST_F(TwoNodes, AMalformedBatchIsReportedNotTrusted) {
