@@ -228,17 +228,7 @@ int idup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
   if (!request) return raise_error(parent, fn, MPI_ERR_REQUEST, "NULL request pointer");
-  if (comm_at(parent).inter) {
-    // Intercommunicators are duplicated at once (a leader exchange and a
-    // broadcast per group); the request is complete.
-    if (int e = intercomm_dup(fn, parent, newcomm)) return e;
-    Req r;
-    r.comm = parent;
-    r.local_done = true;
-    set_empty_status(&r.local_status);
-    *request = req_alloc(r);
-    return MPI_SUCCESS;
-  }
+  if (comm_at(parent).inter) return intercomm_idup(fn, parent, newcomm, request);
   const Comm& p = comm_at(parent);
   MembersPtr m = p.m;
   auto d = std::make_shared<CollData>();

@@ -280,6 +280,62 @@ int intercomm_dup(const char* fn, int ic, MPI_Comm* newcomm) {
   return MPI_SUCCESS;
 }
 
+// MPI_Comm_idup of an intercommunicator. The leaders agree on the context
+// as in a dup (they wait only for each other); every other member posts its
+// part of the group's broadcast of it and returns at once, and its new
+// intercommunicator comes to life when that broadcast completes. So a
+// member may communicate (e.g. with its leader) between the idup and its
+// wait, as MPI allows.
+int intercomm_idup(const char* fn, int ic, MPI_Comm* newcomm, MPI_Request* request) {
+  const Comm& x = comm_at(ic);
+  Req done;
+  done.comm = ic;
+  done.local_done = true;
+  set_empty_status(&done.local_status);
+  if (comm_rank(x.local) == 0) {
+    if (int e = intercomm_dup(fn, ic, newcomm)) return e;
+    *request = req_alloc(done);
+    return MPI_SUCCESS;
+  }
+  int idx;
+  Comm& n = comm_new_slot(&idx);
+  const Comm& y = comm_at(ic);
+  n.m = y.m;
+  n.rank = y.rank;
+  n.errh = y.errh;
+  n.inter = true;
+  n.remote = y.remote;
+  n.local = y.local;
+  n.live = false;
+  if (int e = attr_copy_all(ic, idx)) {
+    attr_delete_all(idx);
+    *newcomm = MPI_COMM_NULL;
+    return raise_error(ic, fn, e, "an attribute copy callback failed");
+  }
+  auto d = std::make_shared<CollData>();
+  d->tmp.resize(sizeof(int64_t));
+  CollData* dp = d.get();
+  d->finish = [dp, idx] {
+    int64_t ctx;
+    std::memcpy(&ctx, dp->tmp.data(), sizeof ctx);
+    Comm& c = comm_at(idx);
+    c.context = static_cast<int32_t>(ctx);
+    c.live = true;
+  };
+  bcs_coll_args_t a{};
+  a.kind = BCS_COLL_BCAST;
+  a.root = 0;
+  a.sendbuf = dp->tmp.data();
+  a.recvbuf = dp->tmp.data();
+  a.sbytes = a.rbytes = sizeof(int64_t);
+  if (int e = run_coll(fn, comm_at(ic).local, a, std::move(d), request)) {
+    *newcomm = MPI_COMM_NULL;
+    return e;
+  }
+  *newcomm = comm_handle(idx);
+  return MPI_SUCCESS;
+}
+
 // MPI_Comm_split of an intercommunicator: each group splits by colour and
 // the parts of one colour on both sides form a new intercommunicator
 // (MPI_COMM_NULL where either side is empty). Built from the pieces above:

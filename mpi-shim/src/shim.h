@@ -307,6 +307,7 @@ int comm_make(const char* fn, int parent, MembersPtr m, int32_t ctx, int* out);
 Comm& comm_new_slot(int* idx);
 // MPI_Comm_dup of an intercommunicator (intercomm.cc).
 int intercomm_dup(const char* fn, int ic, MPI_Comm* newcomm);
+int intercomm_idup(const char* fn, int ic, MPI_Comm* newcomm, MPI_Request* request);
 int intercomm_split(const char* fn, int ic, int colour, int key, MPI_Comm* newcomm);
 // The blocking collectives on intercommunicators (intercoll.cc): the MPI
 // entry points hand a valid intercommunicator to these.

@@ -4,15 +4,16 @@
    leader of the lower half is its last rank, not its first, so merge and
    dup must not assume the creation leader is rank 0.
      Barrier, Bcast, Reduce, Allreduce, Gather(v), Scatter(v), Allgather(v),
-     Alltoall(v, w), Reduce_scatter(_block); then MPI_Intercomm_merge and
-     MPI_Comm_dup with traffic; a non-blocking collective returns MPI_ERR_COMM;
+     Alltoall(v, w), Reduce_scatter(_block); then MPI_Intercomm_merge,
+     MPI_Comm_dup (attributes copied) and a non-blocking MPI_Comm_idup with
+     traffic; a non-blocking collective returns MPI_ERR_COMM;
      a bad root returns MPI_ERR_ROOT. */
 #include <stdlib.h>
 #include <string.h>
 
 #include "prog_common.h"
 
-static int wrank, wsize, half, lower, lr, ls, rs;
+static int wrank, wsize, half, lower, lr, ls, rs, x_unused;
 
 /* World rank of remote rank j (the halves keep WORLD's order). */
 static int remote_world(int j) { return lower ? half + j : j; }
@@ -219,6 +220,24 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_delete_attr(ic, key_copy));
   MPI_OK(MPI_Comm_delete_attr(dup, key_copy));
   everyone(dup);
+
+  /* MPI_Comm_idup returns before the group has agreed: members other than
+     the leader talk to the other group's leader between idup and wait
+     (a blocking idup would deadlock here). */
+  MPI_Comm idup;
+  MPI_Request iq;
+  if (lr == 0) {
+    for (int j = 1; j < rs; ++j)
+      MPI_OK(MPI_Recv(&x_unused, 1, MPI_INT, j, 9, ic, MPI_STATUS_IGNORE));
+    MPI_OK(MPI_Comm_idup(ic, &idup, &iq));
+    MPI_OK(MPI_Wait(&iq, MPI_STATUS_IGNORE));
+  } else {
+    MPI_OK(MPI_Comm_idup(ic, &idup, &iq));
+    MPI_OK(MPI_Ssend(&lr, 1, MPI_INT, 0, 9, ic));
+    MPI_OK(MPI_Wait(&iq, MPI_STATUS_IGNORE));
+  }
+  everyone(idup);
+  MPI_OK(MPI_Comm_free(&idup));
 
   MPI_OK(MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN));
   MPI_Request q;
