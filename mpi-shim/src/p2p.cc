@@ -573,8 +573,14 @@ int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
   if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
-    // Cannot cancel a posted receive; wait for it would deadlock. Leave it to
-    // the runtime (the error already went through the handler).
+    // The send half failed (its error went through the handler): take the
+    // posted receive back, so the node manager never writes into recvbuf
+    // after the call returned. Cancelled or matched, it completes.
+    if (r[1] != MPI_REQUEST_NULL) {
+      const Req& rr = S().reqs[static_cast<size_t>(req_index(r[1]))];
+      if (!rr.local_done && rr.breq != BCS_REQUEST_NULL) bcs_cancel(rr.breq);
+      complete_one(fn, &r[1], BCS_BLOCKING, nullptr, nullptr);
+    }
     return e;
   }
   // Wait for the send first, then the receive, so the receive's error (if

@@ -135,6 +135,30 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   }
   free(big);
+  /* MPI_Sendrecv whose send half finds no free request slot (every slot
+     but one held by receives nothing matches): the call fails and takes
+     its receive back; after the receives are cancelled it works again. */
+  {
+    enum { SLOTS = 4096 };
+    MPI_Request *held = malloc(sizeof(MPI_Request) * SLOTS);
+    int n = 0, sink = 0, one = 1, got = 0, lost = 0;
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    while (n < SLOTS - 1 &&
+           MPI_Irecv(&sink, 1, MPI_INT, MPI_ANY_SOURCE, 31, MPI_COMM_WORLD, &held[n]) == MPI_SUCCESS)
+      ++n;
+    CHECK(n == SLOTS - 1, "only %d receives could be posted", n);
+    const int e = MPI_Sendrecv(&one, 1, MPI_INT, rank, 32, &lost, 1, MPI_INT, rank, 32,
+                               MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+    CHECK(e != MPI_SUCCESS, "sendrecv without a free slot succeeded");
+    for (int i = 0; i < n; ++i) MPI_OK(MPI_Cancel(&held[i]));
+    MPI_OK(MPI_Waitall(n, held, MPI_STATUSES_IGNORE));
+    MPI_OK(MPI_Sendrecv(&one, 1, MPI_INT, rank, 32, &got, 1, MPI_INT, rank, 32, MPI_COMM_WORLD,
+                        MPI_STATUS_IGNORE));
+    CHECK(got == 1 && lost == 0, "sendrecv after the receives were cancelled got %d (%d)", got,
+          lost);
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    free(held);
+  }
   /* Errors: cancelling MPI_REQUEST_NULL. */
   MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
   q = MPI_REQUEST_NULL;
