@@ -354,9 +354,11 @@ int32_t NmJob::cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, boo
     ssize_t n = to_rank ? ::process_vm_writev(r.pid, &l, 1, &rm, 1, 0)
                         : ::process_vm_readv(r.pid, &l, 1, &rm, 1, 0);
     if (n <= 0) {
+      const int err = errno;
       spdlog::debug("process_vm_{}(rank {}): {}", to_rank ? "writev" : "readv", world_rank,
-                    std::strerror(errno));
-      return bcs_err_peer_gone;
+                    std::strerror(err));
+      // EFAULT: the rank is alive but named memory it does not have.
+      return err == EFAULT ? bcs_err_bad_address : bcs_err_peer_gone;
     }
     p += n;
     addr += static_cast<uint64_t>(n);

@@ -269,6 +269,7 @@ int bcs_to_class(int e) {
     case BCS_ERR_ARG: return MPI_ERR_ARG;
     case BCS_ERR_INTERNAL: return MPI_ERR_INTERN;
     case BCS_ERR_COLL_MISMATCH: return MPI_ERR_OTHER;
+    case BCS_ERR_BAD_ADDRESS: return MPI_ERR_BUFFER;
     default: return MPI_ERR_OTHER;
   }
 }
@@ -277,6 +278,9 @@ const char* bcs_text(int e) {
   switch (e) {
     case BCS_ERR_TRUNCATE: return "message truncated: the message is longer than the receive buffer";
     case BCS_ERR_PEER: return "the peer process is gone (its memory could not be reached)";
+    case BCS_ERR_BAD_ADDRESS:
+      return "a message buffer is not in its process's memory (bad address: the sender's or "
+             "the receiver's)";
     case BCS_ERR_INTERNAL: return "internal error in the bcs runtime";
     case BCS_ERR_ARG: return "invalid argument passed to the bcs runtime";
     case BCS_ERR_NO_RESOURCES:

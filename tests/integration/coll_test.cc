@@ -127,6 +127,8 @@ INSTANTIATE_TEST_SUITE_P(
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
         Case{"requests", 4, 4, {}},
+        // A message buffer that is not mapped: MPI_ERR_BUFFER on both sides, job goes on.
+        Case{"badbuf", 2, 1, {}}, Case{"badbuf", 2, 2, {}},
         // MPI_Cancel of receives and sends (matched or not), generalized requests.
         Case{"cancel", 1, 1, {}}, Case{"cancel", 2, 1, {}}, Case{"cancel", 2, 2, {}},
         Case{"cancel", 5, 4, {}},

@@ -79,7 +79,14 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
         off += n;
       }
       rep.bytes += c.len;
-      if (c.last) job.complete_status(m.send.src, m.send.request, 0, m.send.src, m.send.tag, m.send.len, 0);
+      // The sender learns a failure too (its buffer may be the bad one),
+      // as it does from a remote read.
+      if (err) xfer_error_[c.transfer] = err;
+      if (c.last) {
+        const auto it = xfer_error_.find(c.transfer);
+        const int32_t e = it == xfer_error_.end() ? 0 : it->second;
+        job.complete_status(m.send.src, m.send.request, e, m.send.src, m.send.tag, m.send.len, 0);
+      }
       finish_chunk(c, err);
     } else {
       wire::DmaGet g;

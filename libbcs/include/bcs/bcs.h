@@ -28,6 +28,7 @@ typedef enum {
   BCS_ERR_NOT_INIT = 6,   /* not started under a bcs node manager */
   BCS_ERR_COLL_MISMATCH = 7, /* members called different collectives (or roots, counts, ops) */
   BCS_CANCELLED = 8,      /* a request's status: it was cancelled (bcs_cancel), no data moved */
+  BCS_ERR_BAD_ADDRESS = 9, /* a message buffer (the sender's or the receiver's) is not mapped */
 } bcs_status_t;
 
 #define BCS_ANY_SOURCE (-1)

@@ -247,6 +247,7 @@ enum : int32_t {
   bcs_err_internal = 3,
   bcs_err_coll_mismatch = 7,  // members disagree on a collective (kind, root, count, op)
   bcs_err_cancelled = 8,      // the request was cancelled (not an error to the program)
+  bcs_err_bad_address = 9,    // a message buffer is not (all) mapped in its process
 };
 
 }  // namespace bcs
