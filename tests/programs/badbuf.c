@@ -26,7 +26,7 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Recv(buf, 4096, MPI_CHAR, 0, 2, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
   }
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
-  if (rank == 0) printf("badbuf ok\n");
+  if (rank == 0) printf("badbuf ok (%d ranks)\n", size);
   MPI_Finalize();
   return 0;
 }
