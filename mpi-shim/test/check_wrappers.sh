@@ -83,6 +83,11 @@ out=$(timeout 120 "$bindir/mpiexec" --timeout 60s -n 2 --env BCS_WRAP_TEST=seen 
 [ "$out" = "[0] rank 0 seen
 [1] rank 1 seen" ] || fail "mpiexec -n 2 printed '$out'"
 "$bindir/mpiexec" --version | grep -q "bcs" || fail "mpiexec --version"
+# MPICH's MPIEXEC_TIMEOUT ends a job that runs too long (exit 124, as bcs run --timeout).
+rc=0
+MPIEXEC_TIMEOUT=2 timeout 120 "$bindir/mpiexec" -n 1 /bin/sleep 100 2>/dev/null || rc=$?
+[ "$rc" = 124 ] || fail "MPIEXEC_TIMEOUT=2 mpiexec sleep 100 exited $rc, not 124"
+if MPIEXEC_TIMEOUT=soon "$bindir/mpiexec" -n 1 true 2>/dev/null; then fail "MPIEXEC_TIMEOUT=soon accepted"; fi
 if "$bindir/mpiexec" --bind-to core -n 1 true 2>"$work/mpiexec.err"; then fail "mpiexec took an unknown option"; fi
 grep -q "unknown option --bind-to" "$work/mpiexec.err" || fail "mpiexec unknown option message"
 echo "wrappers ok"
