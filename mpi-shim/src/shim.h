@@ -428,8 +428,11 @@ inline void copy_status(MPI_Status* st, const MPI_Status& from) {
   if (from.MPI_ERROR == MPI_SUCCESS) st->MPI_ERROR = err;
 }
 
+// The "empty status" of MPI-3.1 3.7.3 (a null or inactive request): its
+// error field is MPI_SUCCESS by definition.
 inline void set_empty_status(MPI_Status* st) {
   set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_SUCCESS);
+  if (!ignored(st)) st->MPI_ERROR = MPI_SUCCESS;
 }
 
 inline void set_proc_null_status(MPI_Status* st) {

@@ -178,6 +178,16 @@ static void get_status(void) {
   CHECK(r == MPI_REQUEST_NULL && st2.MPI_SOURCE == from && st2.MPI_TAG == 50, "wait after get_status");
   MPI_OK(MPI_Wait(&s, MPI_STATUS_IGNORE));
   CHECK(polls >= 1, "polls");
+  /* MPI_REQUEST_NULL: complete, with the empty status (its MPI_ERROR is
+     MPI_SUCCESS by definition); a successful receive leaves MPI_ERROR. */
+  st.MPI_ERROR = MPI_ERR_DIMS;
+  MPI_OK(MPI_Request_get_status(MPI_REQUEST_NULL, &flag, &st));
+  CHECK(flag && st.MPI_SOURCE == MPI_ANY_SOURCE && st.MPI_TAG == MPI_ANY_TAG &&
+            st.MPI_ERROR == MPI_SUCCESS,
+        "empty status %d %d %d", st.MPI_SOURCE, st.MPI_TAG, st.MPI_ERROR);
+  st.MPI_ERROR = MPI_ERR_DIMS;
+  MPI_OK(MPI_Sendrecv(&y, 1, MPI_INT, to, 51, &x, 1, MPI_INT, from, 51, MPI_COMM_WORLD, &st));
+  CHECK(st.MPI_ERROR == MPI_ERR_DIMS, "a successful receive wrote MPI_ERROR (%d)", st.MPI_ERROR);
 }
 
 static void ready_and_replace(void) {
