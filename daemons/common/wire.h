@@ -110,6 +110,8 @@ struct CollLevel {
   uint64_t level = 0;      // every local member posted every collective up to this
   uint64_t first_bbm = 0;  // lowest locally ready BBM collective not yet run (0: none)
   uint64_t first_rm = 0;   // same for RM (reductions)
+  uint32_t busy_bbm = 0;   // BBM collectives in their rounds (they need the microphase again)
+  uint32_t busy_rm = 0;    // same for RM
 };
 
 // ---- MM -> NM: a microstrobe

@@ -20,6 +20,9 @@ DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
     for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n)
       p.expect_batches[n] += rep.batches_to[n];
     for (const auto& l : rep.coll) {
+      // A collective in its rounds runs again, whatever the levels say.
+      p.run_bbm = p.run_bbm || l.busy_bbm;
+      p.run_rm = p.run_rm || l.busy_rm;
       Agg& a = coll[l.context];
       a.reporters++;
       a.nodes = std::max(a.nodes, l.nodes);

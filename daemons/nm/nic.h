@@ -70,7 +70,7 @@ struct NodeJobState {
         bs(self),
         br(self, j->spec().chunk_bytes),
         dh(self),
-        coll(self, j->spec().rank_node) {}
+        coll(self, j->spec().rank_node, j->spec().chunk_bytes) {}
   JobRanks ranks;
   BufferSender bs;
   BufferReceiver br;

@@ -152,6 +152,20 @@ TEST_F(CollStory, OverlapResultsAppearWithoutAnyMpiCall) {
   EXPECT_THAT(r.out, HasSubstr("without MPI calls"));
 }
 
+TEST_F(CollStory, LargeCollectivesMoveInPerSliceRounds) {
+  // A 64 KiB budget cuts each megabyte collective of prog_coll_large into
+  // rounds of about 64 KiB per node and slice (the 8 MiB broadcast into
+  // 128): the results must be the same as in one round.
+  for (auto [n, nodes] : {std::pair{4, 2}, std::pair{3, 1}, std::pair{5, 4}}) {
+    auto r = bcs_run({"--chunk", "64KiB", "-n", std::to_string(n), "--nodes", std::to_string(nodes),
+                      prog("prog_coll_large")},
+                     120s);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(bcs::test::count(r.out, "coll_large ok"), 1u) << describe(r);
+    expect_nothing_left_now();
+  }
+}
+
 TEST_F(CollStory, LargeCollectivesCrossTheNetworkPath) {
   // UCX between the node managers forced onto TCP, as between real hosts.
   expect_passes("coll_large", 4, 2, {}, {{"UCX_TLS", "tcp"}});

@@ -10,19 +10,23 @@
 //        collective is identified by (context, sequence number), never by a
 //        tag. levels() tells the MM, per context, up to which number every
 //        local member has posted; the MM releases the minimum over nodes.
-//   BBM/RM begin(): for every released collective of the microphase, in
-//        (context, number) order, read the local members' contributions by
-//        cross-memory attach (or from the descriptor: application bypass),
-//        combine them locally for reductions (in communicator rank order),
-//        and build one bundle per peer node with what that node needs.
-//        receive(): the bundles of the peers (their number is known up
-//        front: expected()). finish(): combine node partials in node-id
-//        order, write the results into the local members' buffers and
-//        complete their requests.
+//   BBM/RM begin(): for every collective of the microphase that is released
+//        now or still in its rounds, in (context, number) order, read this
+//        round's part of the local members' contributions by cross-memory
+//        attach (or from the descriptor: application bypass), combine them
+//        locally for reductions (in communicator rank order), and build one
+//        bundle per peer node with what that node needs. receive(): the
+//        bundles of the peers (their number is known up front:
+//        expected()). finish(): combine node partials in node-id order,
+//        write this round's results into the local members' buffers and,
+//        once nothing more is due, complete their requests.
 // One network round per microphase: every bundle depends only on local
 // data. With up to a handful of node managers per job a direct exchange is
 // also the fewest steps (a tree or recursive doubling pays log2(N) rounds
-// of wake-ups at 2-20 us each).
+// of wake-ups at 2-20 us each). A collective larger than the per-slice
+// budget takes one round per slice, like chunked point-to-point
+// (coll_state.h): a node manager never holds more than about a budget per
+// collective and peer in memory, and small collectives are not held up.
 //
 // Determinism: results are combined in a fixed order (members by
 // communicator rank within a node, then node partials by node id), so every
@@ -48,15 +52,19 @@ enum class CollPhase : uint8_t { bbm, rm };
 CollPhase coll_phase(bcs_coll_t kind);
 
 // Limits on what a rank may ask of its node manager in one collective.
-constexpr uint64_t kCollMaxBytes = uint64_t{1} << 30;  // per block and per result
+// Sanity bounds only: data moves in rounds of about the budget.
+constexpr uint64_t kCollMaxBytes = uint64_t{1} << 40;  // per block and per result
 constexpr int32_t kCollMaxMembers = 1 << 16;
 
 class Collectives {
  public:
   // `rank_node`: world rank -> node id; this node is `self`. The world
   // communicator's collective context (kContextWorld + 1) is known from the
-  // start; others are added with add_comm().
-  Collectives(uint32_t self, std::vector<uint32_t> rank_node);
+  // start; others are added with add_comm(). `budget`: bytes a collective
+  // moves per round and node, about (the job's chunk budget; the same on
+  // every node of the job).
+  Collectives(uint32_t self, std::vector<uint32_t> rank_node, uint64_t budget = kDefaultBudget);
+  static constexpr uint64_t kDefaultBudget = uint64_t{2} << 20;
   ~Collectives();
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
@@ -100,7 +108,7 @@ class Collectives {
   };
   Done finish(RankMemory& mem, bool lost = false);
 
-  // Collectives posted but not yet run (all contexts).
+  // Collectives posted and not yet complete on this node (all contexts).
   size_t pending() const;
 
  private:

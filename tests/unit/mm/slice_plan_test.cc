@@ -78,6 +78,17 @@ TEST(SlicePlan, AContextIsHeldBackUntilEveryNodeHostingMembersReports) {
   EXPECT_FALSE(p.run_bbm);
 }
 
+TEST(SlicePlan, ACollectiveInItsRoundsRunsItsMicrophaseAgain) {
+  // Released in an earlier slice, still moving on one node: the other node
+  // is done with it and does not even report the context.
+  wire::CollLevel busy = level(1, 2, 3, 0, 0);
+  busy.busy_rm = 1;
+  auto p = plan_after_dem({dem(0, {}, {busy}), dem(0, {}, {})}, 1, {{1, 3}});
+  EXPECT_TRUE(p.coll_release.empty()) << "nothing new to release";
+  EXPECT_TRUE(p.run_rm);
+  EXPECT_FALSE(p.run_bbm);
+}
+
 TEST(SlicePlan, ContextsAreIndependent) {
   auto p = plan_after_dem({dem(0, {}, {level(1, 1, 2, 2, 0), level(3, 1, 0)})}, 0, {{1, 1}});
   ASSERT_EQ(p.coll_release.size(), 1u);

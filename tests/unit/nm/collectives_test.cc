@@ -83,11 +83,13 @@ constexpr int32_t kWorldColl = kContextWorld + 1;
 // or as given.
 class Cluster {
  public:
-  Cluster(int nranks, int nodes) : n_(nranks) {
+  Cluster(int nranks, int nodes, uint64_t budget = Collectives::kDefaultBudget)
+      : n_(nranks), budget_(budget) {
     for (int r = 0; r < nranks; ++r) rank_node_.push_back(static_cast<uint32_t>(r % nodes));
     build(nodes);
   }
-  Cluster(std::vector<uint32_t> placement) : n_(static_cast<int>(placement.size())) {
+  Cluster(std::vector<uint32_t> placement, uint64_t budget = Collectives::kDefaultBudget)
+      : n_(static_cast<int>(placement.size())), budget_(budget) {
     rank_node_ = std::move(placement);
     build(static_cast<int>(*std::max_element(rank_node_.begin(), rank_node_.end())) + 1);
   }
@@ -111,9 +113,26 @@ class Cluster {
         << why;
   }
 
-  // What the MM and the microphases do for one slice. `drop`: a bundle
-  // (from, to) that is lost on the way.
+  // What the MM and the microphases do for one slice, and the slices after
+  // it while a collective is still in its rounds (the MM runs its
+  // microphase again). `drop`: a bundle (from, to) of the first slice that
+  // is lost on the way.
   void slice(std::pair<int, int> drop = {-1, -1}) {
+    one_slice(drop);
+    for (int i = 0; busy() && i < 1000000; ++i) one_slice({-1, -1});
+    ASSERT_FALSE(busy()) << "a collective never finished its rounds";
+  }
+  bool busy() const {
+    for (auto& nd : nodes_)
+      for (auto& l : nd->levels())
+        if (l.busy_bbm || l.busy_rm) return true;
+    return false;
+  }
+  int slices() const { return slices_; }
+  size_t largest_bundle() const { return largest_bundle_; }
+
+  void one_slice(std::pair<int, int> drop) {
+    slices_++;
     std::map<int32_t, wire::CollLevel> agg;
     std::map<int32_t, uint32_t> reporters;
     for (auto& nd : nodes_)
@@ -135,6 +154,7 @@ class Cluster {
       std::vector<uint32_t> got(nodes_.size());
       for (size_t k = 0; k < nodes_.size(); ++k)
         for (auto& o : out[k]) {
+          largest_bundle_ = std::max(largest_bundle_, o.bytes.size());
           if (static_cast<int>(k) == drop.first && static_cast<int>(o.node) == drop.second) continue;
           if (nodes_[o.node]->receive(static_cast<uint32_t>(k), o.bytes))
             got[o.node]++;
@@ -163,12 +183,15 @@ class Cluster {
  private:
   void build(int nodes) {
     for (int k = 0; k < nodes; ++k) {
-      nodes_.push_back(std::make_unique<Collectives>(static_cast<uint32_t>(k), rank_node_));
+      nodes_.push_back(std::make_unique<Collectives>(static_cast<uint32_t>(k), rank_node_, budget_));
       mems_.push_back(std::make_unique<FakeMemory>());
     }
     last_done_.resize(static_cast<size_t>(nodes));
   }
   int n_;
+  uint64_t budget_ = Collectives::kDefaultBudget;
+  int slices_ = 0;
+  size_t largest_bundle_ = 0;
   std::vector<uint32_t> rank_node_;
   std::vector<std::unique_ptr<Collectives>> nodes_;
   std::vector<std::unique_ptr<FakeMemory>> mems_;
@@ -191,24 +214,32 @@ uint8_t f(int rank, size_t i, int salt) {
   return static_cast<uint8_t>(rank * 31 + static_cast<int>(i) * 7 + salt * 13 + 1);
 }
 
+// `budget`: bytes a collective moves per round and node; small ones cut
+// every collective into many rounds.
 struct Shape {
   int n, nodes;
+  uint64_t budget = Collectives::kDefaultBudget;
 };
 class Shapes : public testing::TestWithParam<Shape> {};
 
 std::string name(const testing::TestParamInfo<Shape>& i) {
-  return std::to_string(i.param.n) + "ranks_" + std::to_string(i.param.nodes) + "nodes";
+  std::string s = std::to_string(i.param.n) + "ranks_" + std::to_string(i.param.nodes) + "nodes";
+  if (i.param.budget != Collectives::kDefaultBudget)
+    s += "_budget" + std::to_string(i.param.budget);
+  return s;
 }
 
 INSTANTIATE_TEST_SUITE_P(Cluster, Shapes,
                          testing::Values(Shape{1, 1}, Shape{2, 1}, Shape{2, 2}, Shape{3, 2},
                                          Shape{4, 2}, Shape{5, 4}, Shape{7, 4}, Shape{8, 4},
-                                         Shape{8, 1}),
+                                         Shape{8, 1}, Shape{1, 1, 3}, Shape{3, 2, 1},
+                                         Shape{4, 2, 7}, Shape{5, 4, 64}, Shape{8, 4, 200},
+                                         Shape{8, 1, 13}),
                          name);
 
 TEST_P(Shapes, BarrierCompletesOnlyWhenEveryMemberPosted) {
-  const auto [n, k] = GetParam();
-  Cluster c(n, k);
+  const auto [n, k, budget] = GetParam();
+  Cluster c(n, k, budget);
   // Everybody but the last rank posts: nothing may run.
   for (int r = 0; r + 1 < n; ++r) c.post(r, make_desc(args(BCS_COLL_BARRIER, n), 1, 1));
   c.slice();
@@ -219,9 +250,9 @@ TEST_P(Shapes, BarrierCompletesOnlyWhenEveryMemberPosted) {
 }
 
 TEST_P(Shapes, BroadcastFromEveryRoot) {
-  const auto [n, k] = GetParam();
+  const auto [n, k, budget] = GetParam();
   for (size_t len : {size_t{0}, size_t{1}, size_t{7}, size_t{1000}}) {
-    Cluster c(n, k);
+    Cluster c(n, k, budget);
     for (int root = 0; root < n; ++root) {
       std::vector<std::vector<uint8_t>> buf(static_cast<size_t>(n), std::vector<uint8_t>(len + 1));
       std::vector<bcs_coll_args_t> a;
@@ -248,8 +279,8 @@ TEST_P(Shapes, BroadcastFromEveryRoot) {
 }
 
 TEST_P(Shapes, AllreduceIsBitIdenticalEverywhereAndReduceReachesEveryRoot) {
-  const auto [n, k] = GetParam();
-  Cluster c(n, k);
+  const auto [n, k, budget] = GetParam();
+  Cluster c(n, k, budget);
   const size_t count = 1000;
   std::mt19937_64 g(42);
   std::uniform_real_distribution<double> u(-1e6, 1e6);
@@ -309,11 +340,11 @@ TEST_P(Shapes, AllreduceIsBitIdenticalEverywhereAndReduceReachesEveryRoot) {
 }
 
 TEST_P(Shapes, GatherScatterAllgatherAlltoallMoveEveryBlock) {
-  const auto [n, k] = GetParam();
+  const auto [n, k, budget] = GetParam();
   const size_t blk = 5;
   const auto N = static_cast<size_t>(n);
   for (int root : {0, n - 1}) {
-    Cluster c(n, k);
+    Cluster c(n, k, budget);
     std::vector<std::vector<uint8_t>> sb(N, std::vector<uint8_t>(N * blk)), rb(N, std::vector<uint8_t>(N * blk));
     std::vector<std::vector<uint8_t>> gb(N, std::vector<uint8_t>(N * blk)),
         ab(N, std::vector<uint8_t>(N * blk)), tb(N, std::vector<uint8_t>(N * blk)),
@@ -365,9 +396,9 @@ TEST_P(Shapes, GatherScatterAllgatherAlltoallMoveEveryBlock) {
 }
 
 TEST_P(Shapes, VectorVariantsHonourCountsAndDisplacements) {
-  const auto [n, k] = GetParam();
+  const auto [n, k, budget] = GetParam();
   const auto N = static_cast<size_t>(n);
-  Cluster c(n, k);
+  Cluster c(n, k, budget);
   // Member i contributes (i*3+1)%5 bytes; blocks land with a 2-byte gap.
   std::vector<uint64_t> cnt(N), dsp(N);
   uint64_t off = 0;
@@ -406,9 +437,9 @@ TEST_P(Shapes, VectorVariantsHonourCountsAndDisplacements) {
 }
 
 TEST_P(Shapes, ScanAndExscanFollowRankOrder) {
-  const auto [n, k] = GetParam();
+  const auto [n, k, budget] = GetParam();
   const auto N = static_cast<size_t>(n);
-  Cluster c(n, k);
+  Cluster c(n, k, budget);
   std::vector<int64_t> in(N), scan(N, -1), exscan(N, -1);
   std::vector<bcs_coll_args_t> a, b;
   for (int r = 0; r < n; ++r) {
@@ -462,6 +493,77 @@ TEST(Collectives, UnevenPlacementThreeAndOne) {
   c.post_all(a, 1);
   c.slice();
   for (int v : out) EXPECT_EQ(v, 15);
+}
+
+// A collective larger than the budget moves in rounds, one per slice: no
+// bundle is much larger than the budget, the result is complete only after
+// the last round, and a small collective posted behind it is not held up.
+TEST(Collectives, LargeCollectiveMovesInRoundsAndSmallOnesPassIt) {
+  const uint64_t budget = 100;
+  Cluster c(2, 2, budget);
+  const size_t len = 1000;
+  std::vector<std::vector<uint8_t>> buf(2, std::vector<uint8_t>(len));
+  for (size_t i = 0; i < len; ++i) buf[0][i] = f(0, i, 3);
+  std::vector<bcs_coll_args_t> a;
+  for (int r = 0; r < 2; ++r) {
+    c.mem_of(r).allow(r, buf[static_cast<size_t>(r)].data(), len);
+    auto x = args(BCS_COLL_BCAST, 2, 0);
+    x.sendbuf = x.recvbuf = buf[static_cast<size_t>(r)].data();
+    x.sbytes = x.rbytes = len;
+    a.push_back(x);
+  }
+  c.post_all(a, 1);
+  c.one_slice({-1, -1});
+  EXPECT_EQ(c.result(1, 1), -1) << "complete after one round of ten";
+  EXPECT_TRUE(c.busy());
+  // A barrier behind it: released and done in the next slice.
+  c.post_all({args(BCS_COLL_BARRIER, 2), args(BCS_COLL_BARRIER, 2)}, 2);
+  c.one_slice({-1, -1});
+  EXPECT_EQ(c.result(0, 2), 0);
+  EXPECT_EQ(c.result(1, 2), 0);
+  EXPECT_EQ(c.result(1, 1), -1);
+  int rounds = 2;
+  while (c.busy() && rounds < 100) {
+    c.one_slice({-1, -1});
+    ++rounds;
+  }
+  EXPECT_EQ(rounds, 10);
+  EXPECT_EQ(c.result(0, 1), 0);
+  EXPECT_EQ(c.result(1, 1), 0);
+  EXPECT_EQ(buf[1], buf[0]);
+  EXPECT_LE(c.largest_bundle(), budget + 100) << "a bundle carried much more than the budget";
+}
+
+TEST(Collectives, ChunkedReductionsCombineTheSameWindowsOnEveryNode) {
+  // 3 doubles per round over 3 nodes with uneven placement.
+  Cluster c({0, 1, 1, 2}, 24);
+  const size_t count = 100;
+  std::vector<std::vector<double>> in(4, std::vector<double>(count)), out = in;
+  for (int r = 0; r < 4; ++r)
+    for (size_t i = 0; i < count; ++i) in[static_cast<size_t>(r)][i] = 0.1 * r + 1.0 / (1.0 + i);
+  std::vector<bcs_coll_args_t> a;
+  for (int r = 0; r < 4; ++r) {
+    auto& x = a.emplace_back(args(BCS_COLL_ALLREDUCE, 4));
+    c.mem_of(r).allow(r, in[static_cast<size_t>(r)].data(), count * 8);
+    c.mem_of(r).allow(r, out[static_cast<size_t>(r)].data(), count * 8);
+    x.sendbuf = in[static_cast<size_t>(r)].data();
+    x.recvbuf = out[static_cast<size_t>(r)].data();
+    x.count = count;
+    x.sbytes = count * 8;
+    x.op = BCS_OP_SUM;
+    x.dtype = BCS_DT_DOUBLE;
+  }
+  c.post_all(a, 1);
+  c.slice();
+  EXPECT_EQ(c.slices(), 34);  // ceil(100 / 3)
+  for (int r = 0; r < 4; ++r) {
+    ASSERT_EQ(c.result(r, 1), 0);
+    // Node order: node 0 (rank 0), node 1 (ranks 1+2), node 2 (rank 3).
+    for (size_t i = 0; i < count; ++i) {
+      const double want = ((in[0][i] + (in[1][i] + in[2][i])) + in[3][i]);
+      ASSERT_EQ(out[static_cast<size_t>(r)][i], want) << "rank " << r << " element " << i;
+    }
+  }
 }
 
 TEST(Collectives, ApplicationBypassReduceUsesTheDescriptorNotTheRank) {
