@@ -106,10 +106,9 @@ int check_coll(CollCheck& k) {
   k.comm = comm_index(k.c);
   if (k.comm == kNoComm)
     return raise_error(kNoComm, k.fn, MPI_ERR_COMM, "invalid communicator 0x%x", k.c);
-  if (comm_at(k.comm).inter)
+  if (comm_at(k.comm).inter)  // the others were handed to intercoll_nb.cc
     return raise_error(k.comm, k.fn, MPI_ERR_COMM,
-                       "non-blocking collectives on intercommunicators are not supported in this "
-                       "version of bcs (the blocking ones are)");
+                       "not defined on an intercommunicator (MPI-3.1 5.11)");
   const int n = comm_size(k.comm);
   const Side* sides[2] = {&k.send, &k.recv};
   for (const Side* s : sides)
@@ -239,10 +238,6 @@ int barrier(const char* fn, MPI_Comm c, bool nb, MPI_Request* request) {
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
   if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
-  if (comm_at(comm).inter)
-    return raise_error(comm, fn, MPI_ERR_COMM,
-                       "non-blocking collectives on intercommunicators are not supported in this "
-                       "version of bcs (the blocking ones are)");
   if (nb && !request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
   bcs_coll_args_t a{};
   a.kind = BCS_COLL_BARRIER;
@@ -569,6 +564,7 @@ int PMPI_Barrier(MPI_Comm c) {
 
 BCS_PMPI_ALIAS(Ibarrier)
 int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c)) return inter_ibarrier(c, request);
   return barrier("MPI_Ibarrier", c, true, request);
 }
 
@@ -582,6 +578,7 @@ int PMPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
 BCS_PMPI_ALIAS(Ibcast)
 int PMPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
                 MPI_Request* request) {
+  if (is_intercomm(c)) return inter_ibcast(buf, count, type, root, c, request);
   return bcast("MPI_Ibcast", buf, count, type, root, c, true, request);
 }
 
@@ -602,6 +599,9 @@ BCS_PMPI_ALIAS(Igather)
 int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c,
                  MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_igather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
+                         nullptr, recvtype, root, c, request);
   return gather("MPI_Igather", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype,
                 nullptr, nullptr, false, root, c, true, request);
 }
@@ -621,6 +621,9 @@ BCS_PMPI_ALIAS(Igatherv)
 int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                   MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_igather("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
+                         displs, recvtype, root, c, request);
   return gather("MPI_Igatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvtype, recvcounts,
                 displs, true, root, c, true, request);
 }
@@ -642,6 +645,9 @@ BCS_PMPI_ALIAS(Iscatter)
 int PMPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c,
                   MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_iscatter("MPI_Iscatter", sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
+                          recvcount, recvtype, root, c, request);
   return scatter("MPI_Iscatter", sendbuf, sendcount, nullptr, nullptr, false, sendtype, recvbuf,
                  recvcount, recvtype, root, c, true, request);
 }
@@ -661,6 +667,9 @@ BCS_PMPI_ALIAS(Iscatterv)
 int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                    MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                    int root, MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_iscatter("MPI_Iscatterv", sendbuf, 0, sendcounts, displs, sendtype, recvbuf,
+                          recvcount, recvtype, root, c, request);
   return scatter("MPI_Iscatterv", sendbuf, 0, sendcounts, displs, true, sendtype, recvbuf,
                  recvcount, recvtype, root, c, true, request);
 }
@@ -681,6 +690,9 @@ int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
 BCS_PMPI_ALIAS(Iallgather)
 int PMPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     int recvcount, MPI_Datatype recvtype, MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_iallgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
+                            nullptr, nullptr, recvtype, c, request);
   return allgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
                    nullptr, false, recvtype, c, true, request);
 }
@@ -700,6 +712,9 @@ BCS_PMPI_ALIAS(Iallgatherv)
 int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                      MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_iallgather("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, 0,
+                            recvcounts, displs, recvtype, c, request);
   return allgather("MPI_Iallgatherv", sendbuf, sendcount, sendtype, recvbuf, 0, recvcounts,
                    displs, true, recvtype, c, true, request);
 }
@@ -720,6 +735,10 @@ int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
 BCS_PMPI_ALIAS(Ialltoall)
 int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_ialltoall("MPI_Ialltoall", sendbuf, sendcount, nullptr, nullptr, sendtype,
+                           nullptr, recvbuf, recvcount, nullptr, nullptr, recvtype, nullptr, c,
+                           request);
   return alltoall("MPI_Ialltoall", sendbuf, sendcount, sendtype, recvbuf, recvcount, recvtype, c,
                   true, request);
 }
@@ -740,6 +759,9 @@ int PMPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdisp
                     MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                     const int rdispls[], MPI_Datatype recvtype, MPI_Comm c,
                     MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_ialltoall("MPI_Ialltoallv", sendbuf, 0, sendcounts, sdispls, sendtype, nullptr,
+                           recvbuf, 0, recvcounts, rdispls, recvtype, nullptr, c, request);
   return alltoallv("MPI_Ialltoallv", sendbuf, sendcounts, sdispls, sendtype, nullptr, recvbuf,
                    recvcounts, rdispls, recvtype, nullptr, false, c, true, request);
 }
@@ -762,6 +784,10 @@ int PMPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdisp
                     const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                     const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm c,
                     MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_ialltoall("MPI_Ialltoallw", sendbuf, 0, sendcounts, sdispls, MPI_DATATYPE_NULL,
+                           sendtypes, recvbuf, 0, recvcounts, rdispls, MPI_DATATYPE_NULL,
+                           recvtypes, c, request);
   return alltoallv("MPI_Ialltoallw", sendbuf, sendcounts, sdispls, MPI_DATATYPE_NULL, sendtypes,
                    recvbuf, recvcounts, rdispls, MPI_DATATYPE_NULL, recvtypes, true, c, true,
                    request);

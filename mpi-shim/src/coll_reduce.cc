@@ -225,6 +225,7 @@ int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type
 BCS_PMPI_ALIAS(Ireduce)
 int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                  int root, MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c)) return inter_ireduce(sendbuf, recvbuf, count, type, op, root, c, request);
   return reduce("MPI_Ireduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, true,
                 request);
 }
@@ -242,6 +243,7 @@ int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
 BCS_PMPI_ALIAS(Iallreduce)
 int PMPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                     MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c)) return inter_iallreduce(sendbuf, recvbuf, count, type, op, c, request);
   return reduce("MPI_Iallreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
                 true, request);
 }
@@ -287,6 +289,9 @@ int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
 BCS_PMPI_ALIAS(Ireduce_scatter)
 int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                          MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_ireduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, 0, recvcounts, type, op,
+                                 c, request);
   return reduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, recvcounts, 0, false, type, op,
                         c, true, request);
 }
@@ -304,6 +309,9 @@ int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
 BCS_PMPI_ALIAS(Ireduce_scatter_block)
 int PMPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request* request) {
+  if (is_intercomm(c))
+    return inter_ireduce_scatter("MPI_Ireduce_scatter_block", sendbuf, recvbuf, recvcount, nullptr,
+                                 type, op, c, request);
   return reduce_scatter("MPI_Ireduce_scatter_block", sendbuf, recvbuf, nullptr, recvcount, true,
                         type, op, c, true, request);
 }

@@ -121,7 +121,9 @@ namespace {
 bool context_id(int32_t leader, int64_t k, int32_t* ctx) {
   const int64_t slot = k * S().size + leader;
   const int64_t id = kFirstContext + 2 * slot;
-  if (k < 0 || id > INT32_MAX - 1) return false;
+  // The range from kMergedContextOffset up belongs to the hidden
+  // communicators of intercommunicators (intercoll_nb.cc).
+  if (k < 0 || id > kMergedContextOffset - 2) return false;
   *ctx = static_cast<int32_t>(id);
   return true;
 }

@@ -21,21 +21,11 @@
 #include <unordered_map>
 #include <vector>
 
+#include "intercoll.h"
 #include "shim.h"
 
 namespace bcs::shim {
-namespace {
-
-constexpr int kTag = 0x6963;  // on the collective context; leader_exchange uses 1 and 2
-
-// What one collective call needs to know about its intercommunicator.
-struct Inter {
-  int ic = kNoComm;
-  MPI_Comm shadow = MPI_COMM_NULL;  // p2p to the other group, collective context
-  MPI_Comm local = MPI_COMM_NULL;   // this group, rank order
-  int rank = 0, size = 0, rsize = 0;
-  bool leader() const { return rank == 0; }
-};
+namespace intercoll {
 
 // A hidden communicator slot per intercommunicator: the same groups on its
 // collective context, errors returned to this file (which raises them on
@@ -121,22 +111,12 @@ MPI_Aint extent_of(MPI_Datatype t) {
   return ext;
 }
 
-// Scratch space for `count` instances of `type`, addressed like a user buffer.
-class Scratch {
- public:
-  Scratch(int count, MPI_Datatype type) {
-    if (count <= 0) return;
-    MPI_Aint tlb = 0, text = 0;
-    PMPI_Type_get_true_extent(type, &tlb, &text);
-    bytes_.resize(static_cast<size_t>((count - 1) * extent_of(type) + text));
-    lb_ = tlb;
-  }
-  void* ptr() { return bytes_.empty() ? nullptr : bytes_.data() - lb_; }
+}  // namespace intercoll
 
- private:
-  std::vector<unsigned char> bytes_;
-  MPI_Aint lb_ = 0;
-};
+namespace {
+
+using namespace intercoll;
+constexpr int kTag = 0x6963;  // on the collective context; leader_exchange uses 1 and 2
 
 // Posted requests, all waited for (also on the error path: nothing stays
 // in flight into a buffer the caller gets back).

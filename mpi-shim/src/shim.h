@@ -336,6 +336,33 @@ int inter_alltoall(const char* fn, const void* sbuf, int scount, const int* scou
                    const MPI_Datatype* rtypes, MPI_Comm c);
 int inter_reduce_scatter(const char* fn, const void* sbuf, void* rbuf, int rcount,
                          const int* rcounts, MPI_Datatype type, MPI_Op op, MPI_Comm c);
+// Their non-blocking forms (intercoll_nb.cc): the same arguments and the
+// request. Each is one collective of a hidden communicator over both
+// groups, whose context is the intercommunicator's + kMergedContextOffset.
+constexpr int32_t kMergedContextOffset = 1 << 30;  // ordinary ids stay below it
+int inter_ibarrier(MPI_Comm c, MPI_Request* request);
+int inter_ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
+                 MPI_Request* request);
+int inter_ireduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op, int root,
+                  MPI_Comm c, MPI_Request* request);
+int inter_iallreduce(const void* sbuf, void* rbuf, int count, MPI_Datatype type, MPI_Op op,
+                     MPI_Comm c, MPI_Request* request);
+int inter_igather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype, void* rbuf,
+                  int rcount, const int* rcounts, const int* displs, MPI_Datatype rtype, int root,
+                  MPI_Comm c, MPI_Request* request);
+int inter_iscatter(const char* fn, const void* sbuf, int scount, const int* scounts,
+                   const int* displs, MPI_Datatype stype, void* rbuf, int rcount,
+                   MPI_Datatype rtype, int root, MPI_Comm c, MPI_Request* request);
+int inter_iallgather(const char* fn, const void* sbuf, int scount, MPI_Datatype stype,
+                     void* rbuf, int rcount, const int* rcounts, const int* displs,
+                     MPI_Datatype rtype, MPI_Comm c, MPI_Request* request);
+int inter_ialltoall(const char* fn, const void* sbuf, int scount, const int* scounts,
+                    const int* sdispls, MPI_Datatype stype, const MPI_Datatype* stypes, void* rbuf,
+                    int rcount, const int* rcounts, const int* rdispls, MPI_Datatype rtype,
+                    const MPI_Datatype* rtypes, MPI_Comm c, MPI_Request* request);
+int inter_ireduce_scatter(const char* fn, const void* sbuf, void* rbuf, int rcount,
+                          const int* rcounts, MPI_Datatype type, MPI_Op op, MPI_Comm c,
+                          MPI_Request* request);
 
 // The in- and out-neighbours of this process in `comm`'s topology, in the
 // order MPI gives them for neighbourhood collectives (MPI_PROC_NULL where a

@@ -137,10 +137,13 @@ INSTANTIATE_TEST_SUITE_P(
         // Intercommunicators: create, point-to-point, merge, dup, split, create.
         Case{"intercomm", 2, 2, {}}, Case{"intercomm", 3, 2, {}}, Case{"intercomm", 5, 2, {}},
         Case{"intercomm", 8, 4, {}},
-        // Blocking collectives on intercommunicators, both directions, every
+        // Collectives on intercommunicators, both directions, every
         // root position; merge and dup after a non-zero creation leader.
         Case{"intercoll", 2, 1, {}}, Case{"intercoll", 3, 2, {}}, Case{"intercoll", 5, 2, {}},
-        Case{"intercoll", 8, 4, {}}),
+        Case{"intercoll", 8, 4, {}},
+        // ... and their non-blocking forms (one collective over both groups).
+        Case{"intercoll", 2, 2, {"nb"}}, Case{"intercoll", 5, 2, {"nb"}},
+        Case{"intercoll", 8, 4, {"nb"}}),
     case_name);
 
 // ---------------------------------------------------------------------------

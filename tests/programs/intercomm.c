@@ -6,8 +6,8 @@
    - MPI_Intercomm_merge with high on the lower half: upper half first;
    - MPI_Comm_dup and MPI_Comm_split (by parity) of the intercommunicator,
      traffic on each; MPI_Comm_create with a subgroup;
-   - a non-blocking collective on an intercommunicator returns MPI_ERR_COMM
-     (the blocking ones are in intercoll.c). */
+   - MPI_Iscan (not defined on intercommunicators) returns MPI_ERR_COMM
+     (the defined collectives are in intercoll.c). */
 #include <stdlib.h>
 
 #include "prog_common.h"
@@ -110,7 +110,9 @@ int main(int argc, char **argv) {
 
   MPI_OK(MPI_Comm_set_errhandler(ic, MPI_ERRORS_RETURN));
   MPI_Request q;
-  CHECK(MPI_Ibarrier(ic, &q) == MPI_ERR_COMM, "non-blocking collective on an intercommunicator");
+  int in = 1, out = 0;
+  CHECK(MPI_Iscan(&in, &out, 1, MPI_INT, MPI_SUM, ic, &q) == MPI_ERR_COMM,
+        "MPI_Iscan on an intercommunicator");
   MPI_OK(MPI_Comm_free(&dup));
   MPI_OK(MPI_Comm_free(&merged));
   MPI_OK(MPI_Comm_free(&ic));
