@@ -1,4 +1,6 @@
 #include "job.h"
+
+#include <climits>
 #include "peer.h"
 #include "process_tree.h"
 
@@ -363,6 +365,47 @@ int32_t NmJob::cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, boo
     p += n;
     addr += static_cast<uint64_t>(n);
     len -= static_cast<size_t>(n);
+  }
+  return 0;
+}
+
+int32_t NmJob::cma_layout(int32_t world_rank, uint64_t base, const Layout& l, uint64_t off,
+                          void* buf, size_t len, bool to_rank) {
+  std::vector<struct iovec> segs;
+  layout_segments(l, base, off, len, [&](uint64_t a, uint64_t n) {
+    segs.push_back({reinterpret_cast<void*>(a), static_cast<size_t>(n)});
+  });
+  std::lock_guard lk(copy_mu_);
+  LocalRank& r = local(world_rank);
+  if (r.dead) return bcs_err_peer_gone;
+  auto* p = static_cast<uint8_t*>(buf);
+  for (size_t i = 0; i < segs.size();) {
+    const size_t k = std::min<size_t>(segs.size() - i, IOV_MAX);
+    size_t want = 0;
+    for (size_t j = 0; j < k; ++j) want += segs[i + j].iov_len;
+    struct iovec mine {
+      p, want
+    };
+    ssize_t n = to_rank ? ::process_vm_writev(r.pid, &mine, 1, &segs[i], k, 0)
+                        : ::process_vm_readv(r.pid, &mine, 1, &segs[i], k, 0);
+    if (n <= 0) {
+      const int err = errno;
+      spdlog::debug("process_vm_{}(rank {}): {}", to_rank ? "writev" : "readv", world_rank,
+                    std::strerror(err));
+      return err == EFAULT ? bcs_err_bad_address : bcs_err_peer_gone;
+    }
+    // A partial transfer stops anywhere: resume inside the piece it reached.
+    p += n;
+    for (auto left = static_cast<size_t>(n); left > 0;) {
+      if (segs[i].iov_len <= left) {
+        left -= segs[i].iov_len;
+        ++i;
+      } else {
+        segs[i].iov_base = static_cast<uint8_t*>(segs[i].iov_base) + left;
+        segs[i].iov_len -= left;
+        left = 0;
+      }
+    }
   }
   return 0;
 }

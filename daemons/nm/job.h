@@ -17,6 +17,7 @@
 #include <unordered_map>
 #include <vector>
 
+#include "bcs/layout.h"
 #include "bcs/segment.h"
 #include "fd.h"
 #include "roles/read_grants.h"
@@ -89,6 +90,10 @@ class NmJob {
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);
   int32_t write(int32_t world_rank, uint64_t addr, const void* src, size_t len);
+  // Packed bytes [off, off + len) of a non-contiguous buffer: one
+  // cross-memory call per IOV_MAX pieces.
+  int32_t cma_layout(int32_t world_rank, uint64_t base, const Layout& l, uint64_t off, void* buf,
+                     size_t len, bool to_rank);
 
   // Reap a rank whose pidfd became readable. Returns its wait status.
   int reap(LocalRank& r);

@@ -29,6 +29,17 @@ int32_t JobRanks::write(int32_t r, uint64_t addr, const void* src, size_t len) {
   return job_->is_local(r) ? job_->write(r, addr, src, len) : bcs_err_internal;
 }
 
+int32_t JobRanks::read_layout(int32_t r, uint64_t base, const Layout& l, uint64_t off, void* dst,
+                              size_t len) {
+  return job_->is_local(r) ? job_->cma_layout(r, base, l, off, dst, len, false) : bcs_err_internal;
+}
+
+int32_t JobRanks::write_layout(int32_t r, uint64_t base, const Layout& l, uint64_t off,
+                               const void* src, size_t len) {
+  return job_->is_local(r) ? job_->cma_layout(r, base, l, off, const_cast<void*>(src), len, true)
+                           : bcs_err_internal;
+}
+
 void JobRanks::complete(int32_t r, uint32_t request, int32_t error) {
   complete_status(r, request, error, r, 0, 0, 0);
 }

@@ -50,6 +50,10 @@ class JobRanks : public LocalRanks {
   RankView view_of(int32_t r) override { return job_->view_of(r); }
   int32_t read(int32_t r, uint64_t addr, void* dst, size_t len) override;
   int32_t write(int32_t r, uint64_t addr, const void* src, size_t len) override;
+  int32_t read_layout(int32_t r, uint64_t base, const Layout& l, uint64_t off, void* dst,
+                      size_t len) override;
+  int32_t write_layout(int32_t r, uint64_t base, const Layout& l, uint64_t off, const void* src,
+                       size_t len) override;
   void complete(int32_t r, uint32_t request, int32_t error) override;
   void complete_status(int32_t r, uint32_t request, int32_t error, int32_t source, int32_t tag,
                        uint64_t bytes, uint32_t found) override;

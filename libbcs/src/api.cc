@@ -339,10 +339,34 @@ uint64_t bcs_slice_ns(void) { return st().initialized ? st().slice_ns : 0; }
 
 namespace {
 
-bcs_status_t send_impl(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
-                       bcs_mode_t mode, bcs_request_t* req, bool sync) {
+void put_layout(Descriptor* d, const bcs_layout_t* l) {
+  static_assert(sizeof(bcs::LayoutBlock) == sizeof(bcs_block_t));
+  bcs::LayoutRef ref{reinterpret_cast<uintptr_t>(l->blocks), l->nblocks, l->count, l->extent};
+  std::memcpy(d->payload, &ref, sizeof ref);
+}
+
+// The packed size of a layout the caller passes, false if it is not one
+// the node managers accept (layout.h checks the same on their side).
+bool layout_bytes(const bcs_layout_t* l, size_t* bytes) {
+  if (!l || !l->blocks || l->nblocks == 0 || l->nblocks > bcs::kLayoutMaxBlocks) return false;
+  uint64_t size = 0;
+  for (uint32_t i = 0; i < l->nblocks; ++i) {
+    if (l->blocks[i].len == 0 || l->blocks[i].len > (uint64_t{1} << 40)) return false;
+    size += l->blocks[i].len;
+  }
+  if (size > (uint64_t{1} << 40) || (l->count && size > (uint64_t{1} << 46) / l->count))
+    return false;
+  *bytes = static_cast<size_t>(size * l->count);
+  return true;
+}
+
+// `layout` null: `len` contiguous bytes at buf; else the layout at buf.
+bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, int32_t dest,
+                       int32_t tag, int32_t context, bcs_mode_t mode, bcs_request_t* req,
+                       bool sync) {
   if (!st().initialized) return BCS_ERR_NOT_INIT;
-  if ((!buf && len) || !valid_peer(dest, false) || !valid_tag(tag, false) ||
+  if (layout && !layout_bytes(layout, &len)) return BCS_ERR_ARG;
+  if ((!buf && len && !layout) || !valid_peer(dest, false) || !valid_tag(tag, false) ||
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
   uint32_t idx;
@@ -358,7 +382,22 @@ bcs_status_t send_impl(const void* buf, size_t len, int32_t dest, int32_t tag, i
   if (inl) {
     d.flags = bcs::kDescInline;
     d.inline_len = static_cast<uint32_t>(len);
-    if (len) std::memcpy(d.payload, buf, len);
+    if (layout) {  // a few bytes: gathered here, like any inline send
+      size_t at = 0;
+      for (uint32_t i = 0; i < layout->count; ++i)
+        for (uint32_t b = 0; b < layout->nblocks; ++b) {
+          const bcs_block_t& blk = layout->blocks[b];
+          std::memcpy(d.payload + at,
+                      static_cast<const unsigned char*>(buf) + i * layout->extent + blk.disp,
+                      blk.len);
+          at += blk.len;
+        }
+    } else if (len) {
+      std::memcpy(d.payload, buf, len);
+    }
+  } else if (layout) {
+    d.flags = bcs::kDescLayout;
+    put_layout(&d, layout);
   }
   post(d);
   // Inline: the bytes are in the ring, the user buffer is reusable now.
@@ -370,22 +409,12 @@ bcs_status_t send_impl(const void* buf, size_t len, int32_t dest, int32_t tag, i
   return finish_blocking(idx, nullptr);
 }
 
-}  // namespace
-
-bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
-                      bcs_mode_t mode, bcs_request_t* req) {
-  return send_impl(buf, len, dest, tag, context, mode, req, false);
-}
-
-bcs_status_t bcs_ssend(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
-                       bcs_mode_t mode, bcs_request_t* req) {
-  return send_impl(buf, len, dest, tag, context, mode, req, true);
-}
-
-bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_t context,
-                      bcs_mode_t mode, bcs_request_t* req, bcs_msg_status_t* out) {
+bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_t source,
+                       int32_t tag, int32_t context, bcs_mode_t mode, bcs_request_t* req,
+                       bcs_msg_status_t* out) {
   if (!st().initialized) return BCS_ERR_NOT_INIT;
-  if ((!buf && cap) || !valid_peer(source, true) || !valid_tag(tag, true) ||
+  if (layout && !layout_bytes(layout, &cap)) return BCS_ERR_ARG;
+  if ((!buf && cap && !layout) || !valid_peer(source, true) || !valid_tag(tag, true) ||
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
   uint32_t idx;
@@ -394,12 +423,47 @@ bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = cap;
+  if (layout && cap) {
+    d.flags = bcs::kDescLayout;
+    put_layout(&d, layout);
+  }
   post(d);
   if (mode == BCS_NONBLOCKING) {
     *req = static_cast<bcs_request_t>(idx);
     return BCS_OK;
   }
   return finish_blocking(idx, out);
+}
+
+}  // namespace
+
+bcs_status_t bcs_send(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
+                      bcs_mode_t mode, bcs_request_t* req) {
+  return send_impl(buf, len, nullptr, dest, tag, context, mode, req, false);
+}
+
+bcs_status_t bcs_ssend(const void* buf, size_t len, int32_t dest, int32_t tag, int32_t context,
+                       bcs_mode_t mode, bcs_request_t* req) {
+  return send_impl(buf, len, nullptr, dest, tag, context, mode, req, true);
+}
+
+bcs_status_t bcs_send_layout(const void* base, const bcs_layout_t* layout, int32_t dest,
+                             int32_t tag, int32_t context, int sync, bcs_mode_t mode,
+                             bcs_request_t* req) {
+  if (!layout) return BCS_ERR_ARG;
+  return send_impl(base, 0, layout, dest, tag, context, mode, req, sync != 0);
+}
+
+bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_t context,
+                      bcs_mode_t mode, bcs_request_t* req, bcs_msg_status_t* out) {
+  return recv_impl(buf, cap, nullptr, source, tag, context, mode, req, out);
+}
+
+bcs_status_t bcs_recv_layout(void* base, const bcs_layout_t* layout, int32_t source, int32_t tag,
+                             int32_t context, bcs_mode_t mode, bcs_request_t* req,
+                             bcs_msg_status_t* out) {
+  if (!layout) return BCS_ERR_ARG;
+  return recv_impl(base, 0, layout, source, tag, context, mode, req, out);
 }
 
 bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t mode, int* flag,

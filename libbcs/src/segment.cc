@@ -32,13 +32,16 @@ bool ring_try_post(RankView& v, const Descriptor& d) {
   if (head - tail >= v.ring_slots) return false;
   Descriptor& slot = v.ring[head & (v.ring_slots - 1)];
   // Copy only what is used: the header, plus the inline bytes if any (a
-  // collective's inline area starts with its CollArgs).
+  // collective's inline area starts with its CollArgs, a layout's with its
+  // LayoutRef).
   std::memcpy(&slot, &d, offsetof(Descriptor, payload));
   if (d.kind == DescKind::coll)
     std::memcpy(slot.payload, d.payload,
                 (d.flags & kDescInline) ? kCollInlineOffset + d.inline_len : sizeof(CollArgs));
   else if (d.flags & kDescInline)
     std::memcpy(slot.payload, d.payload, d.inline_len);
+  else if (d.flags & kDescLayout)
+    std::memcpy(slot.payload, d.payload, sizeof(LayoutRef));
   v.ctl->head.store(head + 1, std::memory_order_release);
   return true;
 }

@@ -14,9 +14,11 @@
 // carries what the shim owns for it (CollData), including the work that runs
 // when it completes (the fold of a user-op reduction).
 #include <algorithm>
+#include <cstddef>
 #include <cstdio>
 #include <vector>
 
+#include "dtype.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -123,30 +125,63 @@ int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
   return MPI_SUCCESS;
 }
 
-// Datatypes with holes travel packed: the rank packs a send into a staging
-// buffer that lives as long as the request, and a receive lands in one that
-// is unpacked when it completes. (The node managers move contiguous bytes;
-// moving the blocks themselves with iovecs is the planned next step, see
-// docs/architecture.md.) Returns null for a contiguous type.
-std::shared_ptr<CollData> stage_send(const void*& buf, int count, MPI_Datatype type) {
+// Datatypes with holes travel as layouts (bcs_send_layout): the node
+// managers read and write the type's blocks themselves, the rank does not
+// pack. The request holds the type, whose block list the descriptor points
+// at, until it completes. A type of more blocks per instance than a layout
+// takes (BCS_LAYOUT_MAX_BLOCKS) is packed by the rank instead: a send into
+// a staging buffer that lives as long as the request, a receive into one
+// that is unpacked when it completes. Contiguous types are plain bytes
+// (from the buffer moved by the type's offset).
+struct P2pBuf {
+  const bcs_layout_t* layout() const { return typed ? &lay : nullptr; }
+  bool typed = false;
+  bcs_layout_t lay{};
+  std::shared_ptr<CollData> keep;  // the type (layout) or the staging buffer
+};
+
+bool as_layout(const void* /*buf*/, int count, MPI_Datatype type, P2pBuf* p) {
+  const DType* d = dtype_of(type);
+  if (!d || d->blocks.empty() || d->blocks.size() > BCS_LAYOUT_MAX_BLOCKS) return false;
+  static_assert(sizeof(TypeBlock) == sizeof(bcs_block_t) &&
+                offsetof(TypeBlock, off) == offsetof(bcs_block_t, disp) &&
+                offsetof(TypeBlock, len) == offsetof(bcs_block_t, len));
+  for (const TypeBlock& b : d->blocks)
+    if (b.len <= 0) return false;
+  p->typed = true;
+  p->lay.blocks = reinterpret_cast<const bcs_block_t*>(d->blocks.data());
+  p->lay.nblocks = static_cast<uint32_t>(d->blocks.size());
+  p->lay.count = static_cast<uint32_t>(count);
+  p->lay.extent = d->extent();
+  p->keep = std::make_shared<CollData>();
+  p->keep->staging = type_hold(type);
+  return true;
+}
+
+P2pBuf stage_send(const void*& buf, int count, MPI_Datatype type) {
+  P2pBuf p;
   int64_t off = 0;
   if (count <= 0 || type_contiguous(type, &off)) {
     if (count > 0) buf = static_cast<const unsigned char*>(buf) + off;
-    return nullptr;
+    return p;
   }
+  if (as_layout(buf, count, type, &p)) return p;
   auto d = std::make_shared<CollData>();
   d->tmp.resize(static_cast<size_t>(count) * static_cast<size_t>(type_size(type)));
   type_pack(buf, count, type, d->tmp.data());
   buf = d->tmp.data();
-  return d;
+  p.keep = d;
+  return p;
 }
 
-std::shared_ptr<CollData> stage_recv(void*& buf, int count, MPI_Datatype type) {
+P2pBuf stage_recv(void*& buf, int count, MPI_Datatype type) {
+  P2pBuf p;
   int64_t off = 0;
   if (count <= 0 || type_contiguous(type, &off)) {
     if (count > 0) buf = static_cast<unsigned char*>(buf) + off;
-    return nullptr;
+    return p;
   }
+  if (as_layout(buf, count, type, &p)) return p;
   auto d = std::make_shared<CollData>();
   d->tmp.resize(static_cast<size_t>(count) * static_cast<size_t>(type_size(type)));
   void* user = buf;
@@ -155,7 +190,20 @@ std::shared_ptr<CollData> stage_recv(void*& buf, int count, MPI_Datatype type) {
     type_unpack(dp->tmp.data(), std::min<uint64_t>(bytes, dp->tmp.size()), count, type, user);
   };
   buf = d->tmp.data();
-  return d;
+  p.keep = d;
+  return p;
+}
+
+// The runtime's send and receive of a staged buffer.
+bcs_status_t post_send(const P2pBuf& p, const void* buf, size_t bytes, int32_t dest, int32_t tag,
+                       int32_t ctx, bool sync, bcs_mode_t mode, bcs_request_t* b) {
+  if (p.typed) return bcs_send_layout(buf, p.layout(), dest, tag, ctx, sync, mode, b);
+  return (sync ? bcs_ssend : bcs_send)(buf, bytes, dest, tag, ctx, mode, b);
+}
+bcs_status_t post_recv(const P2pBuf& p, void* buf, size_t bytes, int32_t src, int32_t tag,
+                       int32_t ctx, bcs_mode_t mode, bcs_request_t* b, bcs_msg_status_t* st) {
+  if (p.typed) return bcs_recv_layout(buf, p.layout(), src, tag, ctx, mode, b, st);
+  return bcs_recv(buf, bytes, src, tag, ctx, mode, b, st);
 }
 
 int singleton_p2p(int comm, const char* fn) {
@@ -411,11 +459,12 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
-  r.coll = stage_send(buf, count, type);
+  const P2pBuf p = stage_send(buf, count, type);
+  r.coll = p.keep;
   bcs_request_t b = BCS_REQUEST_NULL;
   const int e = post_with_retry([&] {
-    return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
-                                         BCS_NONBLOCKING, &b);
+    return post_send(p, buf, bytes, to_world(comm, dest), tag, context_of(comm), sync,
+                     BCS_NONBLOCKING, &b);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
   r.breq = b;
@@ -441,11 +490,12 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
-  r.coll = stage_recv(buf, count, type);
+  const P2pBuf p = stage_recv(buf, count, type);
+  r.coll = p.keep;
   bcs_request_t b = BCS_REQUEST_NULL;
   const int e = post_with_retry([&] {
-    return bcs_recv(buf, bytes, to_world(comm, source), tag, context_of(comm), BCS_NONBLOCKING,
-                    &b, nullptr);
+    return post_recv(p, buf, bytes, to_world(comm, source), tag, context_of(comm),
+                     BCS_NONBLOCKING, &b, nullptr);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
   r.breq = b;
@@ -462,10 +512,10 @@ int send(const char* fn, const void* buf, int count, MPI_Datatype type, int dest
   if (int e = check_p2p(fn, c, buf, count, type, dest, tag, false, &comm, &bytes)) return e;
   if (dest == MPI_PROC_NULL) return MPI_SUCCESS;
   if (S().singleton) return singleton_p2p(comm, fn);
-  const std::shared_ptr<CollData> staged = stage_send(buf, count, type);
+  const P2pBuf staged = stage_send(buf, count, type);
   const int e = post_with_retry([&] {
-    return (sync ? bcs_ssend : bcs_send)(buf, bytes, to_world(comm, dest), tag, context_of(comm),
-                                         BCS_BLOCKING, nullptr);
+    return post_send(staged, buf, bytes, to_world(comm, dest), tag, context_of(comm), sync,
+                     BCS_BLOCKING, nullptr);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
   return MPI_SUCCESS;
@@ -530,13 +580,13 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
-  const std::shared_ptr<CollData> staged = stage_recv(buf, count, type);
+  const P2pBuf staged = stage_recv(buf, count, type);
   bcs_msg_status_t b{};
   const int e = post_with_retry([&] {
-    return bcs_recv(buf, bytes, to_world(comm, source), tag, context_of(comm), BCS_BLOCKING,
-                    nullptr, &b);
+    return post_recv(staged, buf, bytes, to_world(comm, source), tag, context_of(comm),
+                     BCS_BLOCKING, nullptr, &b);
   });
-  if (staged) staged->unpack(b.bytes);
+  if (staged.keep && staged.keep->unpack) staged.keep->unpack(b.bytes);
   if (e == BCS_OK || e == b.error) {
     set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));

@@ -3,6 +3,7 @@
 #include <spdlog/spdlog.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <string_view>
 
 namespace bcs::nm {
@@ -45,6 +46,31 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       if (!corrupt) ranks.rank_corrupted(me, "corrupted its descriptor ring: " + why);
       corrupt = true;
     };
+    // A non-contiguous buffer's block list, copied out of the rank and
+    // checked: it must describe exactly `bytes` packed bytes.
+    auto layout_of = [&](const Descriptor& d, uint64_t bytes, LayoutPtr* out) {
+      LayoutRef ref;
+      std::memcpy(&ref, d.payload, sizeof ref);
+      if (ref.nblocks == 0 || ref.nblocks > kLayoutMaxBlocks) {
+        corrupted(d, "layout of " + std::to_string(ref.nblocks) + " blocks");
+        return false;
+      }
+      std::vector<LayoutBlock> blocks(ref.nblocks);
+      if (ranks.read(me, ref.blocks, blocks.data(), blocks.size() * sizeof(LayoutBlock))) {
+        corrupted(d, "layout block list unreadable");
+        return false;
+      }
+      std::string why;
+      *out = layout_make(std::move(blocks), ref.count, ref.extent, &why);
+      if (*out && (*out)->total() != bytes)
+        why = "layout of " + std::to_string((*out)->total()) + " bytes for " +
+              std::to_string(bytes);
+      if (!*out || (*out)->total() != bytes) {
+        corrupted(d, why);
+        return false;
+      }
+      return true;
+    };
     size_t n = ring_drain(v, [&](const Descriptor& d) {
       if (corrupt) return;
       switch (d.kind) {
@@ -67,12 +93,14 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           s.request = d.request;
           s.is_inline = (d.flags & kDescInline) != 0;
           if (s.is_inline) s.payload.assign(d.payload, d.payload + d.inline_len);
+          if (!s.is_inline && (d.flags & kDescLayout) && !layout_of(d, d.len, &s.layout)) return;
           const uint32_t node = ranks.node_of(d.peer);
           if (node == self_) {
             br.add_local_send(std::move(s));
           } else {
             // The receiver's node will read this buffer: it may, and only it.
-            if (!s.is_inline) ranks.read_grants().grant(me, s.request, node, s.addr, s.len);
+            if (!s.is_inline)
+              ranks.read_grants().grant(me, s.request, node, s.addr, s.len, s.layout);
             batches[node].sends.push_back(std::move(s));
           }
           return;
@@ -92,6 +120,8 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           rd.tag = d.tag;
           rd.addr = d.addr;
           rd.cap = d.len;
+          if (d.kind == DescKind::recv && (d.flags & kDescLayout) && !layout_of(d, d.len, &rd.layout))
+            return;
           rd.request = d.request;
           rd.slice = slice - 1;
           br.add_local_post(rd);

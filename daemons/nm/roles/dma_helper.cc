@@ -37,6 +37,16 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
   LocalRanks& job = *ranks;
   std::unordered_map<uint64_t, Chunk> remote;  // token -> chunk
 
+  // The sender's packed bytes [off, off + n), and the receiver's, whether
+  // contiguous or not (layout.h).
+  auto read_send = [&](const Match& m, uint64_t off, uint8_t* dst, size_t n) {
+    return m.send.layout ? job.read_layout(m.send.src, m.send.addr, *m.send.layout, off, dst, n)
+                         : job.read(m.send.src, m.send.addr + off, dst, n);
+  };
+  auto write_recv = [&](const Match& m, uint64_t off, const uint8_t* src, size_t n) {
+    return m.recv.layout ? job.write_layout(m.recv.rank, m.recv.addr, *m.recv.layout, off, src, n)
+                         : job.write(m.recv.rank, m.recv.addr + off, src, n);
+  };
   auto finish_chunk = [&](const Chunk& c, int32_t err) {
     if (err) xfer_error_[c.transfer] = err;
     if (!c.last) return;
@@ -59,7 +69,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     if (m.send.is_inline) {
       int32_t err = 0;
       if (c.len)
-        err = job.write(m.recv.rank, m.recv.addr + c.offset, m.send.payload.data() + c.offset, c.len);
+        err = write_recv(m, c.offset, m.send.payload.data() + c.offset, c.len);
       rep.bytes += c.len;
       finish_chunk(c, err);
     } else if (m.cancelled && job.is_local(m.send.src)) {
@@ -74,8 +84,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
         staging_.resize(std::min<uint64_t>(std::max<uint64_t>(c.len, 1), kStagingBytes));
       for (uint64_t off = 0; off < c.len && !err;) {
         size_t n = std::min<uint64_t>(c.len - off, staging_.size());
-        err = job.read(m.send.src, m.send.addr + c.offset + off, staging_.data(), n);
-        if (!err) err = job.write(m.recv.rank, m.recv.addr + c.offset + off, staging_.data(), n);
+        err = read_send(m, c.offset + off, staging_.data(), n);
+        if (!err) err = write_recv(m, c.offset + off, staging_.data(), n);
         off += n;
       }
       rep.bytes += c.len;
@@ -132,7 +142,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     const size_t n = msg.data.size() - sizeof h;
     if (!err && n != c.len) err = bcs_err_internal;
     if (!err && n)
-      err = job.write(c.match->recv.rank, c.match->recv.addr + c.offset, msg.data.data() + sizeof h, n);
+      err = write_recv(*c.match, c.offset, msg.data.data() + sizeof h, n);
     rep.bytes += n;
     finish_chunk(c, err);
   }
@@ -158,11 +168,13 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
   h.token = g.token;
   size_t n = 0;
   std::unique_ptr<uint8_t[]> reply;
+  LayoutPtr layout;  // a non-contiguous send: g.addr - base is a packed offset
+  uint64_t base = 0;
   if (!ranks || ranks->job_id() != g.job || !ranks->is_local(g.src_rank) ||
       g.len > (uint64_t{1} << 32)) {
     h.error = bcs_err_peer_gone;
   } else if (!ranks->read_grants().use(g.src_rank, g.src_request, m.from, g.addr, g.len,
-                                       g.last || g.cancelled)) {
+                                       g.last || g.cancelled, &layout, &base)) {
     // Not a range of a send this node forwarded to the asking node.
     spdlog::warn("job {}: node {} asked to read {} bytes at {:#x} of rank {} (request {}): "
                  "no send of that rank to that node covers it, refused",
@@ -174,7 +186,10 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
       ranks->complete_status(g.src_rank, g.src_request, bcs_err_cancelled, g.src_rank, 0, 0, 0);
   } else {
     reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h + g.len);
-    h.error = g.len ? ranks->read(g.src_rank, g.addr, reply.get() + sizeof h, g.len) : 0;
+    uint8_t* dst = reply.get() + sizeof h;
+    h.error = !g.len   ? 0
+              : layout ? ranks->read_layout(g.src_rank, base, *layout, g.addr - base, dst, g.len)
+                       : ranks->read(g.src_rank, g.addr, dst, g.len);
     if (!h.error) n = g.len;
     if (g.last) ranks->complete_status(g.src_rank, g.src_request, h.error, g.src_rank, 0, 0, 0);
   }

@@ -13,6 +13,7 @@
 
 #include "bcs/core.h"
 #include "bcs/segment.h"
+#include "bcs/layout.h"
 #include "read_grants.h"
 
 namespace bcs::nm {
@@ -36,6 +37,30 @@ class RankMemory {
   virtual int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len) = 0;
   virtual int32_t write(int32_t world_rank, uint64_t addr, const void* src, size_t len) = 0;
   virtual void complete(int32_t world_rank, uint32_t request, int32_t error) = 0;
+  // Packed bytes [off, off + len) of a non-contiguous buffer (layout `l` at
+  // `base`): the pieces of the rank's memory that hold them, in order. By
+  // default one read/write per piece; the daemon does one cross-memory call
+  // per batch of pieces.
+  virtual int32_t read_layout(int32_t world_rank, uint64_t base, const Layout& l, uint64_t off,
+                              void* dst, size_t len) {
+    auto* p = static_cast<uint8_t*>(dst);
+    int32_t err = 0;
+    layout_segments(l, base, off, len, [&](uint64_t a, uint64_t n) {
+      if (!err) err = read(world_rank, a, p, n);
+      p += n;
+    });
+    return err;
+  }
+  virtual int32_t write_layout(int32_t world_rank, uint64_t base, const Layout& l, uint64_t off,
+                               const void* src, size_t len) {
+    const auto* p = static_cast<const uint8_t*>(src);
+    int32_t err = 0;
+    layout_segments(l, base, off, len, [&](uint64_t a, uint64_t n) {
+      if (!err) err = write(world_rank, a, p, n);
+      p += n;
+    });
+    return err;
+  }
 };
 
 // One job's footprint on this node, as the roles see it.

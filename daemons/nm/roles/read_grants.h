@@ -13,24 +13,33 @@
 #include <mutex>
 #include <utility>
 
+#include "bcs/layout.h"
+
 namespace bcs::nm {
 
 class ReadGrants {
  public:
-  void grant(int32_t rank, uint32_t request, uint32_t node, uint64_t addr, uint64_t len) {
+  // `layout`: the send is non-contiguous, at base `addr`, and [addr, addr +
+  // len) stands for its packed bytes.
+  void grant(int32_t rank, uint32_t request, uint32_t node, uint64_t addr, uint64_t len,
+             LayoutPtr layout = nullptr) {
     std::lock_guard lk(mu_);
-    grants_[{rank, request}] = Grant{node, addr, len};
+    grants_[{rank, request}] = Grant{node, addr, len, std::move(layout)};
   }
   // Whether `node` may read [addr, addr + len) of `rank`'s send `request`;
-  // `last` ends the grant (the transfer's last chunk, or its cancel).
+  // `last` ends the grant (the transfer's last chunk, or its cancel). For a
+  // non-contiguous send, *layout and *base say how to read it (the range is
+  // then packed offsets from base).
   bool use(int32_t rank, uint32_t request, uint32_t node, uint64_t addr, uint64_t len,
-           bool last) {
+           bool last, LayoutPtr* layout = nullptr, uint64_t* base = nullptr) {
     std::lock_guard lk(mu_);
     auto it = grants_.find({rank, request});
     if (it == grants_.end()) return false;
     const Grant& g = it->second;
     const bool ok = g.node == node && addr >= g.addr && len <= g.len &&
                     addr - g.addr <= g.len - len;  // no overflow: both sides checked
+    if (ok && layout) *layout = g.layout;
+    if (ok && base) *base = g.addr;
     if (ok && last) grants_.erase(it);
     return ok;
   }
@@ -43,6 +52,7 @@ class ReadGrants {
   struct Grant {
     uint32_t node;
     uint64_t addr, len;
+    LayoutPtr layout;
   };
   mutable std::mutex mu_;
   std::map<std::pair<int32_t, uint32_t>, Grant> grants_;

@@ -72,6 +72,29 @@ bcs_status_t bcs_ssend(const void* buf, size_t len, int32_t dest, int32_t tag, i
 /* Receive into `buf` (capacity `cap`). Blocking: fills `st` (may be NULL). */
 bcs_status_t bcs_recv(void* buf, size_t cap, int32_t source, int32_t tag, int32_t context,
                       bcs_mode_t mode, bcs_request_t* req, bcs_msg_status_t* st);
+/* Non-contiguous buffers: `count` instances at base + i * extent, each the
+ * `nblocks` (<= BCS_LAYOUT_MAX_BLOCKS, each len > 0) blocks (disp, len)
+ * relative to the instance. The node managers move the blocks themselves
+ * (the rank does not pack); `blocks` must stay valid and unchanged until the
+ * request completes. The message is the blocks' bytes in order (packed);
+ * a send of up to 192 packed bytes is gathered into the descriptor. */
+typedef struct {
+  int64_t disp;
+  uint64_t len;
+} bcs_block_t;
+typedef struct {
+  const bcs_block_t* blocks;
+  uint32_t nblocks;
+  uint32_t count;
+  int64_t extent;
+} bcs_layout_t;
+#define BCS_LAYOUT_MAX_BLOCKS 65536
+bcs_status_t bcs_send_layout(const void* base, const bcs_layout_t* layout, int32_t dest,
+                             int32_t tag, int32_t context, int sync, bcs_mode_t mode,
+                             bcs_request_t* req);
+bcs_status_t bcs_recv_layout(void* base, const bcs_layout_t* layout, int32_t source, int32_t tag,
+                             int32_t context, bcs_mode_t mode, bcs_request_t* req,
+                             bcs_msg_status_t* st);
 /* Blocking: waits until a matching message exists. Non-blocking: *flag tells
  * whether one was known to exist at the last scheduling microphase (the
  * answer to the previous non-blocking probe with the same arguments). */

@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "bcs/layout.h"
 #include "bcs/segment.h"
 
 namespace bcs {
@@ -29,6 +30,7 @@ struct SendDesc {
   uint64_t slice = 0;     // slice in which it was posted
   uint64_t len = 0;       // message bytes
   uint64_t addr = 0;      // in the sender's address space (not inline)
+  LayoutPtr layout;       // non-contiguous: the blocks at addr (sender's node only)
   uint32_t request = 0;   // the sender's request slot (not inline)
   bool is_inline = false;
   std::vector<uint8_t> payload;  // inline bytes (len of them)
@@ -42,7 +44,8 @@ struct RecvDesc {
   int32_t context = 0;
   int32_t tag = kAnyTag;
   uint64_t addr = 0;
-  uint64_t cap = 0;  // receive buffer capacity in bytes
+  LayoutPtr layout;  // non-contiguous: the blocks at addr
+  uint64_t cap = 0;  // receive buffer capacity in bytes (packed)
   uint32_t request = 0;
   uint64_t slice = 0;
 };

@@ -54,7 +54,26 @@ enum DescFlags : uint8_t {
   kDescInline = 1 << 0,     // send: payload inline; coll: send data after CollArgs
   kDescNoComplete = 1 << 1, // coll: the rank completed its request itself (bypass)
   kDescCancelSend = 1 << 2, // cancel: the request is a send to world rank `peer`
+  kDescLayout = 1 << 3,     // send/recv: the data is a layout (LayoutRef in payload) at
+                            // base `addr`, `len` its packed bytes (layout.h)
 };
+
+// A non-contiguous buffer (kDescLayout): `count` instances at addr + i *
+// extent, each the `nblocks` blocks (disp, len) of an array in the rank's
+// memory at `blocks` (LayoutBlock[nblocks], valid until the request
+// completes). The node managers move the blocks themselves: the rank does
+// not pack. Every field is checked by the NM (layout.h).
+struct LayoutRef {
+  uint64_t blocks;
+  uint32_t nblocks;
+  uint32_t count;
+  int64_t extent;
+};
+struct LayoutBlock {
+  int64_t disp;
+  uint64_t len;
+};
+constexpr uint32_t kLayoutMaxBlocks = 1u << 16;
 
 // One slot of a rank's ring. 256 bytes: a 64-byte header and 192 bytes of
 // inline payload (messages up to kInlineMax bytes travel inside the

@@ -148,6 +148,42 @@ TEST_F(ApiTest, LargeSendWaitsForTheNodeManager) {
   EXPECT_EQ(req, BCS_REQUEST_NULL);
 }
 
+// A non-contiguous buffer goes to the node manager as its block list (the
+// rank does not pack); a small one is gathered into the descriptor.
+TEST_F(ApiTest, LayoutsPostTheBlockListOrGatherSmallMessages) {
+  attach(2);
+  std::vector<uint8_t> buf(4096);
+  for (size_t i = 0; i < buf.size(); ++i) buf[i] = static_cast<uint8_t>(i);
+  const bcs_block_t blocks[2] = {{0, 3}, {10, 5}};
+  bcs_layout_t big{blocks, 2, 100, 32}, small{blocks, 2, 2, 32}, bad{blocks, 0, 1, 32};
+  bcs_request_t a = BCS_REQUEST_NULL, b = BCS_REQUEST_NULL, c = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_send_layout(buf.data(), &big, 1, 0, kContextWorld, 0, BCS_NONBLOCKING, &a), BCS_OK);
+  ASSERT_EQ(bcs_send_layout(buf.data(), &small, 1, 0, kContextWorld, 0, BCS_NONBLOCKING, &b),
+            BCS_OK);
+  ASSERT_EQ(bcs_recv_layout(buf.data(), &big, 1, 0, kContextWorld, BCS_NONBLOCKING, &c, nullptr),
+            BCS_OK);
+  EXPECT_EQ(bcs_send_layout(buf.data(), &bad, 1, 0, kContextWorld, 0, BCS_NONBLOCKING, &a),
+            BCS_ERR_ARG);
+  nm_->step();
+  auto seen = nm_->seen();
+  ASSERT_EQ(seen.size(), 3u);
+  for (size_t k : {size_t{0}, size_t{2}}) {
+    EXPECT_EQ(seen[k].flags, kDescLayout);
+    EXPECT_EQ(seen[k].addr, reinterpret_cast<uintptr_t>(buf.data()));
+    EXPECT_EQ(seen[k].len, 800u) << "packed bytes";
+    LayoutRef ref;
+    std::memcpy(&ref, seen[k].payload, sizeof ref);
+    EXPECT_EQ(ref.blocks, reinterpret_cast<uintptr_t>(blocks));
+    EXPECT_EQ(ref.nblocks, 2u);
+    EXPECT_EQ(ref.count, 100u);
+    EXPECT_EQ(ref.extent, 32);
+  }
+  EXPECT_EQ(seen[1].flags, kDescInline);
+  ASSERT_EQ(seen[1].inline_len, 16u);
+  const uint8_t want[16] = {0, 1, 2, 10, 11, 12, 13, 14, 32, 33, 34, 42, 43, 44, 45, 46};
+  EXPECT_EQ(0, std::memcmp(seen[1].payload, want, 16));
+}
+
 TEST_F(ApiTest, BlockingRecvIsWokenByCompletion) {
   attach(1);
   const auto msg = pattern(5000, 9);

@@ -288,6 +288,82 @@ TEST_F(TwoNodes, ALongerMessageIsTruncatedAndSaysSo) {
   EXPECT_EQ(nodes[1]->ranks.slot(1, 0).bytes, sizeof in);
 }
 
+// A non-contiguous buffer (kDescLayout): `count` instances of `blocks`
+// every `extent` bytes from `base`; the block list is rank memory too.
+Descriptor layout_desc(Descriptor d, const std::vector<LayoutBlock>& blocks, uint32_t count,
+                       int64_t extent) {
+  uint64_t size = 0;
+  for (auto& b : blocks) size += b.len;
+  d.flags = kDescLayout;
+  d.inline_len = 0;
+  d.len = size * count;
+  LayoutRef ref{reinterpret_cast<uintptr_t>(blocks.data()), static_cast<uint32_t>(blocks.size()),
+                count, extent};
+  std::memcpy(d.payload, &ref, sizeof ref);
+  return d;
+}
+
+// Strided send (3 blocks of 5, 1 and 9 bytes in an instance of 24, 40
+// instances) into a receive of 2 blocks (7 and 8 bytes in 20, 40
+// instances), across nodes and on one node, with a chunk budget of 37
+// bytes so that chunks start and end inside blocks. Only the blocks are
+// written; the gaps keep their bytes.
+TEST_F(TwoNodes, NonContiguousBuffersMoveBlockByBlockInChunksThatCutBlocks) {
+  const std::vector<LayoutBlock> sblocks{{0, 5}, {8, 1}, {12, 9}}, rblocks{{2, 7}, {12, 8}};
+  for (int32_t dst : {1, 2}) {
+    std::vector<uint8_t> out(24 * 40), in(20 * 40, 0xee);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 13 + 1);
+    Node& sn = *nodes[0];
+    Node& rn = *nodes[dst == 1 ? 1 : 0];
+    sn.ranks.allow(0, out.data(), out.size());
+    sn.ranks.allow(0, sblocks.data(), sblocks.size() * sizeof(LayoutBlock));
+    rn.ranks.allow(dst, in.data(), in.size());
+    rn.ranks.allow(dst, rblocks.data(), rblocks.size() * sizeof(LayoutBlock));
+    rn.br.scheduler().set_budget(37);
+    sn.ranks.post(0, layout_desc(send_desc(dst, 4, out.data(), 1000, 5), sblocks, 40, 24));
+    rn.ranks.post(dst, layout_desc(recv_desc(0, 4, in.data(), 0, 6), rblocks, 40, 20));
+    for (int i = 0; i < 100 && !rn.ranks.done(dst, 6); ++i) slice();
+    ASSERT_TRUE(rn.ranks.done(dst, 6)) << "to rank " << dst;
+    EXPECT_EQ(rn.ranks.slot(dst, 6).error, 0);
+    EXPECT_EQ(rn.ranks.slot(dst, 6).bytes, 600u);
+    EXPECT_TRUE(sn.ranks.done(0, 5));
+    // The packed stream, and where each of its bytes must land.
+    std::vector<uint8_t> packed;
+    for (int k = 0; k < 40; ++k)
+      for (auto& b : sblocks)
+        for (uint64_t j = 0; j < b.len; ++j) packed.push_back(out[24 * k + b.disp + j]);
+    std::vector<uint8_t> want(in.size(), 0xee);
+    size_t at = 0;
+    for (int k = 0; k < 40; ++k)
+      for (auto& b : rblocks)
+        for (uint64_t j = 0; j < b.len; ++j) want[20 * k + b.disp + j] = packed[at++];
+    EXPECT_EQ(in, want) << "to rank " << dst;
+    EXPECT_TRUE(sn.ranks.grants_.size() == 0) << "the grant ended with the last chunk";
+    rn.br.scheduler().set_budget(1 << 20);
+  }
+}
+
+TEST_F(TwoNodes, ALayoutThatDoesNotDescribeTheMessageEndsTheRank) {
+  const std::vector<LayoutBlock> blocks{{0, 4}, {8, 4}};
+  std::vector<uint8_t> buf(1000);
+  nodes[0]->ranks.allow(0, buf.data(), buf.size());
+  nodes[0]->ranks.allow(0, blocks.data(), blocks.size() * sizeof(LayoutBlock));
+  Descriptor d = layout_desc(send_desc(1, 0, buf.data(), 1000, 3), blocks, 30, 16);
+  d.len = 999;  // the blocks say 240
+  nodes[0]->ranks.post(0, d);
+  nodes[0]->bs.run(1, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  ASSERT_EQ(nodes[0]->ranks.corrupted_.size(), 1u);
+  EXPECT_THAT(nodes[0]->ranks.corrupted_[0].second, testing::HasSubstr("layout of 240 bytes for 999"));
+  nodes[0]->ranks.corrupted_.clear();
+  Descriptor e = layout_desc(recv_desc(1, 0, buf.data(), 0, 4), blocks, 2, 16);
+  LayoutRef ref{0x10, 2, 2, 16};  // a block list the rank does not have
+  std::memcpy(e.payload, &ref, sizeof ref);
+  nodes[0]->ranks.post(0, e);
+  nodes[0]->bs.run(2, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  ASSERT_EQ(nodes[0]->ranks.corrupted_.size(), 1u);
+  EXPECT_THAT(nodes[0]->ranks.corrupted_[0].second, testing::HasSubstr("block list unreadable"));
+}
+
 // Garbage in a ring (the library never posts it) ends the rank that wrote
 // it, named with the reason; nothing after it in that ring is used, and
 // other ranks go on.
