@@ -161,6 +161,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
                                 std::to_string(ready_w.get())};
   if (!cfg.slice.empty()) argv.insert(argv.end(), {"--slice", cfg.slice});
   if (!cfg.chunk.empty()) argv.insert(argv.end(), {"--chunk", cfg.chunk});
+  if (!cfg.liveness.empty()) argv.insert(argv.end(), {"--liveness-timeout", cfg.liveness});
   if (!cfg.token_file.empty()) argv.insert(argv.end(), {"--token-file", cfg.token_file});
   if (cfg.verbose) argv.insert(argv.end(), {"--log-level", "debug"});
   pid_t mm_pid = spawn(argv, ready_w.get());
@@ -217,6 +218,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
     std::string name = i <= cfg.names.size() ? cfg.names[i - 1] : "node" + std::to_string(i);
     std::vector<std::string> nargv{nm, "--manager", address(), "--name", name};
     if (!cfg.token_file.empty()) nargv.insert(nargv.end(), {"--token-file", cfg.token_file});
+    if (!cfg.liveness.empty()) nargv.insert(nargv.end(), {"--liveness-timeout", cfg.liveness});
     if (cfg.verbose) nargv.insert(nargv.end(), {"--log-level", "debug"});
     pid_t pid = spawn(nargv, -1);
     children_.push_back(Child{"bcs-nm " + name, pid});

@@ -53,6 +53,7 @@ struct ClusterConfig {
   std::vector<std::string> names;  // of the node managers; default node1..nodeK
   std::string slice;   // forwarded as --slice when non-empty
   std::string chunk;   // forwarded as --chunk when non-empty
+  std::string liveness;  // forwarded as --liveness-timeout (to every daemon) when non-empty
   std::string token_file;  // forwarded as --token-file when non-empty (a
                            // token in $BCS_TOKEN reaches the daemons by the environment)
   bool verbose = false;  // daemons get --log-level debug

@@ -455,6 +455,7 @@ int run_job(const RunOptions& o) {
     if (!cfg.names.empty()) cfg.nodes = static_cast<uint32_t>(cfg.names.size());
     cfg.slice = o.slice;
     cfg.chunk = o.chunk;
+    cfg.liveness = o.liveness;
     cfg.token_file = o.token_file;
     cfg.verbose = o.verbose;
     cfg.interrupt_fd = sig.fd();

@@ -165,6 +165,11 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       ->check(kSliceDuration);
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
       ->check(kSize);
+  run_cmd
+      ->add_option("--liveness-timeout", run.liveness,
+                   "Embedded cluster: how long a stopped or hung daemon may stay silent before "
+                   "the job fails (default 60s; shorter stalls only delay it)")
+      ->check(kDuration);
   run_cmd->add_flag("-l,--label", run.label, "Prefix every output line with [RANK]");
   std::vector<std::string> env_export, host_lists, host_files;
   run_cmd

@@ -77,6 +77,7 @@ int main(int argc, char** argv) {
               level = "warn";
   int ready_fd = -1;
   bool no_realtime = false;
+  std::string liveness = "60s", watchdog = "120s";
   // Checked below with parse_endpoint: gRPC would take "host:70000" and
   // bind port 70000 mod 65536.
   app.add_option("--listen", listen, "gRPC listen address HOST:PORT (port 0: pick one)")
@@ -103,6 +104,13 @@ int main(int argc, char** argv) {
                  "network device the fabric (UCX) listens on; default: the one holding the "
                  "--listen address (loopback for a loopback address)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
+  app.add_option("--liveness-timeout", liveness,
+                 "how long a node manager may stay silent (stopped, paused, hung) before it "
+                 "counts as lost and its jobs fail; shorter stalls only delay them")
+      ->capture_default_str();
+  app.add_option("--phase-watchdog", watchdog,
+                 "how long one microphase may take before its job fails, naming the late nodes")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (!refused.empty()) {
     std::fprintf(stderr, "bcs-mm: %s\n", kTokenOnCommandLine);
@@ -139,6 +147,19 @@ int main(int argc, char** argv) {
     return 2;
   }
   cfg.strobe_spin_ns = *sp;
+  const auto lv = parse_duration_ns(liveness), wd = parse_duration_ns(watchdog);
+  if (!lv || *lv < 1'000'000'000ull) {
+    std::fprintf(stderr, "bcs-mm: --liveness-timeout %s: expected a duration of at least 1s\n",
+                 liveness.c_str());
+    return 2;
+  }
+  if (!wd || *wd < 1'000'000'000ull) {
+    std::fprintf(stderr, "bcs-mm: --phase-watchdog %s: expected a duration of at least 1s\n",
+                 watchdog.c_str());
+    return 2;
+  }
+  cfg.liveness = std::chrono::nanoseconds(*lv);
+  cfg.phase_watchdog = std::chrono::nanoseconds(*wd);
   cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
@@ -194,9 +215,10 @@ int main(int argc, char** argv) {
     int port = 0;
     grpc::ServerBuilder b;
     // Keepalive both ways: a node manager on a host that hung or was cut
-    // off is noticed within ~15 s even if no TCP reset ever arrives.
+    // off is noticed within the liveness timeout even if no TCP reset ever
+    // arrives; a shorter stall (SIGSTOP, a debugger, a VM pause) is not.
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+    b.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_timeout_ms(cfg.liveness));
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
     b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);

@@ -32,9 +32,14 @@ struct Config {
   // Run the strobe sender at SCHED_FIFO priority when allowed.
   bool realtime = true;
   std::string token;
+  // How long a node manager may stay silent (a stopped or paused process,
+  // a hung host) before it counts as lost: shorter stalls only delay the
+  // job. Its control stream's keepalive is set from it.
+  std::chrono::nanoseconds liveness{std::chrono::seconds(60)};
   // How long a microphase may take on every node before the MM gives up on
-  // the job (a node that stopped answering but kept its control stream).
-  std::chrono::seconds phase_watchdog{30};
+  // the job (a node that answers keepalives but makes no progress). Longer
+  // than the liveness timeout, so that a stall is judged by that first.
+  std::chrono::nanoseconds phase_watchdog{std::chrono::seconds(120)};
 };
 
 using NodeStream = grpc::ServerReaderWriter<v1::ManagerMsg, v1::NodeMsg>;

@@ -37,6 +37,7 @@
 #include "nic.h"
 #include "peer.h"
 #include "process_tree.h"
+#include "units.h"
 #include "signals.h"
 #include "token.h"
 
@@ -260,11 +261,13 @@ std::string check_manager_user(const Endpoint& where, const std::optional<PeerCr
 }
 
 int run_node(const std::string& manager, const Endpoint& where, const std::string& name,
-             const std::string& token, const std::string& net_devices) {
-  // Keepalive: a manager whose host hung is noticed within ~15 s.
+             const std::string& token, const std::string& net_devices,
+             std::chrono::nanoseconds liveness) {
+  // Keepalive: a manager whose host hung is noticed within the liveness
+  // timeout (a ping every 10 s, answered within the rest).
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_KEEPALIVE_TIME_MS, 10000);
-  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 5000);
+  args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, keepalive_timeout_ms(liveness));
   args.SetInt(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   std::shared_ptr<grpc::Channel> channel;
   std::optional<PeerCred> unix_server;
@@ -345,7 +348,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           ctx.TryCancel();
           break;
         }
-        nic = std::make_unique<Nic>(*fabric, self);
+        nic = std::make_unique<Nic>(*fabric, self, liveness);
         nic_thread = std::thread([&] { nic->run(); });
         v1::NodeMsg r;
         auto addr = fabric->address();
@@ -496,8 +499,19 @@ int main(int argc, char** argv) {
                  "network device the fabric (UCX) uses and listens on; default: the one that "
                  "reaches the manager (loopback for a loopback manager)");
   app.add_option("--log-level", level, "trace, debug, info, warn, error")->capture_default_str();
+  std::string liveness = "60s";
+  app.add_option("--liveness-timeout", liveness,
+                 "how long a stopped or slow peer (or manager) may stay silent before the job "
+                 "fails; shorter stalls only delay it")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   if (name.empty()) name = bcs::nm::hostname();
+  const auto live_ns = bcs::parse_duration_ns(liveness);
+  if (!live_ns || *live_ns < 1'000'000'000ull) {
+    std::fprintf(stderr, "bcs-nm: --liveness-timeout %s: expected a duration of at least 1s\n",
+                 liveness.c_str());
+    return 2;
+  }
   std::string why;
   if (!refused.empty()) {
     std::fprintf(stderr, "bcs-nm: %s\n", bcs::kTokenOnCommandLine);
@@ -553,5 +567,6 @@ int main(int argc, char** argv) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &chld, nullptr);
-  return bcs::nm::run_node(manager, *where, name, *token, *devices);
+  return bcs::nm::run_node(manager, *where, name, *token, *devices,
+                           std::chrono::nanoseconds(*live_ns));
 }

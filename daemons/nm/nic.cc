@@ -53,7 +53,8 @@ void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32
 }
 
 // ------------------------------------------------------------ strobe receiver
-Nic::Nic(core::Fabric& fabric, uint32_t self) : fabric_(fabric), self_(self) {
+Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness)
+    : fabric_(fabric), self_(self), liveness_(liveness) {
   // Remote reads are served from inside progress, whatever this node is
   // waiting for (two nodes may read from each other in one microphase).
   // Each one served is also signalled on kEvDmaServed, which the P2P
@@ -77,8 +78,22 @@ core::Status Nic::send(uint32_t node, core::EventId ev, std::span<const uint8_t>
   return fabric_.xfer_and_signal(node, ev, bytes);
 }
 
+// A role waits for a peer's data up to the liveness timeout (a stopped or
+// slow peer delays the job, it does not kill it), but no longer than the
+// job lasts: when the manager ends the job (a peer died, the watchdog
+// fired, a rank failed), the wait ends within a step.
 core::Status Nic::wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) {
-  return fabric_.test_event(ev, m, limit);
+  using namespace std::chrono;
+  const auto deadline = steady_clock::now() + std::min(limit, liveness_);
+  const NmJob* mine = st_ ? st_->ranks.job().get() : nullptr;
+  for (;;) {
+    const auto left = deadline - steady_clock::now();
+    const auto step = std::min<nanoseconds>(left, milliseconds(100));
+    const auto s = fabric_.test_event(ev, m, step < nanoseconds(0) ? nanoseconds(0) : step);
+    if (s != core::Status::timeout || steady_clock::now() >= deadline) return s;
+    std::lock_guard lk(job_mu_);
+    if (mine && pending_job_.get() != mine) return core::Status::closed;
+  }
 }
 
 void Nic::set_job(std::shared_ptr<NmJob> job) {

@@ -84,7 +84,10 @@ struct NodeJobState {
 
 class Nic : private Net {
  public:
-  Nic(core::Fabric& fabric, uint32_t self);
+  // `liveness`: how long a microphase waits for a peer's data before it
+  // fails (a stopped or slow peer only delays the job until then).
+  Nic(core::Fabric& fabric, uint32_t self,
+      std::chrono::nanoseconds liveness = std::chrono::seconds(60));
   ~Nic();
   // From the control thread: the job this node runs now (nullptr: none).
   void set_job(std::shared_ptr<NmJob> job);
@@ -101,6 +104,7 @@ class Nic : private Net {
 
   core::Fabric& fabric_;
   const uint32_t self_;
+  const std::chrono::nanoseconds liveness_;
   std::mutex job_mu_;
   std::shared_ptr<NmJob> pending_job_;  // guarded by job_mu_
   std::unique_ptr<NodeJobState> st_;    // strobe receiver thread only

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <sstream>
+#include <thread>
 
 #include "harness.h"
 #include "story.h"
@@ -538,6 +539,28 @@ TEST_F(Story, RootsPrivateClusterIsNotAnotherUsersToUse) {
 // BCS_TEST_FAULT injection in its buffer sender) ends the job at once with
 // the node, the microphase and the cause, instead of leaving the ranks to
 // wait for messages that will never come.
+// Stalls are not deaths: a node manager stopped for 15 s (a debugger, a VM
+// pause) in the middle of a job only delays it; the job then completes and
+// every daemon is still up. (The liveness timeout, 60 s by default, is what
+// separates a stall from a loss.)
+TEST_F(Story, ANodeManagerStoppedForFifteenSecondsOnlyDelaysTheJob) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  bool stopped = false;
+  auto r = c.run({"-n", "2", prog("prog_ring"), "4000", "announce"}, [&](const std::string& out) {
+    if (stopped || out.find("ring started") == std::string::npos) return;
+    stopped = true;
+    const pid_t nm = c.nms[1]->pid();
+    ASSERT_EQ(kill(nm, SIGSTOP), 0);
+    std::this_thread::sleep_for(15s);  // the stall under test, not a synchronisation
+    ASSERT_EQ(kill(nm, SIGCONT), 0);
+  });
+  EXPECT_TRUE(stopped) << describe(r);
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("ring ok (2 ranks, 4000 laps)")) << describe(r);
+  c.expect_alive_then_stop();
+}
+
 TEST_F(Story, ADescriptorBatchThatDoesNotDecodeEndsTheJobNamingNodeAndMicrophase) {
   auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
                    {{"BCS_TEST_FAULT", "bad-batch"}});
@@ -549,7 +572,10 @@ TEST_F(Story, ADescriptorBatchThatDoesNotDecodeEndsTheJobNamingNodeAndMicrophase
 }
 
 TEST_F(Story, ADescriptorBatchThatNeverComesEndsTheJobInsteadOfAHang) {
-  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
+  // The receiving node waits for the batch up to the liveness timeout (a
+  // stalled sender would only delay the job), here 5 s.
+  auto r = bcs_run({"--liveness-timeout", "5s", "-n", "2", "--nodes", "2", prog("prog_pingpong")},
+                   90s,
                    {{"BCS_TEST_FAULT", "lose-batch"}});
   EXPECT_NE(r.status, 0) << describe(r);
   EXPECT_FALSE(r.timed_out) << describe(r);

@@ -1,6 +1,9 @@
 /* prog_ring: a token goes around all ranks for several laps (default 10,
    argv[1]); every hop adds one, so each rank knows the exact value it must
-   receive. Rank 0 prints "ring ok". */
+   receive. Rank 0 prints "ring ok". With "announce" as argv[2], rank 0 prints
+   "ring started" once every rank is in (for tests that act on a running job). */
+#include <string.h>
+
 #include "prog_common.h"
 
 int main(int argc, char **argv) {
@@ -11,6 +14,13 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   laps = arg_long(argc, argv, 1, 10);
+  if (argc > 2 && strcmp(argv[2], "announce") == 0) {
+    MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+    if (rank == 0) {
+      printf("ring started\n");
+      fflush(stdout);
+    }
+  }
   for (lap = 0; lap < laps; ++lap) {
     const int next = (rank + 1) % size, prev = (rank + size - 1) % size;
     const long base = (long)lap * size;

@@ -83,11 +83,12 @@ class LocalRanks : public RankMemory {
   virtual void rank_corrupted(int32_t world_rank, const std::string& why) = 0;
 };
 
-// How long a node waits for the data of one microphase (descriptor
-// batches, remote chunks, collective bundles) before declaring the
-// microphase failed. Generous: a peer that is alive always answers within
-// the microphase; one that died is noticed by the MM through its control
-// stream and the job is torn down.
-constexpr std::chrono::seconds kPhaseDataTimeout{10};
+// The longest a role waits for the data of one microphase (descriptor
+// batches, remote chunks, collective bundles). The daemon's Net ends a wait
+// sooner: at the node manager's liveness timeout (--liveness-timeout, a
+// stopped or slow peer only delays the job until then) or when the job
+// ends (a peer that died is noticed by the MM through its control stream,
+// which ends the job).
+constexpr std::chrono::seconds kPhaseDataTimeout{3600};
 
 }  // namespace bcs::nm
