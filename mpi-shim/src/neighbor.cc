@@ -7,13 +7,17 @@
 // collective context, and is progressed by them like any other collective
 // (the non-blocking forms need no MPI call between post and wait). The
 // shim packs, per peer, the blocks of the out-neighbour slots that name that
-// peer (in slot order) and unpacks what arrives from a peer into the
-// in-neighbour slots that name it (in slot order). That is the pairing MPI
-// gives when a peer appears in several slots (a periodic dimension of size 1
-// or 2): the k-th message from a peer fills the k-th slot naming it.
+// peer and unpacks what arrives from a peer into the in-neighbour slots that
+// name it (in slot order). When a peer appears in several slots, the pairing
+// is MPI's: on a graph, the k-th message from a peer fills the k-th slot
+// naming it; on a Cartesian grid (a periodic dimension of size 1 or 2),
+// what a process sends in the + direction of dimension d arrives in its
+// peer's - slot of d and vice versa, so a sender packs each dimension's
+// two slots in the order (+, -).
 // MPI_PROC_NULL slots send nothing and leave their receive block untouched.
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "shim.h"
@@ -89,8 +93,12 @@ int run(NeighborCall& k, MPI_Request* request) {
   unsigned char* sbuf = d->tmp.data();
   unsigned char* rbuf = d->tmp.data() + stotal;
   {
+    std::vector<size_t> order(k.out.size());
+    for (size_t j = 0; j < order.size(); ++j) order[j] = j;
+    if (comm_at(k.comm).topo->kind == MPI_CART)
+      for (size_t j = 0; j + 1 < order.size(); j += 2) std::swap(order[j], order[j + 1]);
     std::vector<uint64_t> at = d->sdispls;
-    for (size_t j = 0; j < k.out.size(); ++j) {
+    for (size_t j : order) {
       if (k.out[j] == MPI_PROC_NULL || k.sends[j].bytes == 0) continue;
       uint64_t& o = at[static_cast<size_t>(k.out[j])];
       std::memcpy(sbuf + o, k.sends[j].src, k.sends[j].bytes);

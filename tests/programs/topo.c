@@ -71,8 +71,7 @@ static void grid(void) {
   MPI_OK(MPI_Cartdim_get(col, &nd));
   CHECK(nd == 1, "sub cartdim %d", nd);
 
-  /* Neighbour alltoall on the grid: slots (d,-1),(d,+1) per dimension. The
-     k-th message from a rank fills the k-th slot naming it. */
+  /* Neighbour alltoall on the grid: slots (d,-1),(d,+1) per dimension. */
   int nb[4], sb[4], rb[4], cnt[4] = {1, 1, 1, 1}, dsp[4] = {0, 1, 2, 3};
   for (int d = 0; d < 2; ++d) MPI_OK(MPI_Cart_shift(cart, d, 1, &nb[2 * d], &nb[2 * d + 1]));
   for (int j = 0; j < 4; ++j) sb[j] = val(me, j, 2);
@@ -86,22 +85,12 @@ static void grid(void) {
       MPI_OK(MPI_Neighbor_alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, cart));
     }
     for (int j = 0; j < 4; ++j) {
-      /* In slot j from peer p = nb[j]: p sends its slot pointing at me. */
-      const int p = nb[j];
-      int k = 0, slot = -1, pc[2], pn[4];
-      MPI_OK(MPI_Cart_coords(cart, p, 2, pc));
-      for (int d = 0; d < 2; ++d) {
-        int a[2] = {pc[0], pc[1]}, b[2] = {pc[0], pc[1]};
-        a[d] = (pc[d] - 1 + dims[d]) % dims[d];
-        b[d] = (pc[d] + 1) % dims[d];
-        pn[2 * d] = a[0] * dims[1] + a[1];
-        pn[2 * d + 1] = b[0] * dims[1] + b[1];
-      }
-      /* which occurrence of p is slot j among my slots naming p */
-      for (int i = 0; i < j; ++i) k += nb[i] == p;
-      for (int i = 0, seen = 0; i < 4; ++i)
-        if (pn[i] == me && seen++ == k) slot = i;
-      CHECK(slot >= 0, "alltoall: no slot of %d names me", p);
+      /* Slot j = (d, s) comes from peer p = nb[j], which sent it from its
+         slot (d, 1 - s): what goes in the + direction of a dimension
+         arrives from the - direction (MPICH's ring_neighbor_alltoall
+         checks the same where a periodic dimension of size 1 or 2 names
+         one peer twice). */
+      const int p = nb[j], slot = (j & ~1) | (1 - (j & 1));
       CHECK(rb[j] == val(p, slot, 2), "%salltoall slot %d: got %d, want %d", nbl ? "i" : "", j,
             rb[j], val(p, slot, 2));
     }
