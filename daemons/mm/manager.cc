@@ -271,8 +271,23 @@ void Manager::fail_job_locked(Job& j, int status, const std::string& message) {
     if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
 }
 
+namespace {
+uint64_t mono_ns() {
+  return static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                   std::chrono::steady_clock::now().time_since_epoch())
+                                   .count());
+}
+}  // namespace
+
+void Manager::fail_noticed_if_due(Job& j, bool now) {
+  if (j.failed || j.noticed_message.empty()) return;
+  if (!now && mono_ns() < j.noticed_deadline_ns) return;
+  fail_job_locked(j, j.noticed_status, j.noticed_message);
+}
+
 void Manager::finish_job_locked(Job& j) {
   if (j.state == Job::State::done) return;
+  fail_noticed_if_due(j, true);  // no other cause came
   j.state = Job::State::done;
   v1::JobEvent ev;
   auto* x = ev.mutable_exit();
@@ -321,6 +336,18 @@ void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
     std::string who = "rank " + std::to_string(r) + " (" + j.rank_pids[r] + ")";
     if (!e.corrupted().empty()) {
       fail_job_locked(j, status, who + " was ended by its node manager: it " + e.corrupted());
+    } else if (e.aborted() && e.noticed_peer_loss()) {
+      // Only a consequence: the first cause (a rank that died, a lost
+      // node) is usually reported a moment later by another node. Blame
+      // waits for it (fail_noticed_if_due), and this message is the
+      // fallback.
+      if (!j.failed && j.noticed_message.empty()) {
+        const int code = e.abort_code() & 0xff;
+        j.noticed_status = code ? code : 1;
+        j.noticed_message = who + " ended the job after it lost contact with a peer (error code " +
+                            std::to_string(e.abort_code()) + ")";
+        j.noticed_deadline_ns = mono_ns() + kNoticedGraceNs;
+      }
     } else if (e.aborted()) {
       int code = e.abort_code() & 0xff;
       fail_job_locked(j, code ? code : 1,

@@ -80,6 +80,11 @@ struct Job {
   uint32_t ranks_done = 0;
   int max_status = 0;  // largest exit status of ranks that ended on their own
   bool failed = false;
+  // A rank that aborted only because a peer was gone is not the cause: its
+  // failure waits (until noticed_deadline_ns) for the one that is.
+  int noticed_status = 0;
+  std::string noticed_message;
+  uint64_t noticed_deadline_ns = 0;
   int fail_status = 0;
   std::string fail_message;
   // Output..., then exactly one exit. Once a client has received the exit,
@@ -122,6 +127,10 @@ class Manager {
   void flush();
   void broadcast_peers_locked();
   void fail_job_locked(Job& j, int status, const std::string& message);
+  // Fails the job with the failure of a rank that only noticed a lost peer
+  // once its grace period is over (or `now`), unless a first cause came.
+  void fail_noticed_if_due(Job& j, bool now);
+  static constexpr uint64_t kNoticedGraceNs = 2'000'000'000;
   void finish_job_locked(Job& j);
   void rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e);
   void node_lost(uint32_t node_id);

@@ -231,6 +231,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   while (ok) {
     {
       std::lock_guard lk(mu_);
+      fail_noticed_if_due(j, false);
       if (stopping_ || j.state == Job::State::done) break;
     }
     if (!sleep_until_ns(next, spin_ns)) continue;  // woken: look at the job again

@@ -214,6 +214,7 @@ class IoLoop {
     e->set_mpi_initialized(ms != static_cast<uint32_t>(MpiState::none));
     e->set_mpi_finalized(ms == static_cast<uint32_t>(MpiState::finalized));
     e->set_aborted(v.ctl->aborted.load() != 0);
+    e->set_noticed_peer_loss(v.ctl->aborted.load() == kAbortedNoticingPeer);
     e->set_abort_code(v.ctl->abort_code.load());
     e->set_corrupted(w.rank->corrupted);  // set before the kill, read after the reap
     up_.send(m);

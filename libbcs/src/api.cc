@@ -321,17 +321,22 @@ bcs_status_t bcs_finalize(void) {
   return BCS_OK;
 }
 
-void bcs_abort(int code) {
+namespace {
+[[noreturn]] void abort_with(int code, uint32_t how) {
   auto& s = st();
   if (s.initialized) {
     s.view.ctl->abort_code.store(code, std::memory_order_relaxed);
-    s.view.ctl->aborted.store(1, std::memory_order_release);
+    s.view.ctl->aborted.store(how, std::memory_order_release);
   }
   // Whatever the program printed must not be lost with the process.
   std::fflush(nullptr);
   int status = code & 0xff;
   _exit(status ? status : 1);
 }
+}  // namespace
+
+void bcs_abort(int code) { abort_with(code, bcs::kAbortedByRank); }
+void bcs_abort_noticed(int code) { abort_with(code, bcs::kAbortedNoticingPeer); }
 
 int32_t bcs_world_rank(void) { return st().initialized ? st().rank : 0; }
 int32_t bcs_world_size(void) { return st().initialized ? st().size : 1; }

@@ -146,6 +146,7 @@ struct Errors {
   std::vector<UserErrhandler> handlers;  // by handle - kErrhBase
   std::vector<UserCode> codes;           // by code - (MPI_ERR_LASTCODE + 1)
   int depth = 0;                         // user handlers running now
+  bool peer_gone = false;                // the error being raised says a peer is gone
 };
 
 Errors& E() {
@@ -258,6 +259,10 @@ int raise_error(int comm, const char* fn, int cls, const char* fmt, ...) {
   std::fprintf(stderr, "bcs: rank %d: %s: %s: %s%s\n", s.rank, fn, name, detail,
                runaway ? " (the user error handler kept raising errors: giving up)" : "");
   const int ec = error_class_of(cls);
+  // An error that only says a peer is gone follows from that peer's end:
+  // the manager names the first cause, not this rank.
+  if (E().peer_gone)
+    bcs_abort_noticed(ec > 0 && ec < 256 ? ec : MPI_ERR_OTHER);
   bcs_abort(ec > 0 && ec < 256 ? ec : MPI_ERR_OTHER);
 }
 
@@ -293,7 +298,11 @@ const char* bcs_text(int e) {
   }
 }
 
+PeerGoneCause::PeerGoneCause(bool on) { E().peer_gone = on; }
+PeerGoneCause::~PeerGoneCause() { E().peer_gone = false; }
+
 int raise_bcs(int comm, const char* fn, int e, size_t cap) {
+  const PeerGoneCause mark(e == BCS_ERR_PEER);
   if (e == BCS_ERR_TRUNCATE)
     return raise_error(comm, fn, MPI_ERR_TRUNCATE, "%s (%zu bytes)", bcs_text(e), cap);
   return raise_error(comm, fn, bcs_to_class(e), "%s", bcs_text(e));

@@ -325,6 +325,7 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     for (int i = 0; i < n; ++i)
       if (!bad[static_cast<size_t>(i)]) sts[i].MPI_ERROR = MPI_SUCCESS;
   const int e = bs[failed].error;
+  const PeerGoneCause mark(e == BCS_ERR_PEER);
   if (e == BCS_ERR_TRUNCATE && failed_coll)
     return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS,
                        "request %d failed: MPI_ERR_TRUNCATE: a member sent more data than the "

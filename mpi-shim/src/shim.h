@@ -263,6 +263,15 @@ int last_used_code();
 // stderr and aborts the job with the error class as exit code.
 // ERRORS_RETURN: returns `cls`. A user handler is called with the
 // communicator and `cls`, then `cls` is returned.
+// While one lives, an error raised is one that only says a peer is gone:
+// if it ends the job, the rank's abort is marked as following from another
+// failure (bcs_abort_noticed), so the manager names that one.
+struct PeerGoneCause {
+  explicit PeerGoneCause(bool on);
+  ~PeerGoneCause();
+  PeerGoneCause(const PeerGoneCause&) = delete;
+  PeerGoneCause& operator=(const PeerGoneCause&) = delete;
+};
 int raise_error(int comm, const char* fn, int cls, const char* fmt, ...)
     __attribute__((format(printf, 4, 5)));
 

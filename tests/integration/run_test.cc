@@ -151,6 +151,28 @@ TEST_F(Story, AnOutsideSigkillOfABlockedRankEndsTheJob) {
   expect_nothing_left_now();
 }
 
+// Blame is exact: a rank killed in the middle of a ring is named every
+// time, never a rank that only noticed it was gone (rank 0's send to rank 1
+// fails and its error handler ends the job, often before rank 1's death is
+// reported from the other node).
+TEST_F(Story, TheKilledRankIsNamedEveryTimeNeverARankThatNoticedIt) {
+  for (int run = 0; run < 20; ++run) {
+    bool killed = false;
+    auto r = bcs_run({"-n", "3", "--nodes", "2", prog("prog_ring"), "100000000", "announce"}, 60s,
+                     {}, [&](const std::string& out) {
+                       if (!killed && out.find("ring started") != std::string::npos)
+                         killed = bcs::test::kill_announced_rank(out, 1, SIGKILL);
+                     });
+    ASSERT_TRUE(killed) << "run " << run << ": " << describe(r);
+    EXPECT_EQ(r.status, 128 + SIGKILL) << "run " << run << ": " << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("rank 1 (")) << "run " << run << ": " << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("was killed by signal 9")) << "run " << run << ": " << describe(r);
+    EXPECT_THAT(r.err, testing::Not(HasSubstr("called MPI_Abort"))) << "run " << run;
+    EXPECT_THAT(r.err, testing::Not(HasSubstr("lost contact"))) << "run " << run;
+    expect_nothing_left_now();
+  }
+}
+
 TEST_F(Story, LabelsPrefixEveryLineWithTheRank) {
   auto r = bcs_run({"-n", "3", "-l", "/bin/echo", "hi"});
   ASSERT_EQ(r.status, 0) << describe(r);

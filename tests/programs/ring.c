@@ -1,8 +1,11 @@
 /* prog_ring: a token goes around all ranks for several laps (default 10,
    argv[1]); every hop adds one, so each rank knows the exact value it must
-   receive. Rank 0 prints "ring ok". With "announce" as argv[2], rank 0 prints
-   "ring started" once every rank is in (for tests that act on a running job). */
+   receive. Rank 0 prints "ring ok". With "announce" as argv[2], every rank
+   prints its pid and rank 0 then "ring started" once every rank is in, and
+   every lap also makes an MPI_Allreduce (for tests that act on a running
+   job: a rank killed then is noticed by its peers' collective). */
 #include <string.h>
+#include <unistd.h>
 
 #include "prog_common.h"
 
@@ -14,7 +17,10 @@ int main(int argc, char **argv) {
   MPI_OK(MPI_Comm_rank(MPI_COMM_WORLD, &rank));
   MPI_OK(MPI_Comm_size(MPI_COMM_WORLD, &size));
   laps = arg_long(argc, argv, 1, 10);
-  if (argc > 2 && strcmp(argv[2], "announce") == 0) {
+  const int announce = argc > 2 && strcmp(argv[2], "announce") == 0;
+  if (announce) {
+    printf("rank %d pid %d blocking on the ring\n", rank, (int)getpid());
+    fflush(stdout);
     MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
     if (rank == 0) {
       printf("ring started\n");
@@ -42,6 +48,11 @@ int main(int argc, char **argv) {
     }
     CHECK(st.MPI_SOURCE == prev && st.MPI_TAG == lap, "status source %d tag %d", st.MPI_SOURCE,
           st.MPI_TAG);
+    if (announce) {
+      int one = 1, all = 0;
+      MPI_OK(MPI_Allreduce(&one, &all, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+      CHECK(all == size, "lap %d: allreduce %d", lap, all);
+    }
   }
   MPI_OK(MPI_Finalize());
   if (rank == 0) printf("ring ok (%d ranks, %ld laps)\n", size, laps);

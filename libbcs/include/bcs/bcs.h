@@ -54,6 +54,10 @@ int bcs_initialized(void);
 bcs_status_t bcs_finalize(void);
 /* Records MPI_Abort in the segment (so the NM can name it) and exits. */
 void bcs_abort(int code) __attribute__((noreturn));
+/* The same, for an abort that only follows from another process's failure
+ * (an error handler that ends the job because a peer is gone): the manager
+ * then names that first failure, not this rank. */
+void bcs_abort_noticed(int code) __attribute__((noreturn));
 
 int32_t bcs_world_rank(void);
 int32_t bcs_world_size(void);

@@ -75,6 +75,10 @@ struct LayoutBlock {
 };
 constexpr uint32_t kLayoutMaxBlocks = 1u << 16;
 
+// RankControl::aborted: how the rank ended itself (0: it did not).
+constexpr uint32_t kAbortedByRank = 1;        // MPI_Abort, or a fatal error of its own
+constexpr uint32_t kAbortedNoticingPeer = 2;  // a fatal error because a peer was gone
+
 // One slot of a rank's ring. 256 bytes: a 64-byte header and 192 bytes of
 // inline payload (messages up to kInlineMax bytes travel inside the
 // descriptor: the send completes as soon as it is posted, and the DMA helper
@@ -156,7 +160,7 @@ struct alignas(64) RankControl {
   std::atomic<uint32_t> waiting;       // the rank is (about to be) asleep on wake_seq
   // Filled by the rank, read by the NM when the rank exits.
   std::atomic<uint32_t> mpi_state;     // MpiState
-  std::atomic<uint32_t> aborted;       // called MPI_Abort
+  std::atomic<uint32_t> aborted;       // called MPI_Abort: kAbortedByRank / kAbortedNoticingPeer
   std::atomic<int32_t> abort_code;
   int32_t world_rank;                  // written by the NM at creation
   uint32_t pid;                        // written by the NM after fork
