@@ -58,8 +58,10 @@ TEST_F(Topo, OneProcessPeriodicGridIsItsOwnNeighbour) {
   // Neighbour alltoall: slots (0,-1),(0,+1) are this process; (1,*) are PROC_NULL.
   int sb[4] = {10, 11, 12, 13}, rb[4] = {-1, -1, -1, -1};
   ASSERT_EQ(MPI_Neighbor_alltoall(sb, 1, MPI_INT, rb, 1, MPI_INT, cart), MPI_SUCCESS);
-  EXPECT_EQ(rb[0], 10);  // first message to myself fills the first slot naming me
-  EXPECT_EQ(rb[1], 11);
+  // What goes out in the + direction arrives in the - slot of the receiver
+  // (here the same process), and the other way round: pairing by direction.
+  EXPECT_EQ(rb[0], 11);
+  EXPECT_EQ(rb[1], 10);
   EXPECT_EQ(rb[2], -1);  // PROC_NULL slots untouched
   EXPECT_EQ(rb[3], -1);
   MPI_Comm dup;
