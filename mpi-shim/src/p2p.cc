@@ -91,6 +91,62 @@ bool reclaim_orphans() {
 }
 
 namespace {
+void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st);
+void finish_coll(const Req& r, int error, uint64_t bytes);
+
+// A completed runtime request becomes a local_done MPI request.
+void harvest_one(int idx, const bcs_msg_status_t& st) {
+  Req& r = S().reqs[static_cast<size_t>(idx)];
+  r.breq = BCS_REQUEST_NULL;
+  r.local_done = true;
+  r.local_error = st.error;
+  status_from_bcs(r, st, &r.local_status);
+  const Req copy = r;  // finish_coll may run user code that grows the table
+  finish_coll(copy, st.error, st.bytes);
+}
+}  // namespace
+
+bool harvest_requests(bool block) {
+  auto& s = S();
+  std::vector<int> idx;
+  std::vector<bcs_request_t> b;
+  for (size_t i = 0; i < s.reqs.size(); ++i) {
+    const Req& r = s.reqs[i];
+    if (r.used && !r.local_done && !r.greq && !r.persistent && r.breq != BCS_REQUEST_NULL) {
+      idx.push_back(static_cast<int>(i));
+      b.push_back(r.breq);
+    }
+  }
+  if (idx.empty()) return false;
+  if (block) {
+    // Polls with a growing sleep: this path is rare (a program holding
+    // thousands of requests), and a blocking wait could not give up.
+    for (int us = 50, waited = 0; waited < 30'000'000; waited += us, us = std::min(us * 2, 20'000)) {
+      int which = -1, flag = 0;
+      bcs_msg_status_t st{};
+      bcs_testany(static_cast<int>(b.size()), b.data(), BCS_NONBLOCKING, &which, &flag, &st);
+      if (flag && which >= 0) {
+        harvest_one(idx[static_cast<size_t>(which)], st);
+        return true;
+      }
+      const timespec ts{0, us * 1000L};
+      nanosleep(&ts, nullptr);
+    }
+    return false;
+  }
+  bool any = false;
+  for (size_t k = 0; k < idx.size(); ++k) {
+    int done = 0;
+    bcs_msg_status_t st{};
+    if (bcs_test(&b[k], BCS_NONBLOCKING, &done, &st) == BCS_OK && done) {
+      harvest_one(idx[k], st);
+      any = true;
+    }
+  }
+  return any;
+}
+
+namespace {
 
 // ------------------------------------------------------------ checks
 
@@ -306,6 +362,16 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     const Req& r = s.reqs[idx];
     if (r.local_done) {
       copy_status(st, r.local_status);
+      if (bcs_failed(r.local_error)) {  // harvested earlier, failed
+        bs[i].error = r.local_error;
+        bad[static_cast<size_t>(i)] = 1;
+        if (failed < 0) {
+          failed = i;
+          failed_comm = r.comm;
+          failed_cap = r.cap;
+          failed_coll = r.is_coll;
+        }
+      }
     } else {
       status_from_bcs(r, bs[i], st);
       bad[static_cast<size_t>(i)] = bcs_failed(bs[i].error);
@@ -354,8 +420,12 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   Req& r = s.reqs[idx];
   if (r.local_done) {
     copy_status(st, r.local_status);
+    const int le = r.local_error, comm = r.comm;
+    const size_t cap = r.cap;
+    const bool coll = r.is_coll;
     req_retire(idx, req);
     if (flag) *flag = 1;
+    if (bcs_failed(le)) return coll ? raise_coll(comm, fn, le) : raise_bcs(comm, fn, le, cap);
     return MPI_SUCCESS;
   }
   if (r.greq) {
@@ -394,10 +464,14 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     const int idx = req_index(reqs[i]);
     if (s.reqs[idx].persistent && !s.reqs[idx].active) continue;  // inactive: like NULL
     if (s.reqs[idx].local_done) {
-      copy_status(st, s.reqs[idx].local_status);
+      const Req r = s.reqs[idx];
+      copy_status(st, r.local_status);
       req_retire(idx, &reqs[i]);
       *index = i;
       if (flag) *flag = 1;
+      if (bcs_failed(r.local_error))
+        return r.is_coll ? raise_coll(r.comm, fn, r.local_error)
+                         : raise_bcs(r.comm, fn, r.local_error, r.cap);
       return MPI_SUCCESS;
     }
   }
@@ -468,7 +542,18 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
                      BCS_NONBLOCKING, &b);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
-  r.breq = b;
+  // A small send travels inside its descriptor and is complete once posted:
+  // its runtime request slot goes back now, not at MPI_Wait, so a program
+  // may hold any number of such requests (the table has a few thousand).
+  int done = 0;
+  bcs_msg_status_t st{};
+  if (!sync && bcs_test(&b, BCS_NONBLOCKING, &done, &st) == BCS_OK && done) {
+    r.local_done = true;
+    status_from_bcs(r, st, &r.local_status);
+    r.coll = nullptr;  // the bytes are in the descriptor: no staging to keep
+  } else {
+    r.breq = b;
+  }
   *request = req_alloc(r);
   return MPI_SUCCESS;
 }

@@ -172,6 +172,7 @@ struct Req {
   bcs_request_t breq = BCS_REQUEST_NULL;
   size_t cap = 0;              // receive capacity, for error messages
   MPI_Status local_status{};   // status of a local_done request
+  int local_error = 0;         // and its BCS error (a harvested request that failed)
   std::shared_ptr<CollData> coll;  // collectives: what must outlive the operation
   std::shared_ptr<Greq> greq;      // generalized: not done until MPI_Grequest_complete
   // Persistent requests (MPI_*_init): `start` posts one round and returns
@@ -505,12 +506,21 @@ int p2p_check(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
 // reclaimed.
 bool reclaim_orphans();
 
+// Requests the runtime completed but the program has not waited for yet:
+// their status moves into the MPI request (local_done) and their runtime
+// slot is freed. With `block`, first waits (up to 30 s) for one of this
+// process's requests to complete. Whether a slot was freed.
+bool harvest_requests(bool block);
+
 // Runs a posting call; when the BCS request table is full, reclaims orphans
-// once and retries.
+// and completed requests and retries, waiting for completions as long as
+// they come (back-pressure instead of failure). Fails only when nothing
+// this process waits for completes for 30 s.
 template <typename Fn>
 int post_with_retry(Fn fn) {
   int e = fn();
-  if (e == BCS_ERR_NO_RESOURCES && reclaim_orphans()) e = fn();
+  if (e == BCS_ERR_NO_RESOURCES && (reclaim_orphans() | harvest_requests(false))) e = fn();
+  while (e == BCS_ERR_NO_RESOURCES && harvest_requests(true)) e = fn();
   return e;
 }
 
