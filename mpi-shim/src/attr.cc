@@ -358,31 +358,26 @@ int MPI_WIN_NULL_DELETE_FN(MPI_Win, int, void*, void*) { return MPI_SUCCESS; }
 
 // ------------------------------------------------------------ MPI-2 names
 
-BCS_PMPI_ALIAS(Comm_create_keyval)
-int PMPI_Comm_create_keyval(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_function* del,
+int bcs_impl_Comm_create_keyval(MPI_Comm_copy_attr_function* copy, MPI_Comm_delete_attr_function* del,
                             int* kv, void* extra) {
   return create_keyval("MPI_Comm_create_keyval", false, copy, del, kv, extra);
 }
 
-BCS_PMPI_ALIAS(Comm_free_keyval)
-int PMPI_Comm_free_keyval(int* kv) { return free_keyval("MPI_Comm_free_keyval", false, kv); }
+int bcs_impl_Comm_free_keyval(int* kv) { return free_keyval("MPI_Comm_free_keyval", false, kv); }
 
-BCS_PMPI_ALIAS(Comm_set_attr)
-int PMPI_Comm_set_attr(MPI_Comm c, int kv, void* val) {
+int bcs_impl_Comm_set_attr(MPI_Comm c, int kv, void* val) {
   Obj o;
   if (int e = check_comm("MPI_Comm_set_attr", c, &o)) return e;
   return set_attr("MPI_Comm_set_attr", o, kv, val);
 }
 
-BCS_PMPI_ALIAS(Comm_get_attr)
-int PMPI_Comm_get_attr(MPI_Comm c, int kv, void* attribute_val, int* flag) {
+int bcs_impl_Comm_get_attr(MPI_Comm c, int kv, void* attribute_val, int* flag) {
   Obj o;
   if (int e = check_comm("MPI_Comm_get_attr", c, &o)) return e;
   return get_attr("MPI_Comm_get_attr", o, kv, attribute_val, flag);
 }
 
-BCS_PMPI_ALIAS(Comm_delete_attr)
-int PMPI_Comm_delete_attr(MPI_Comm c, int kv) {
+int bcs_impl_Comm_delete_attr(MPI_Comm c, int kv) {
   Obj o;
   if (int e = check_comm("MPI_Comm_delete_attr", c, &o)) return e;
   return delete_attr("MPI_Comm_delete_attr", o, kv);
@@ -390,30 +385,25 @@ int PMPI_Comm_delete_attr(MPI_Comm c, int kv) {
 
 // ------------------------------------------------------------ MPI-1 names (deprecated)
 
-BCS_PMPI_ALIAS(Keyval_create)
-int PMPI_Keyval_create(MPI_Copy_function* copy, MPI_Delete_function* del, int* kv, void* extra) {
+int bcs_impl_Keyval_create(MPI_Copy_function* copy, MPI_Delete_function* del, int* kv, void* extra) {
   return create_keyval("MPI_Keyval_create", false, copy, del, kv, extra);
 }
 
-BCS_PMPI_ALIAS(Keyval_free)
-int PMPI_Keyval_free(int* kv) { return free_keyval("MPI_Keyval_free", false, kv); }
+int bcs_impl_Keyval_free(int* kv) { return free_keyval("MPI_Keyval_free", false, kv); }
 
-BCS_PMPI_ALIAS(Attr_put)
-int PMPI_Attr_put(MPI_Comm c, int kv, void* val) {
+int bcs_impl_Attr_put(MPI_Comm c, int kv, void* val) {
   Obj o;
   if (int e = check_comm("MPI_Attr_put", c, &o)) return e;
   return set_attr("MPI_Attr_put", o, kv, val);
 }
 
-BCS_PMPI_ALIAS(Attr_get)
-int PMPI_Attr_get(MPI_Comm c, int kv, void* attribute_val, int* flag) {
+int bcs_impl_Attr_get(MPI_Comm c, int kv, void* attribute_val, int* flag) {
   Obj o;
   if (int e = check_comm("MPI_Attr_get", c, &o)) return e;
   return get_attr("MPI_Attr_get", o, kv, attribute_val, flag);
 }
 
-BCS_PMPI_ALIAS(Attr_delete)
-int PMPI_Attr_delete(MPI_Comm c, int kv) {
+int bcs_impl_Attr_delete(MPI_Comm c, int kv) {
   Obj o;
   if (int e = check_comm("MPI_Attr_delete", c, &o)) return e;
   return delete_attr("MPI_Attr_delete", o, kv);
@@ -421,31 +411,26 @@ int PMPI_Attr_delete(MPI_Comm c, int kv) {
 
 // ------------------------------------------------------------ datatype attributes
 
-BCS_PMPI_ALIAS(Type_create_keyval)
-int PMPI_Type_create_keyval(MPI_Type_copy_attr_function* copy, MPI_Type_delete_attr_function* del,
+int bcs_impl_Type_create_keyval(MPI_Type_copy_attr_function* copy, MPI_Type_delete_attr_function* del,
                             int* kv, void* extra) {
   return create_keyval("MPI_Type_create_keyval", true, copy, del, kv, extra);
 }
 
-BCS_PMPI_ALIAS(Type_free_keyval)
-int PMPI_Type_free_keyval(int* kv) { return free_keyval("MPI_Type_free_keyval", true, kv); }
+int bcs_impl_Type_free_keyval(int* kv) { return free_keyval("MPI_Type_free_keyval", true, kv); }
 
-BCS_PMPI_ALIAS(Type_set_attr)
-int PMPI_Type_set_attr(MPI_Datatype t, int kv, void* val) {
+int bcs_impl_Type_set_attr(MPI_Datatype t, int kv, void* val) {
   Obj o;
   if (int e = check_type("MPI_Type_set_attr", t, &o)) return e;
   return set_attr("MPI_Type_set_attr", o, kv, val);
 }
 
-BCS_PMPI_ALIAS(Type_get_attr)
-int PMPI_Type_get_attr(MPI_Datatype t, int kv, void* attribute_val, int* flag) {
+int bcs_impl_Type_get_attr(MPI_Datatype t, int kv, void* attribute_val, int* flag) {
   Obj o;
   if (int e = check_type("MPI_Type_get_attr", t, &o)) return e;
   return get_attr("MPI_Type_get_attr", o, kv, attribute_val, flag);
 }
 
-BCS_PMPI_ALIAS(Type_delete_attr)
-int PMPI_Type_delete_attr(MPI_Datatype t, int kv) {
+int bcs_impl_Type_delete_attr(MPI_Datatype t, int kv) {
   Obj o;
   if (int e = check_type("MPI_Type_delete_attr", t, &o)) return e;
   return delete_attr("MPI_Type_delete_attr", o, kv);

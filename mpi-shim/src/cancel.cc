@@ -27,8 +27,7 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Cancel)
-int PMPI_Cancel(MPI_Request* request) {
+int bcs_impl_Cancel(MPI_Request* request) {
   static const char fn[] = "MPI_Cancel";
   REQUIRE_RUNNING(fn);
   if (!request) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
@@ -58,8 +57,7 @@ int PMPI_Cancel(MPI_Request* request) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Test_cancelled)
-int PMPI_Test_cancelled(const MPI_Status* status, int* flag) {
+int bcs_impl_Test_cancelled(const MPI_Status* status, int* flag) {
   static const char fn[] = "MPI_Test_cancelled";
   if (!status || status == MPI_STATUS_IGNORE || !flag)
     return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL status or flag");
@@ -67,8 +65,7 @@ int PMPI_Test_cancelled(const MPI_Status* status, int* flag) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Status_set_cancelled)
-int PMPI_Status_set_cancelled(MPI_Status* status, int flag) {
+int bcs_impl_Status_set_cancelled(MPI_Status* status, int flag) {
   static const char fn[] = "MPI_Status_set_cancelled";
   if (!status || status == MPI_STATUS_IGNORE)
     return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL status");
@@ -76,8 +73,7 @@ int PMPI_Status_set_cancelled(MPI_Status* status, int flag) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Grequest_start)
-int PMPI_Grequest_start(MPI_Grequest_query_function* query_fn,
+int bcs_impl_Grequest_start(MPI_Grequest_query_function* query_fn,
                         MPI_Grequest_free_function* free_fn,
                         MPI_Grequest_cancel_function* cancel_fn, void* extra_state,
                         MPI_Request* request) {
@@ -92,8 +88,7 @@ int PMPI_Grequest_start(MPI_Grequest_query_function* query_fn,
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Grequest_complete)
-int PMPI_Grequest_complete(MPI_Request request) {
+int bcs_impl_Grequest_complete(MPI_Request request) {
   static const char fn[] = "MPI_Grequest_complete";
   REQUIRE_RUNNING(fn);
   const int idx = req_index(request);

@@ -556,34 +556,29 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Barrier)
-int PMPI_Barrier(MPI_Comm c) {
+int bcs_impl_Barrier(MPI_Comm c) {
   if (is_intercomm(c)) return inter_barrier(c);
   return barrier("MPI_Barrier", c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ibarrier)
-int PMPI_Ibarrier(MPI_Comm c, MPI_Request* request) {
+int bcs_impl_Ibarrier(MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c)) return inter_ibarrier(c, request);
   return barrier("MPI_Ibarrier", c, true, request);
 }
 
-BCS_PMPI_ALIAS(Bcast)
-int PMPI_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
+int bcs_impl_Bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c) {
   if (is_intercomm(c)) return inter_bcast(buf, count, type, root, c);
   if (coll_needs_staging(type, count)) return staged_bcast(buf, count, type, root, c);
   return bcast("MPI_Bcast", buf, count, type, root, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ibcast)
-int PMPI_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
+int bcs_impl_Ibcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c,
                 MPI_Request* request) {
   if (is_intercomm(c)) return inter_ibcast(buf, count, type, root, c, request);
   return bcast("MPI_Ibcast", buf, count, type, root, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Gather)
-int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                 int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
   if (is_intercomm(c))
     return inter_gather("MPI_Gather", sendbuf, sendcount, sendtype, recvbuf, recvcount, nullptr,
@@ -595,8 +590,7 @@ int PMPI_Gather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void*
                 nullptr, nullptr, false, root, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Igather)
-int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c,
                  MPI_Request* request) {
   if (is_intercomm(c))
@@ -606,8 +600,7 @@ int PMPI_Igather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
                 nullptr, nullptr, false, root, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Gatherv)
-int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                  MPI_Comm c) {
   if (is_intercomm(c))
@@ -617,8 +610,7 @@ int PMPI_Gatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
                 displs, true, root, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Igatherv)
-int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   const int recvcounts[], const int displs[], MPI_Datatype recvtype, int root,
                   MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
@@ -628,8 +620,7 @@ int PMPI_Igatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                 displs, true, root, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Scatter)
-int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                  int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c) {
   if (is_intercomm(c))
     return inter_scatter("MPI_Scatter", sendbuf, sendcount, nullptr, nullptr, sendtype, recvbuf,
@@ -641,8 +632,7 @@ int PMPI_Scatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void
                  recvcount, recvtype, root, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Iscatter)
-int PMPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, int root, MPI_Comm c,
                   MPI_Request* request) {
   if (is_intercomm(c))
@@ -652,8 +642,7 @@ int PMPI_Iscatter(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                  recvcount, recvtype, root, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Scatterv)
-int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+int bcs_impl_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                   MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                   int root, MPI_Comm c) {
   if (is_intercomm(c))
@@ -663,8 +652,7 @@ int PMPI_Scatterv(const void* sendbuf, const int sendcounts[], const int displs[
                  recvcount, recvtype, root, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Iscatterv)
-int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
+int bcs_impl_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs[],
                    MPI_Datatype sendtype, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                    int root, MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
@@ -674,8 +662,7 @@ int PMPI_Iscatterv(const void* sendbuf, const int sendcounts[], const int displs
                  recvcount, recvtype, root, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Allgather)
-int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
   if (is_intercomm(c))
     return inter_allgather("MPI_Allgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -687,8 +674,7 @@ int PMPI_Allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                    nullptr, false, recvtype, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Iallgather)
-int PMPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     int recvcount, MPI_Datatype recvtype, MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
     return inter_iallgather("MPI_Iallgather", sendbuf, sendcount, sendtype, recvbuf, recvcount,
@@ -697,8 +683,7 @@ int PMPI_Iallgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
                    nullptr, false, recvtype, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Allgatherv)
-int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                     const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                     MPI_Comm c) {
   if (is_intercomm(c))
@@ -708,8 +693,7 @@ int PMPI_Allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, v
                    displs, true, recvtype, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Iallgatherv)
-int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                      const int recvcounts[], const int displs[], MPI_Datatype recvtype,
                      MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
@@ -719,8 +703,7 @@ int PMPI_Iallgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, 
                    displs, true, recvtype, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Alltoall)
-int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                   int recvcount, MPI_Datatype recvtype, MPI_Comm c) {
   if (is_intercomm(c))
     return inter_alltoall("MPI_Alltoall", sendbuf, sendcount, nullptr, nullptr, sendtype, nullptr,
@@ -732,8 +715,7 @@ int PMPI_Alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, voi
                   false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ialltoall)
-int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
+int bcs_impl_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, void* recvbuf,
                    int recvcount, MPI_Datatype recvtype, MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
     return inter_ialltoall("MPI_Ialltoall", sendbuf, sendcount, nullptr, nullptr, sendtype,
@@ -743,8 +725,7 @@ int PMPI_Ialltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype, vo
                   true, request);
 }
 
-BCS_PMPI_ALIAS(Alltoallv)
-int PMPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+int bcs_impl_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                    MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                    const int rdispls[], MPI_Datatype recvtype, MPI_Comm c) {
   if (is_intercomm(c))
@@ -754,8 +735,7 @@ int PMPI_Alltoallv(const void* sendbuf, const int sendcounts[], const int sdispl
                    recvcounts, rdispls, recvtype, nullptr, false, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ialltoallv)
-int PMPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+int bcs_impl_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                     MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                     const int rdispls[], MPI_Datatype recvtype, MPI_Comm c,
                     MPI_Request* request) {
@@ -766,8 +746,7 @@ int PMPI_Ialltoallv(const void* sendbuf, const int sendcounts[], const int sdisp
                    recvcounts, rdispls, recvtype, nullptr, false, c, true, request);
 }
 
-BCS_PMPI_ALIAS(Alltoallw)
-int PMPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+int bcs_impl_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                    const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                    const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm c) {
   if (is_intercomm(c))
@@ -779,8 +758,7 @@ int PMPI_Alltoallw(const void* sendbuf, const int sendcounts[], const int sdispl
                    nullptr);
 }
 
-BCS_PMPI_ALIAS(Ialltoallw)
-int PMPI_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
+int bcs_impl_Ialltoallw(const void* sendbuf, const int sendcounts[], const int sdispls[],
                     const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                     const int rdispls[], const MPI_Datatype recvtypes[], MPI_Comm c,
                     MPI_Request* request) {

@@ -212,8 +212,7 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Reduce)
-int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm c) {
   if (is_intercomm(c)) return inter_reduce(sendbuf, recvbuf, count, type, op, root, c);
   if (coll_needs_staging(type, count))
@@ -222,16 +221,14 @@ int PMPI_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type
                 nullptr);
 }
 
-BCS_PMPI_ALIAS(Ireduce)
-int PMPI_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                  int root, MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c)) return inter_ireduce(sendbuf, recvbuf, count, type, op, root, c, request);
   return reduce("MPI_Ireduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, true,
                 request);
 }
 
-BCS_PMPI_ALIAS(Allreduce)
-int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm c) {
   if (is_intercomm(c)) return inter_allreduce(sendbuf, recvbuf, count, type, op, c);
   if (coll_needs_staging(type, count))
@@ -240,44 +237,38 @@ int PMPI_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype t
                 false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Iallreduce)
-int PMPI_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                     MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c)) return inter_iallreduce(sendbuf, recvbuf, count, type, op, c, request);
   return reduce("MPI_Iallreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
                 true, request);
 }
 
-BCS_PMPI_ALIAS(Scan)
-int PMPI_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
               MPI_Comm c) {
   return reduce("MPI_Scan", BCS_COLL_SCAN, sendbuf, recvbuf, count, type, op, 0, c, false,
                 nullptr);
 }
 
-BCS_PMPI_ALIAS(Iscan)
-int PMPI_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Iscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                MPI_Comm c, MPI_Request* request) {
   return reduce("MPI_Iscan", BCS_COLL_SCAN, sendbuf, recvbuf, count, type, op, 0, c, true,
                 request);
 }
 
-BCS_PMPI_ALIAS(Exscan)
-int PMPI_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Exscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 MPI_Comm c) {
   return reduce("MPI_Exscan", BCS_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, 0, c, false,
                 nullptr);
 }
 
-BCS_PMPI_ALIAS(Iexscan)
-int PMPI_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+int bcs_impl_Iexscan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                  MPI_Comm c, MPI_Request* request) {
   return reduce("MPI_Iexscan", BCS_COLL_EXSCAN, sendbuf, recvbuf, count, type, op, 0, c, true,
                 request);
 }
 
-BCS_PMPI_ALIAS(Reduce_scatter)
-int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+int bcs_impl_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                         MPI_Datatype type, MPI_Op op, MPI_Comm c) {
   if (is_intercomm(c))
     return inter_reduce_scatter("MPI_Reduce_scatter", sendbuf, recvbuf, 0, recvcounts, type, op,
@@ -286,8 +277,7 @@ int PMPI_Reduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts
                         c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ireduce_scatter)
-int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
+int bcs_impl_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcounts[],
                          MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
     return inter_ireduce_scatter("MPI_Ireduce_scatter", sendbuf, recvbuf, 0, recvcounts, type, op,
@@ -296,8 +286,7 @@ int PMPI_Ireduce_scatter(const void* sendbuf, void* recvbuf, const int recvcount
                         c, true, request);
 }
 
-BCS_PMPI_ALIAS(Reduce_scatter_block)
-int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+int bcs_impl_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                               MPI_Datatype type, MPI_Op op, MPI_Comm c) {
   if (is_intercomm(c))
     return inter_reduce_scatter("MPI_Reduce_scatter_block", sendbuf, recvbuf, recvcount, nullptr,
@@ -306,8 +295,7 @@ int PMPI_Reduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                         type, op, c, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ireduce_scatter_block)
-int PMPI_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
+int bcs_impl_Ireduce_scatter_block(const void* sendbuf, void* recvbuf, int recvcount,
                                MPI_Datatype type, MPI_Op op, MPI_Comm c, MPI_Request* request) {
   if (is_intercomm(c))
     return inter_ireduce_scatter("MPI_Ireduce_scatter_block", sendbuf, recvbuf, recvcount, nullptr,

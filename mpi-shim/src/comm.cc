@@ -446,24 +446,21 @@ extern "C" {
 
 // ------------------------------------------------------------ queries
 
-BCS_PMPI_ALIAS(Comm_rank)
-int PMPI_Comm_rank(MPI_Comm c, int* rank) {
+int bcs_impl_Comm_rank(MPI_Comm c, int* rank) {
   QUERY_COMM("MPI_Comm_rank", c, comm);
   if (!rank) return raise_error(comm, "MPI_Comm_rank", MPI_ERR_ARG, "NULL rank pointer");
   *rank = comm_rank(comm);
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_size)
-int PMPI_Comm_size(MPI_Comm c, int* size) {
+int bcs_impl_Comm_size(MPI_Comm c, int* size) {
   QUERY_COMM("MPI_Comm_size", c, comm);
   if (!size) return raise_error(comm, "MPI_Comm_size", MPI_ERR_ARG, "NULL size pointer");
   *size = comm_size(comm);
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_compare)
-int PMPI_Comm_compare(MPI_Comm c1, MPI_Comm c2, int* result) {
+int bcs_impl_Comm_compare(MPI_Comm c1, MPI_Comm c2, int* result) {
   static const char fn[] = "MPI_Comm_compare";
   QUERY_COMM(fn, c1, a);
   const int b = comm_index(c2);
@@ -483,16 +480,14 @@ int PMPI_Comm_compare(MPI_Comm c1, MPI_Comm c2, int* result) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_group)
-int PMPI_Comm_group(MPI_Comm c, MPI_Group* group) {
+int bcs_impl_Comm_group(MPI_Comm c, MPI_Group* group) {
   QUERY_COMM("MPI_Comm_group", c, comm);
   if (!group) return raise_error(comm, "MPI_Comm_group", MPI_ERR_ARG, "NULL group pointer");
   *group = group_alloc(comm_at(comm).m);
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_get_name)
-int PMPI_Comm_get_name(MPI_Comm c, char* name, int* resultlen) {
+int bcs_impl_Comm_get_name(MPI_Comm c, char* name, int* resultlen) {
   QUERY_COMM("MPI_Comm_get_name", c, comm);
   if (!name || !resultlen)
     return raise_error(comm, "MPI_Comm_get_name", MPI_ERR_ARG, "NULL pointer");
@@ -502,8 +497,7 @@ int PMPI_Comm_get_name(MPI_Comm c, char* name, int* resultlen) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_set_name)
-int PMPI_Comm_set_name(MPI_Comm c, const char* name) {
+int bcs_impl_Comm_set_name(MPI_Comm c, const char* name) {
   QUERY_COMM("MPI_Comm_set_name", c, comm);
   if (!name) return raise_error(comm, "MPI_Comm_set_name", MPI_ERR_ARG, "NULL name");
   // Longer names are truncated to MPI_MAX_OBJECT_NAME - 1 characters.
@@ -513,25 +507,21 @@ int PMPI_Comm_set_name(MPI_Comm c, const char* name) {
 
 // ------------------------------------------------------------ construction
 
-BCS_PMPI_ALIAS(Comm_dup)
-int PMPI_Comm_dup(MPI_Comm c, MPI_Comm* newcomm) {
+int bcs_impl_Comm_dup(MPI_Comm c, MPI_Comm* newcomm) {
   return dup("MPI_Comm_dup", c, newcomm);
 }
 
-BCS_PMPI_ALIAS(Comm_dup_with_info)
-int PMPI_Comm_dup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm) {
+int bcs_impl_Comm_dup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm) {
   // No hints are used, but a bad info handle is an error (MPI_ERR_INFO).
   if (int e = check_info(comm_index(c), "MPI_Comm_dup_with_info", info)) return e;
   return dup("MPI_Comm_dup_with_info", c, newcomm);
 }
 
-BCS_PMPI_ALIAS(Comm_idup)
-int PMPI_Comm_idup(MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
+int bcs_impl_Comm_idup(MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
   return idup("MPI_Comm_idup", c, newcomm, request);
 }
 
-BCS_PMPI_ALIAS(Comm_split)
-int PMPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
+int bcs_impl_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Comm_split";
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
@@ -546,8 +536,7 @@ int PMPI_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
   return split(fn, parent, color == MPI_UNDEFINED ? kNoColour : color, key, newcomm);
 }
 
-BCS_PMPI_ALIAS(Comm_split_type)
-int PMPI_Comm_split_type(MPI_Comm c, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
+int bcs_impl_Comm_split_type(MPI_Comm c, int split_type, int key, MPI_Info info, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Comm_split_type";
   int parent;
   if (int e = check_intra_parent(fn, c, newcomm, &parent)) return e;
@@ -560,18 +549,15 @@ int PMPI_Comm_split_type(MPI_Comm c, int split_type, int key, MPI_Info info, MPI
                newcomm);
 }
 
-BCS_PMPI_ALIAS(Comm_create)
-int PMPI_Comm_create(MPI_Comm c, MPI_Group group, MPI_Comm* newcomm) {
+int bcs_impl_Comm_create(MPI_Comm c, MPI_Group group, MPI_Comm* newcomm) {
   return create("MPI_Comm_create", c, group, newcomm);
 }
 
-BCS_PMPI_ALIAS(Comm_create_group)
-int PMPI_Comm_create_group(MPI_Comm c, MPI_Group group, int tag, MPI_Comm* newcomm) {
+int bcs_impl_Comm_create_group(MPI_Comm c, MPI_Group group, int tag, MPI_Comm* newcomm) {
   return create_group("MPI_Comm_create_group", c, group, tag, newcomm);
 }
 
-BCS_PMPI_ALIAS(Comm_free)
-int PMPI_Comm_free(MPI_Comm* c) {
+int bcs_impl_Comm_free(MPI_Comm* c) {
   static const char fn[] = "MPI_Comm_free";
   REQUIRE_RUNNING(fn);
   if (!c) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL communicator pointer");

@@ -335,8 +335,7 @@ int64_t elements_in(const DType& d, int64_t bytes) {
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Type_size)
-int PMPI_Type_size(MPI_Datatype type, int* size) {
+int bcs_impl_Type_size(MPI_Datatype type, int* size) {
   DType* d;
   if (int e = get_type("MPI_Type_size", type, &d)) return e;
   if (!size) return raise_error(kNoComm, "MPI_Type_size", MPI_ERR_ARG, "NULL size pointer");
@@ -344,8 +343,7 @@ int PMPI_Type_size(MPI_Datatype type, int* size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_size_x)
-int PMPI_Type_size_x(MPI_Datatype type, MPI_Count* size) {
+int bcs_impl_Type_size_x(MPI_Datatype type, MPI_Count* size) {
   DType* d;
   if (int e = get_type("MPI_Type_size_x", type, &d)) return e;
   if (!size) return raise_error(kNoComm, "MPI_Type_size_x", MPI_ERR_ARG, "NULL size pointer");
@@ -353,8 +351,7 @@ int PMPI_Type_size_x(MPI_Datatype type, MPI_Count* size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_extent)
-int PMPI_Type_get_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
+int bcs_impl_Type_get_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
   DType* d;
   if (int e = get_type("MPI_Type_get_extent", type, &d)) return e;
   if (!lb || !extent) return raise_error(kNoComm, "MPI_Type_get_extent", MPI_ERR_ARG, "NULL lb or extent");
@@ -363,8 +360,7 @@ int PMPI_Type_get_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_extent_x)
-int PMPI_Type_get_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
+int bcs_impl_Type_get_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
   // MPI_Aint and MPI_Count are both 64 bits here: the same values.
   MPI_Aint l = 0, e = 0;
   if (!lb || !extent)
@@ -375,8 +371,7 @@ int PMPI_Type_get_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) 
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_true_extent)
-int PMPI_Type_get_true_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
+int bcs_impl_Type_get_true_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent) {
   DType* d;
   if (int e = get_type("MPI_Type_get_true_extent", type, &d)) return e;
   if (!lb || !extent)
@@ -386,8 +381,7 @@ int PMPI_Type_get_true_extent(MPI_Datatype type, MPI_Aint* lb, MPI_Aint* extent)
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_true_extent_x)
-int PMPI_Type_get_true_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
+int bcs_impl_Type_get_true_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* extent) {
   MPI_Aint l = 0, e = 0;
   if (!lb || !extent)
     return raise_error(kNoComm, "MPI_Type_get_true_extent_x", MPI_ERR_ARG, "NULL lb or extent");
@@ -397,8 +391,7 @@ int PMPI_Type_get_true_extent_x(MPI_Datatype type, MPI_Count* lb, MPI_Count* ext
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_commit)
-int PMPI_Type_commit(MPI_Datatype* type) {
+int bcs_impl_Type_commit(MPI_Datatype* type) {
   if (!type) return raise_error(kNoComm, "MPI_Type_commit", MPI_ERR_ARG, "NULL datatype pointer");
   DType* d;
   if (int e = get_type("MPI_Type_commit", *type, &d)) return e;
@@ -406,8 +399,7 @@ int PMPI_Type_commit(MPI_Datatype* type) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_free)
-int PMPI_Type_free(MPI_Datatype* type) {
+int bcs_impl_Type_free(MPI_Datatype* type) {
   static const char fn[] = "MPI_Type_free";
   if (!type) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL datatype pointer");
   DType* d;
@@ -424,8 +416,7 @@ int PMPI_Type_free(MPI_Datatype* type) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_dup)
-int PMPI_Type_dup(MPI_Datatype type, MPI_Datatype* newtype) {
+int bcs_impl_Type_dup(MPI_Datatype type, MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_dup";
   DType* d;
   if (int e = get_type(fn, type, &d)) return e;
@@ -447,8 +438,7 @@ int PMPI_Type_dup(MPI_Datatype type, MPI_Datatype* newtype) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_name)
-int PMPI_Type_get_name(MPI_Datatype type, char* name, int* resultlen) {
+int bcs_impl_Type_get_name(MPI_Datatype type, char* name, int* resultlen) {
   DType* d;
   if (int e = get_type("MPI_Type_get_name", type, &d)) return e;
   if (!name || !resultlen)
@@ -460,8 +450,7 @@ int PMPI_Type_get_name(MPI_Datatype type, char* name, int* resultlen) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_set_name)
-int PMPI_Type_set_name(MPI_Datatype type, const char* name) {
+int bcs_impl_Type_set_name(MPI_Datatype type, const char* name) {
   DType* d;
   if (int e = get_type("MPI_Type_set_name", type, &d)) return e;
   if (!name) return raise_error(kNoComm, "MPI_Type_set_name", MPI_ERR_ARG, "NULL name");
@@ -469,8 +458,7 @@ int PMPI_Type_set_name(MPI_Datatype type, const char* name) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_envelope)
-int PMPI_Type_get_envelope(MPI_Datatype type, int* num_integers, int* num_addresses,
+int bcs_impl_Type_get_envelope(MPI_Datatype type, int* num_integers, int* num_addresses,
                            int* num_datatypes, int* combiner) {
   DType* d;
   if (int e = get_type("MPI_Type_get_envelope", type, &d)) return e;
@@ -483,8 +471,7 @@ int PMPI_Type_get_envelope(MPI_Datatype type, int* num_integers, int* num_addres
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_get_contents)
-int PMPI_Type_get_contents(MPI_Datatype type, int max_integers, int max_addresses,
+int bcs_impl_Type_get_contents(MPI_Datatype type, int max_integers, int max_addresses,
                            int max_datatypes, int ints[], MPI_Aint aints[], MPI_Datatype types[]) {
   static const char fn[] = "MPI_Type_get_contents";
   DType* d;
@@ -509,8 +496,7 @@ int PMPI_Type_get_contents(MPI_Datatype type, int max_integers, int max_addresse
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_match_size)
-int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* type) {
+int bcs_impl_Type_match_size(int typeclass, int size, MPI_Datatype* type) {
   static const char fn[] = "MPI_Type_match_size";
   if (!type) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL type");
   MPI_Datatype t = MPI_DATATYPE_NULL;
@@ -529,15 +515,13 @@ int PMPI_Type_match_size(int typeclass, int size, MPI_Datatype* type) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_address)
-int PMPI_Get_address(const void* location, MPI_Aint* address) {
+int bcs_impl_Get_address(const void* location, MPI_Aint* address) {
   if (!address) return raise_error(kNoComm, "MPI_Get_address", MPI_ERR_ARG, "NULL address");
   *address = reinterpret_cast<MPI_Aint>(location);
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_count)
-int PMPI_Get_count(const MPI_Status* st, MPI_Datatype type, int* count) {
+int bcs_impl_Get_count(const MPI_Status* st, MPI_Datatype type, int* count) {
   if (ignored(st) || !count)
     return raise_error(kNoComm, "MPI_Get_count", MPI_ERR_ARG, "NULL or ignored status");
   DType* d;
@@ -551,8 +535,7 @@ int PMPI_Get_count(const MPI_Status* st, MPI_Datatype type, int* count) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_elements_x)
-int PMPI_Get_elements_x(const MPI_Status* st, MPI_Datatype type, MPI_Count* count) {
+int bcs_impl_Get_elements_x(const MPI_Status* st, MPI_Datatype type, MPI_Count* count) {
   if (ignored(st) || !count)
     return raise_error(kNoComm, "MPI_Get_elements_x", MPI_ERR_ARG, "NULL or ignored status");
   DType* d;
@@ -562,16 +545,14 @@ int PMPI_Get_elements_x(const MPI_Status* st, MPI_Datatype type, MPI_Count* coun
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_elements)
-int PMPI_Get_elements(const MPI_Status* st, MPI_Datatype type, int* count) {
+int bcs_impl_Get_elements(const MPI_Status* st, MPI_Datatype type, int* count) {
   MPI_Count n = 0;
   if (int e = PMPI_Get_elements_x(st, type, &n)) return e;
   *count = n > INT32_MAX ? MPI_UNDEFINED : static_cast<int>(n);
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Status_set_elements_x)
-int PMPI_Status_set_elements_x(MPI_Status* st, MPI_Datatype type, MPI_Count count) {
+int bcs_impl_Status_set_elements_x(MPI_Status* st, MPI_Datatype type, MPI_Count count) {
   static const char fn[] = "MPI_Status_set_elements_x";
   if (ignored(st)) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL or ignored status");
   DType* d;
@@ -593,8 +574,7 @@ int PMPI_Status_set_elements_x(MPI_Status* st, MPI_Datatype type, MPI_Count coun
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Status_set_elements)
-int PMPI_Status_set_elements(MPI_Status* st, MPI_Datatype type, int count) {
+int bcs_impl_Status_set_elements(MPI_Status* st, MPI_Datatype type, int count) {
   return PMPI_Status_set_elements_x(st, type, count);
 }
 

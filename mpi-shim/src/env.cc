@@ -59,8 +59,7 @@ extern "C" {
 
 // ------------------------------------------------------------ init / finalize
 
-BCS_PMPI_ALIAS(Init_thread)
-int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
+int bcs_impl_Init_thread(int* argc, char*** argv, int required, int* provided) {
   (void)argc;
   (void)argv;
   Shim& s = S();
@@ -93,27 +92,23 @@ int PMPI_Init_thread(int* argc, char*** argv, int required, int* provided) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Init)
-int PMPI_Init(int* argc, char*** argv) {
+int bcs_impl_Init(int* argc, char*** argv) {
   return PMPI_Init_thread(argc, argv, MPI_THREAD_SINGLE, nullptr);
 }
 
-BCS_PMPI_ALIAS(Initialized)
-int PMPI_Initialized(int* flag) {
+int bcs_impl_Initialized(int* flag) {
   if (!flag) return raise_error(kNoComm, "MPI_Initialized", MPI_ERR_ARG, "NULL flag pointer");
   *flag = S().phase != Phase::before_init;
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Finalized)
-int PMPI_Finalized(int* flag) {
+int bcs_impl_Finalized(int* flag) {
   if (!flag) return raise_error(kNoComm, "MPI_Finalized", MPI_ERR_ARG, "NULL flag pointer");
   *flag = S().phase == Phase::finalized;
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Finalize)
-int PMPI_Finalize(void) {
+int bcs_impl_Finalize(void) {
   REQUIRE_RUNNING("MPI_Finalize");
   Shim& s = S();
   // MPI: the attributes of MPI_COMM_SELF are deleted first, in the reverse
@@ -133,8 +128,7 @@ int PMPI_Finalize(void) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Abort)
-int PMPI_Abort(MPI_Comm comm, int errorcode) {
+int bcs_impl_Abort(MPI_Comm comm, int errorcode) {
   (void)comm;  // every communicator spans at most the world: abort the whole job
   if (S().singleton || S().phase != Phase::running)
     std::fprintf(stderr, "bcs: rank %d: MPI_Abort called with error code %d\n", S().rank,
@@ -143,24 +137,21 @@ int PMPI_Abort(MPI_Comm comm, int errorcode) {
   bcs_abort(errorcode);
 }
 
-BCS_PMPI_ALIAS(Query_thread)
-int PMPI_Query_thread(int* provided) {
+int bcs_impl_Query_thread(int* provided) {
   REQUIRE_RUNNING("MPI_Query_thread");
   if (!provided) return raise_error(kNoComm, "MPI_Query_thread", MPI_ERR_ARG, "NULL pointer");
   *provided = S().thread_level;
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Is_thread_main)
-int PMPI_Is_thread_main(int* flag) {
+int bcs_impl_Is_thread_main(int* flag) {
   REQUIRE_RUNNING("MPI_Is_thread_main");
   if (!flag) return raise_error(kNoComm, "MPI_Is_thread_main", MPI_ERR_ARG, "NULL pointer");
   *flag = pthread_equal(pthread_self(), S().main_thread) ? 1 : 0;
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_version)
-int PMPI_Get_version(int* version, int* subversion) {
+int bcs_impl_Get_version(int* version, int* subversion) {
   if (!version || !subversion)
     return raise_error(kNoComm, "MPI_Get_version", MPI_ERR_ARG, "NULL pointer");
   *version = MPI_VERSION;
@@ -168,8 +159,7 @@ int PMPI_Get_version(int* version, int* subversion) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_library_version)
-int PMPI_Get_library_version(char* version, int* resultlen) {
+int bcs_impl_Get_library_version(char* version, int* resultlen) {
   if (!version || !resultlen)
     return raise_error(kNoComm, "MPI_Get_library_version", MPI_ERR_ARG, "NULL pointer");
   const int n = std::snprintf(version, MPI_MAX_LIBRARY_VERSION_STRING,
@@ -179,8 +169,7 @@ int PMPI_Get_library_version(char* version, int* resultlen) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Get_processor_name)
-int PMPI_Get_processor_name(char* name, int* resultlen) {
+int bcs_impl_Get_processor_name(char* name, int* resultlen) {
   if (!name || !resultlen)
     return raise_error(kNoComm, "MPI_Get_processor_name", MPI_ERR_ARG, "NULL pointer");
   if (gethostname(name, MPI_MAX_PROCESSOR_NAME) != 0) std::snprintf(name, 10, "localhost");
@@ -208,8 +197,7 @@ int PMPI_Pcontrol(const int level, ...) {
 
 // ------------------------------------------------------------ memory
 
-BCS_PMPI_ALIAS(Alloc_mem)
-int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
+int bcs_impl_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
   static const char fn[] = "MPI_Alloc_mem";
   REQUIRE_RUNNING(fn);
   if (size < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative size %ld", static_cast<long>(size));
@@ -225,8 +213,7 @@ int PMPI_Alloc_mem(MPI_Aint size, MPI_Info info, void* baseptr) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Free_mem)
-int PMPI_Free_mem(void* base) {
+int bcs_impl_Free_mem(void* base) {
   static const char fn[] = "MPI_Free_mem";
   REQUIRE_RUNNING(fn);
   if (!base) return MPI_SUCCESS;  // like free(NULL)

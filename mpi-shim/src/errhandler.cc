@@ -323,8 +323,7 @@ extern "C" {
 
 // ------------------------------------------------------------ error handlers
 
-BCS_PMPI_ALIAS(Comm_create_errhandler)
-int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* function, MPI_Errhandler* h) {
+int bcs_impl_Comm_create_errhandler(MPI_Comm_errhandler_function* function, MPI_Errhandler* h) {
   static const char fn[] = "MPI_Comm_create_errhandler";
   REQUIRE_RUNNING(fn);
   if (!function) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL handler function");
@@ -335,8 +334,7 @@ int PMPI_Comm_create_errhandler(MPI_Comm_errhandler_function* function, MPI_Errh
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_set_errhandler)
-int PMPI_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
+int bcs_impl_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
   static const char fn[] = "MPI_Comm_set_errhandler";
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
@@ -347,8 +345,7 @@ int PMPI_Comm_set_errhandler(MPI_Comm c, MPI_Errhandler h) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_get_errhandler)
-int PMPI_Comm_get_errhandler(MPI_Comm c, MPI_Errhandler* h) {
+int bcs_impl_Comm_get_errhandler(MPI_Comm c, MPI_Errhandler* h) {
   static const char fn[] = "MPI_Comm_get_errhandler";
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
@@ -361,8 +358,7 @@ int PMPI_Comm_get_errhandler(MPI_Comm c, MPI_Errhandler* h) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_call_errhandler)
-int PMPI_Comm_call_errhandler(MPI_Comm c, int errorcode) {
+int bcs_impl_Comm_call_errhandler(MPI_Comm c, int errorcode) {
   static const char fn[] = "MPI_Comm_call_errhandler";
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
@@ -375,8 +371,7 @@ int PMPI_Comm_call_errhandler(MPI_Comm c, int errorcode) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Errhandler_free)
-int PMPI_Errhandler_free(MPI_Errhandler* h) {
+int bcs_impl_Errhandler_free(MPI_Errhandler* h) {
   static const char fn[] = "MPI_Errhandler_free";
   if (!h) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL errhandler pointer");
   if (!predefined_errh(*h)) {
@@ -392,8 +387,7 @@ int PMPI_Errhandler_free(MPI_Errhandler* h) {
 
 // ------------------------------------------------------------ classes, codes, strings
 
-BCS_PMPI_ALIAS(Error_class)
-int PMPI_Error_class(int code, int* cls) {
+int bcs_impl_Error_class(int code, int* cls) {
   const int c = error_class_of(code);
   if (!cls || c < 0)
     return raise_error(kNoComm, "MPI_Error_class", MPI_ERR_ARG, "invalid error code %d", code);
@@ -401,8 +395,7 @@ int PMPI_Error_class(int code, int* cls) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Error_string)
-int PMPI_Error_string(int code, char* string, int* resultlen) {
+int bcs_impl_Error_string(int code, char* string, int* resultlen) {
   static const char fn[] = "MPI_Error_string";
   if (!string || !resultlen) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL pointer");
   int n;
@@ -418,8 +411,7 @@ int PMPI_Error_string(int code, char* string, int* resultlen) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Add_error_class)
-int PMPI_Add_error_class(int* errorclass) {
+int bcs_impl_Add_error_class(int* errorclass) {
   static const char fn[] = "MPI_Add_error_class";
   REQUIRE_RUNNING(fn);
   if (!errorclass) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL pointer");
@@ -427,8 +419,7 @@ int PMPI_Add_error_class(int* errorclass) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Add_error_code)
-int PMPI_Add_error_code(int errorclass, int* errorcode) {
+int bcs_impl_Add_error_code(int errorclass, int* errorcode) {
   static const char fn[] = "MPI_Add_error_code";
   REQUIRE_RUNNING(fn);
   if (!errorcode) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL pointer");
@@ -438,8 +429,7 @@ int PMPI_Add_error_code(int errorclass, int* errorcode) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Add_error_string)
-int PMPI_Add_error_string(int errorcode, const char* string) {
+int bcs_impl_Add_error_string(int errorcode, const char* string) {
   static const char fn[] = "MPI_Add_error_string";
   REQUIRE_RUNNING(fn);
   if (!string) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL string");

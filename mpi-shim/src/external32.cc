@@ -215,8 +215,7 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Pack_external_size)
-int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype type,
+int bcs_impl_Pack_external_size(const char datarep[], int incount, MPI_Datatype type,
                             MPI_Aint* size) {
   static const char fn[] = "MPI_Pack_external_size";
   DType* d;
@@ -226,8 +225,7 @@ int PMPI_Pack_external_size(const char datarep[], int incount, MPI_Datatype type
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Pack_external)
-int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI_Datatype type,
+int bcs_impl_Pack_external(const char datarep[], const void* inbuf, int incount, MPI_Datatype type,
                        void* outbuf, MPI_Aint outsize, MPI_Aint* position) {
   static const char fn[] = "MPI_Pack_external";
   DType* d;
@@ -248,8 +246,7 @@ int PMPI_Pack_external(const char datarep[], const void* inbuf, int incount, MPI
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Unpack_external)
-int PMPI_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize,
+int bcs_impl_Unpack_external(const char datarep[], const void* inbuf, MPI_Aint insize,
                          MPI_Aint* position, void* outbuf, int outcount, MPI_Datatype type) {
   static const char fn[] = "MPI_Unpack_external";
   DType* d;

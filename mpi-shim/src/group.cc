@@ -162,8 +162,7 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Group_size)
-int PMPI_Group_size(MPI_Group g, int* size) {
+int bcs_impl_Group_size(MPI_Group g, int* size) {
   int gi;
   if (int e = check_group("MPI_Group_size", g, &gi)) return e;
   if (!size) return null_arg("MPI_Group_size", "size");
@@ -171,8 +170,7 @@ int PMPI_Group_size(MPI_Group g, int* size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Group_rank)
-int PMPI_Group_rank(MPI_Group g, int* rank) {
+int bcs_impl_Group_rank(MPI_Group g, int* rank) {
   int gi;
   if (int e = check_group("MPI_Group_rank", g, &gi)) return e;
   if (!rank) return null_arg("MPI_Group_rank", "rank");
@@ -181,8 +179,7 @@ int PMPI_Group_rank(MPI_Group g, int* rank) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Group_translate_ranks)
-int PMPI_Group_translate_ranks(MPI_Group g1, int n, const int ranks1[], MPI_Group g2,
+int bcs_impl_Group_translate_ranks(MPI_Group g1, int n, const int ranks1[], MPI_Group g2,
                                int ranks2[]) {
   static const char fn[] = "MPI_Group_translate_ranks";
   int a, b;
@@ -211,8 +208,7 @@ int PMPI_Group_translate_ranks(MPI_Group g1, int n, const int ranks1[], MPI_Grou
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Group_compare)
-int PMPI_Group_compare(MPI_Group g1, MPI_Group g2, int* result) {
+int bcs_impl_Group_compare(MPI_Group g1, MPI_Group g2, int* result) {
   static const char fn[] = "MPI_Group_compare";
   int a, b;
   if (int e = check_group(fn, g1, &a)) return e;
@@ -230,43 +226,35 @@ int PMPI_Group_compare(MPI_Group g1, MPI_Group g2, int* result) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Group_union)
-int PMPI_Group_union(MPI_Group g1, MPI_Group g2, MPI_Group* out) {
+int bcs_impl_Group_union(MPI_Group g1, MPI_Group g2, MPI_Group* out) {
   return set_op("MPI_Group_union", g1, g2, out, SetOp::unite);
 }
 
-BCS_PMPI_ALIAS(Group_intersection)
-int PMPI_Group_intersection(MPI_Group g1, MPI_Group g2, MPI_Group* out) {
+int bcs_impl_Group_intersection(MPI_Group g1, MPI_Group g2, MPI_Group* out) {
   return set_op("MPI_Group_intersection", g1, g2, out, SetOp::intersect);
 }
 
-BCS_PMPI_ALIAS(Group_difference)
-int PMPI_Group_difference(MPI_Group g1, MPI_Group g2, MPI_Group* out) {
+int bcs_impl_Group_difference(MPI_Group g1, MPI_Group g2, MPI_Group* out) {
   return set_op("MPI_Group_difference", g1, g2, out, SetOp::subtract);
 }
 
-BCS_PMPI_ALIAS(Group_incl)
-int PMPI_Group_incl(MPI_Group g, int n, const int ranks[], MPI_Group* out) {
+int bcs_impl_Group_incl(MPI_Group g, int n, const int ranks[], MPI_Group* out) {
   return incl_excl("MPI_Group_incl", g, n, ranks, out, true);
 }
 
-BCS_PMPI_ALIAS(Group_excl)
-int PMPI_Group_excl(MPI_Group g, int n, const int ranks[], MPI_Group* out) {
+int bcs_impl_Group_excl(MPI_Group g, int n, const int ranks[], MPI_Group* out) {
   return incl_excl("MPI_Group_excl", g, n, ranks, out, false);
 }
 
-BCS_PMPI_ALIAS(Group_range_incl)
-int PMPI_Group_range_incl(MPI_Group g, int n, int ranges[][3], MPI_Group* out) {
+int bcs_impl_Group_range_incl(MPI_Group g, int n, int ranges[][3], MPI_Group* out) {
   return range_incl_excl("MPI_Group_range_incl", g, n, ranges, out, true);
 }
 
-BCS_PMPI_ALIAS(Group_range_excl)
-int PMPI_Group_range_excl(MPI_Group g, int n, int ranges[][3], MPI_Group* out) {
+int bcs_impl_Group_range_excl(MPI_Group g, int n, int ranges[][3], MPI_Group* out) {
   return range_incl_excl("MPI_Group_range_excl", g, n, ranges, out, false);
 }
 
-BCS_PMPI_ALIAS(Group_free)
-int PMPI_Group_free(MPI_Group* g) {
+int bcs_impl_Group_free(MPI_Group* g) {
   static const char fn[] = "MPI_Group_free";
   if (!g) {
     REQUIRE_RUNNING(fn);

@@ -172,15 +172,13 @@ extern "C" {
 
 // ------------------------------------------------------------ info objects
 
-BCS_PMPI_ALIAS(Info_create)
-int PMPI_Info_create(MPI_Info* info) {
+int bcs_impl_Info_create(MPI_Info* info) {
   if (!info) return raise_error(kNoComm, "MPI_Info_create", MPI_ERR_ARG, "NULL info pointer");
   *info = new_info({});
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_set)
-int PMPI_Info_set(MPI_Info info, const char* key, const char* value) {
+int bcs_impl_Info_set(MPI_Info info, const char* key, const char* value) {
   static const char fn[] = "MPI_Info_set";
   InfoObj* o;
   if (int e = get_info(fn, info, true, &o)) return e;
@@ -198,8 +196,7 @@ int PMPI_Info_set(MPI_Info info, const char* key, const char* value) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_delete)
-int PMPI_Info_delete(MPI_Info info, const char* key) {
+int bcs_impl_Info_delete(MPI_Info info, const char* key) {
   static const char fn[] = "MPI_Info_delete";
   InfoObj* o;
   if (int e = get_info(fn, info, true, &o)) return e;
@@ -210,8 +207,7 @@ int PMPI_Info_delete(MPI_Info info, const char* key) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_get)
-int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag) {
+int bcs_impl_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int* flag) {
   static const char fn[] = "MPI_Info_get";
   InfoObj* o;
   if (int e = get_info(fn, info, false, &o)) return e;
@@ -230,8 +226,7 @@ int PMPI_Info_get(MPI_Info info, const char* key, int valuelen, char* value, int
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_get_valuelen)
-int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag) {
+int bcs_impl_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* flag) {
   static const char fn[] = "MPI_Info_get_valuelen";
   InfoObj* o;
   if (int e = get_info(fn, info, false, &o)) return e;
@@ -243,8 +238,7 @@ int PMPI_Info_get_valuelen(MPI_Info info, const char* key, int* valuelen, int* f
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_get_nkeys)
-int PMPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
+int bcs_impl_Info_get_nkeys(MPI_Info info, int* nkeys) {
   static const char fn[] = "MPI_Info_get_nkeys";
   InfoObj* o;
   if (int e = get_info(fn, info, false, &o)) return e;
@@ -253,8 +247,7 @@ int PMPI_Info_get_nkeys(MPI_Info info, int* nkeys) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_get_nthkey)
-int PMPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
+int bcs_impl_Info_get_nthkey(MPI_Info info, int n, char* key) {
   static const char fn[] = "MPI_Info_get_nthkey";
   InfoObj* o;
   if (int e = get_info(fn, info, false, &o)) return e;
@@ -267,8 +260,7 @@ int PMPI_Info_get_nthkey(MPI_Info info, int n, char* key) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_dup)
-int PMPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
+int bcs_impl_Info_dup(MPI_Info info, MPI_Info* newinfo) {
   static const char fn[] = "MPI_Info_dup";
   InfoObj* o;
   if (int e = get_info(fn, info, false, &o)) return e;
@@ -277,8 +269,7 @@ int PMPI_Info_dup(MPI_Info info, MPI_Info* newinfo) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Info_free)
-int PMPI_Info_free(MPI_Info* info) {
+int bcs_impl_Info_free(MPI_Info* info) {
   static const char fn[] = "MPI_Info_free";
   if (!info) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL info pointer");
   InfoObj* o;
@@ -293,8 +284,7 @@ int PMPI_Info_free(MPI_Info* info) {
 
 // ------------------------------------------------------------ communicator info
 
-BCS_PMPI_ALIAS(Comm_set_info)
-int PMPI_Comm_set_info(MPI_Comm c, MPI_Info info) {
+int bcs_impl_Comm_set_info(MPI_Comm c, MPI_Info info) {
   static const char fn[] = "MPI_Comm_set_info";
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
@@ -304,8 +294,7 @@ int PMPI_Comm_set_info(MPI_Comm c, MPI_Info info) {
   return MPI_SUCCESS;  // no hints are used
 }
 
-BCS_PMPI_ALIAS(Comm_get_info)
-int PMPI_Comm_get_info(MPI_Comm c, MPI_Info* info_used) {
+int bcs_impl_Comm_get_info(MPI_Comm c, MPI_Info* info_used) {
   static const char fn[] = "MPI_Comm_get_info";
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);

@@ -100,8 +100,7 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Intercomm_create)
-int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
+int bcs_impl_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_comm,
                           int remote_leader, int tag, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Intercomm_create";
   REQUIRE_RUNNING(fn);
@@ -177,8 +176,7 @@ int PMPI_Intercomm_create(MPI_Comm local_comm, int local_leader, MPI_Comm peer_c
                     static_cast<int32_t>(shared[1]), local, newcomm);
 }
 
-BCS_PMPI_ALIAS(Intercomm_merge)
-int PMPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* newcomm) {
+int bcs_impl_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Intercomm_merge";
   int ic;
   if (int e = check_inter(fn, c, &ic)) return e;
@@ -217,8 +215,7 @@ int PMPI_Intercomm_merge(MPI_Comm c, int high, MPI_Comm* newcomm) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_test_inter)
-int PMPI_Comm_test_inter(MPI_Comm c, int* flag) {
+int bcs_impl_Comm_test_inter(MPI_Comm c, int* flag) {
   static const char fn[] = "MPI_Comm_test_inter";
   REQUIRE_RUNNING(fn);
   const int comm = comm_index(c);
@@ -228,8 +225,7 @@ int PMPI_Comm_test_inter(MPI_Comm c, int* flag) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_remote_size)
-int PMPI_Comm_remote_size(MPI_Comm c, int* size) {
+int bcs_impl_Comm_remote_size(MPI_Comm c, int* size) {
   int ic;
   if (int e = check_inter("MPI_Comm_remote_size", c, &ic)) return e;
   if (!size) return raise_error(ic, "MPI_Comm_remote_size", MPI_ERR_ARG, "NULL size pointer");
@@ -237,8 +233,7 @@ int PMPI_Comm_remote_size(MPI_Comm c, int* size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Comm_remote_group)
-int PMPI_Comm_remote_group(MPI_Comm c, MPI_Group* group) {
+int bcs_impl_Comm_remote_group(MPI_Comm c, MPI_Group* group) {
   int ic;
   if (int e = check_inter("MPI_Comm_remote_group", c, &ic)) return e;
   if (!group) return raise_error(ic, "MPI_Comm_remote_group", MPI_ERR_ARG, "NULL group pointer");

@@ -30,8 +30,7 @@ BCS_HANDLE_INTEROP(Win, MPI_Win)
 BCS_HANDLE_INTEROP(File, MPI_File)
 #undef BCS_HANDLE_INTEROP
 
-BCS_PMPI_ALIAS(Status_c2f)
-int PMPI_Status_c2f(const MPI_Status* c, MPI_Fint* f) {
+int bcs_impl_Status_c2f(const MPI_Status* c, MPI_Fint* f) {
   if (c == nullptr || c == MPI_STATUS_IGNORE || f == nullptr)
     return bcs::shim::raise_error(bcs::shim::kNoComm, "MPI_Status_c2f", MPI_ERR_ARG,
                                   "the status is MPI_STATUS_IGNORE or NULL");
@@ -45,8 +44,7 @@ int PMPI_Status_c2f(const MPI_Status* c, MPI_Fint* f) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Status_f2c)
-int PMPI_Status_f2c(const MPI_Fint* f, MPI_Status* c) {
+int bcs_impl_Status_f2c(const MPI_Fint* f, MPI_Status* c) {
   if (f == nullptr || c == nullptr || c == MPI_STATUS_IGNORE)
     return bcs::shim::raise_error(bcs::shim::kNoComm, "MPI_Status_f2c", MPI_ERR_ARG,
                                   "the status is MPI_STATUS_IGNORE or NULL");

@@ -150,26 +150,22 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Mprobe)
-int PMPI_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
+int bcs_impl_Mprobe(int source, int tag, MPI_Comm comm, MPI_Message* message, MPI_Status* status) {
   return probe("MPI_Mprobe", source, tag, comm, true, nullptr, message, status);
 }
 
-BCS_PMPI_ALIAS(Improbe)
-int PMPI_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
+int bcs_impl_Improbe(int source, int tag, MPI_Comm comm, int* flag, MPI_Message* message,
                  MPI_Status* status) {
   return probe("MPI_Improbe", source, tag, comm, false, flag, message, status);
 }
 
-BCS_PMPI_ALIAS(Imrecv)
-int PMPI_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message,
+int bcs_impl_Imrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message,
                 MPI_Request* request) {
   uint64_t len = 0;
   return mrecv("MPI_Imrecv", buf, count, type, message, request, &len);
 }
 
-BCS_PMPI_ALIAS(Mrecv)
-int PMPI_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
+int bcs_impl_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message, MPI_Status* status) {
   static const char fn[] = "MPI_Mrecv";
   MPI_Request r = MPI_REQUEST_NULL;
   uint64_t len = 0;

@@ -194,23 +194,20 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Neighbor_allgather)
-int PMPI_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+int bcs_impl_Neighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                             void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   return allgather("MPI_Neighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, nullptr,
                    nullptr, recvcount, recvtype, comm, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ineighbor_allgather)
-int PMPI_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+int bcs_impl_Ineighbor_allgather(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                              void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                              MPI_Request* request) {
   return allgather("MPI_Ineighbor_allgather", sendbuf, sendcount, sendtype, recvbuf, nullptr,
                    nullptr, recvcount, recvtype, comm, true, request);
 }
 
-BCS_PMPI_ALIAS(Neighbor_allgatherv)
-int PMPI_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+int bcs_impl_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                              void* recvbuf, const int recvcounts[], const int displs[],
                              MPI_Datatype recvtype, MPI_Comm comm) {
   if (!recvcounts || !displs)
@@ -220,8 +217,7 @@ int PMPI_Neighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype se
                    displs, 0, recvtype, comm, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ineighbor_allgatherv)
-int PMPI_Ineighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+int bcs_impl_Ineighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                               void* recvbuf, const int recvcounts[], const int displs[],
                               MPI_Datatype recvtype, MPI_Comm comm, MPI_Request* request) {
   if (!recvcounts || !displs)
@@ -231,16 +227,14 @@ int PMPI_Ineighbor_allgatherv(const void* sendbuf, int sendcount, MPI_Datatype s
                    displs, 0, recvtype, comm, true, request);
 }
 
-BCS_PMPI_ALIAS(Neighbor_alltoall)
-int PMPI_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+int bcs_impl_Neighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                            void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm) {
   return alltoall("MPI_Neighbor_alltoall", sendbuf, nullptr, nullptr, nullptr, sendcount, nullptr,
                   sendtype, recvbuf, nullptr, nullptr, nullptr, recvcount, nullptr, recvtype, comm,
                   false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ineighbor_alltoall)
-int PMPI_Ineighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+int bcs_impl_Ineighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                             void* recvbuf, int recvcount, MPI_Datatype recvtype, MPI_Comm comm,
                             MPI_Request* request) {
   return alltoall("MPI_Ineighbor_alltoall", sendbuf, nullptr, nullptr, nullptr, sendcount, nullptr,
@@ -248,8 +242,7 @@ int PMPI_Ineighbor_alltoall(const void* sendbuf, int sendcount, MPI_Datatype sen
                   true, request);
 }
 
-BCS_PMPI_ALIAS(Neighbor_alltoallv)
-int PMPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+int bcs_impl_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                             MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                             const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm) {
   if (!sendcounts || !recvcounts)
@@ -259,8 +252,7 @@ int PMPI_Neighbor_alltoallv(const void* sendbuf, const int sendcounts[], const i
                   false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ineighbor_alltoallv)
-int PMPI_Ineighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
+int bcs_impl_Ineighbor_alltoallv(const void* sendbuf, const int sendcounts[], const int sdispls[],
                              MPI_Datatype sendtype, void* recvbuf, const int recvcounts[],
                              const int rdispls[], MPI_Datatype recvtype, MPI_Comm comm,
                              MPI_Request* request) {
@@ -271,8 +263,7 @@ int PMPI_Ineighbor_alltoallv(const void* sendbuf, const int sendcounts[], const 
                   true, request);
 }
 
-BCS_PMPI_ALIAS(Neighbor_alltoallw)
-int PMPI_Neighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
+int bcs_impl_Neighbor_alltoallw(const void* sendbuf, const int sendcounts[], const MPI_Aint sdispls[],
                             const MPI_Datatype sendtypes[], void* recvbuf, const int recvcounts[],
                             const MPI_Aint rdispls[], const MPI_Datatype recvtypes[],
                             MPI_Comm comm) {
@@ -284,8 +275,7 @@ int PMPI_Neighbor_alltoallw(const void* sendbuf, const int sendcounts[], const M
                   MPI_DATATYPE_NULL, comm, false, nullptr);
 }
 
-BCS_PMPI_ALIAS(Ineighbor_alltoallw)
-int PMPI_Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[],
+int bcs_impl_Ineighbor_alltoallw(const void* sendbuf, const int sendcounts[],
                              const MPI_Aint sdispls[], const MPI_Datatype sendtypes[],
                              void* recvbuf, const int recvcounts[], const MPI_Aint rdispls[],
                              const MPI_Datatype recvtypes[], MPI_Comm comm,

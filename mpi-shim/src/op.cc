@@ -114,8 +114,7 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Op_create)
-int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
+int bcs_impl_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
   static const char fn[] = "MPI_Op_create";
   REQUIRE_RUNNING(fn);
   if (!user_fn) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL user function");
@@ -134,8 +133,7 @@ int PMPI_Op_create(MPI_User_function* user_fn, int commute, MPI_Op* op) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Op_free)
-int PMPI_Op_free(MPI_Op* op) {
+int bcs_impl_Op_free(MPI_Op* op) {
   static const char fn[] = "MPI_Op_free";
   REQUIRE_RUNNING(fn);
   if (!op) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL op pointer");
@@ -152,8 +150,7 @@ int PMPI_Op_free(MPI_Op* op) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Op_commutative)
-int PMPI_Op_commutative(MPI_Op op, int* commute) {
+int bcs_impl_Op_commutative(MPI_Op op, int* commute) {
   static const char fn[] = "MPI_Op_commutative";
   REQUIRE_RUNNING(fn);
   int c;
@@ -170,8 +167,7 @@ int PMPI_Op_commutative(MPI_Op op, int* commute) {
 
 // inoutbuf = inbuf op inoutbuf (inbuf is the left operand, as the
 // contribution of a lower rank would be).
-BCS_PMPI_ALIAS(Reduce_local)
-int PMPI_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype type, MPI_Op op) {
+int bcs_impl_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Datatype type, MPI_Op op) {
   static const char fn[] = "MPI_Reduce_local";
   REQUIRE_RUNNING(fn);
   if (count < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", count);

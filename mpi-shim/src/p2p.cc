@@ -637,24 +637,20 @@ extern "C" {
 
 // ------------------------------------------------------------ point-to-point
 
-BCS_PMPI_ALIAS(Send)
-int PMPI_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+int bcs_impl_Send(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
   return send("MPI_Send", buf, count, type, dest, tag, c, false);
 }
 
-BCS_PMPI_ALIAS(Ssend)
-int PMPI_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+int bcs_impl_Ssend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
   return send("MPI_Ssend", buf, count, type, dest, tag, c, true);
 }
 
-BCS_PMPI_ALIAS(Issend)
-int PMPI_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Issend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                 MPI_Request* request) {
   return isend("MPI_Issend", buf, count, type, dest, tag, c, request, true);
 }
 
-BCS_PMPI_ALIAS(Recv)
-int PMPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
+int bcs_impl_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
               MPI_Status* st) {
   static const char fn[] = "MPI_Recv";
   REQUIRE_RUNNING(fn);
@@ -681,20 +677,17 @@ int PMPI_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Isend)
-int PMPI_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Isend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                MPI_Request* request) {
   return isend("MPI_Isend", buf, count, type, dest, tag, c, request);
 }
 
-BCS_PMPI_ALIAS(Irecv)
-int PMPI_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
+int bcs_impl_Irecv(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
                MPI_Request* request) {
   return irecv("MPI_Irecv", buf, count, type, source, tag, c, request);
 }
 
-BCS_PMPI_ALIAS(Sendrecv)
-int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+int bcs_impl_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
                   int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
                   int recvtag, MPI_Comm c, MPI_Status* st) {
   static const char fn[] = "MPI_Sendrecv";
@@ -725,8 +718,7 @@ int PMPI_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int
   return complete_one(fn, &r[1], BCS_BLOCKING, nullptr, st);
 }
 
-BCS_PMPI_ALIAS(Probe)
-int PMPI_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
+int bcs_impl_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
   static const char fn[] = "MPI_Probe";
   REQUIRE_RUNNING(fn);
   int comm;
@@ -746,8 +738,7 @@ int PMPI_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Iprobe)
-int PMPI_Iprobe(int source, int tag, MPI_Comm c, int* flag, MPI_Status* st) {
+int bcs_impl_Iprobe(int source, int tag, MPI_Comm c, int* flag, MPI_Status* st) {
   static const char fn[] = "MPI_Iprobe";
   REQUIRE_RUNNING(fn);
   int comm;
@@ -775,35 +766,29 @@ int PMPI_Iprobe(int source, int tag, MPI_Comm c, int* flag, MPI_Status* st) {
 
 // ------------------------------------------------------------ completion
 
-BCS_PMPI_ALIAS(Wait)
-int PMPI_Wait(MPI_Request* request, MPI_Status* st) {
+int bcs_impl_Wait(MPI_Request* request, MPI_Status* st) {
   return complete_one("MPI_Wait", request, BCS_BLOCKING, nullptr, st);
 }
 
-BCS_PMPI_ALIAS(Test)
-int PMPI_Test(MPI_Request* request, int* flag, MPI_Status* st) {
+int bcs_impl_Test(MPI_Request* request, int* flag, MPI_Status* st) {
   if (!flag) return raise_error(kNoComm, "MPI_Test", MPI_ERR_ARG, "NULL flag pointer");
   return complete_one("MPI_Test", request, BCS_NONBLOCKING, flag, st);
 }
 
-BCS_PMPI_ALIAS(Waitall)
-int PMPI_Waitall(int count, MPI_Request reqs[], MPI_Status sts[]) {
+int bcs_impl_Waitall(int count, MPI_Request reqs[], MPI_Status sts[]) {
   return complete_all("MPI_Waitall", count, reqs, BCS_BLOCKING, nullptr, sts);
 }
 
-BCS_PMPI_ALIAS(Testall)
-int PMPI_Testall(int count, MPI_Request reqs[], int* flag, MPI_Status sts[]) {
+int bcs_impl_Testall(int count, MPI_Request reqs[], int* flag, MPI_Status sts[]) {
   if (!flag) return raise_error(kNoComm, "MPI_Testall", MPI_ERR_ARG, "NULL flag pointer");
   return complete_all("MPI_Testall", count, reqs, BCS_NONBLOCKING, flag, sts);
 }
 
-BCS_PMPI_ALIAS(Waitany)
-int PMPI_Waitany(int count, MPI_Request reqs[], int* index, MPI_Status* st) {
+int bcs_impl_Waitany(int count, MPI_Request reqs[], int* index, MPI_Status* st) {
   return complete_any("MPI_Waitany", count, reqs, BCS_BLOCKING, index, nullptr, st);
 }
 
-BCS_PMPI_ALIAS(Testany)
-int PMPI_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Status* st) {
+int bcs_impl_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Status* st) {
   if (!flag) return raise_error(kNoComm, "MPI_Testany", MPI_ERR_ARG, "NULL flag pointer");
   return complete_any("MPI_Testany", count, reqs, BCS_NONBLOCKING, index, flag, st);
 }
@@ -812,8 +797,7 @@ int PMPI_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Statu
 // request that completed is consumed here (bcs_test frees it), so the MPI
 // request turns into a locally completed one holding the status: a later
 // wait or test returns the same status and frees it.
-BCS_PMPI_ALIAS(Request_get_status)
-int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) {
+int bcs_impl_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) {
   static const char fn[] = "MPI_Request_get_status";
   REQUIRE_RUNNING(fn);
   if (!flag) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL flag pointer");
@@ -848,8 +832,7 @@ int PMPI_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Request_free)
-int PMPI_Request_free(MPI_Request* request) {
+int bcs_impl_Request_free(MPI_Request* request) {
   static const char fn[] = "MPI_Request_free";
   REQUIRE_RUNNING(fn);
   if (!request || *request == MPI_REQUEST_NULL)

@@ -66,8 +66,7 @@ int check_pack(const char* fn, MPI_Comm comm, int count, MPI_Datatype t, int* ci
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Pack_size)
-int PMPI_Pack_size(int incount, MPI_Datatype type, MPI_Comm comm, int* size) {
+int bcs_impl_Pack_size(int incount, MPI_Datatype type, MPI_Comm comm, int* size) {
   static const char fn[] = "MPI_Pack_size";
   int ci;
   DType* d;
@@ -79,8 +78,7 @@ int PMPI_Pack_size(int incount, MPI_Datatype type, MPI_Comm comm, int* size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Pack)
-int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype type, void* outbuf, int outsize,
+int bcs_impl_Pack(const void* inbuf, int incount, MPI_Datatype type, void* outbuf, int outsize,
               int* position, MPI_Comm comm) {
   static const char fn[] = "MPI_Pack";
   int ci;
@@ -99,8 +97,7 @@ int PMPI_Pack(const void* inbuf, int incount, MPI_Datatype type, void* outbuf, i
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Unpack)
-int PMPI_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
+int bcs_impl_Unpack(const void* inbuf, int insize, int* position, void* outbuf, int outcount,
                 MPI_Datatype type, MPI_Comm comm) {
   static const char fn[] = "MPI_Unpack";
   int ci;

@@ -227,20 +227,17 @@ using namespace bcs::shim;
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Waitsome)
-int PMPI_Waitsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status* sts) {
+int bcs_impl_Waitsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status* sts) {
   return complete_some("MPI_Waitsome", incount, reqs, true, outcount, indices, sts);
 }
 
-BCS_PMPI_ALIAS(Testsome)
-int PMPI_Testsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status* sts) {
+int bcs_impl_Testsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status* sts) {
   return complete_some("MPI_Testsome", incount, reqs, false, outcount, indices, sts);
 }
 
 // ------------------------------------------------------------ ready mode
 
-BCS_PMPI_ALIAS(Rsend)
-int PMPI_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+int bcs_impl_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
   // A ready send may be a standard send (MPI-3.1 §3.4): the receive is
   // posted, so nothing waits on the match.
   MPI_Request r = MPI_REQUEST_NULL;
@@ -248,16 +245,14 @@ int PMPI_Rsend(const void* buf, int count, MPI_Datatype type, int dest, int tag,
   return p2p_complete_one("MPI_Rsend", &r, true, nullptr, MPI_STATUS_IGNORE);
 }
 
-BCS_PMPI_ALIAS(Irsend)
-int PMPI_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Irsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                 MPI_Request* request) {
   return p2p_isend("MPI_Irsend", buf, count, type, dest, tag, c, request, false);
 }
 
 // ------------------------------------------------------------ buffered mode
 
-BCS_PMPI_ALIAS(Buffer_attach)
-int PMPI_Buffer_attach(void* buffer, int size) {
+int bcs_impl_Buffer_attach(void* buffer, int size) {
   static const char fn[] = "MPI_Buffer_attach";
   REQUIRE_RUNNING(fn);
   auto& b = bsend();
@@ -271,8 +266,7 @@ int PMPI_Buffer_attach(void* buffer, int size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Buffer_detach)
-int PMPI_Buffer_detach(void* buffer_addr, int* size) {
+int bcs_impl_Buffer_detach(void* buffer_addr, int* size) {
   static const char fn[] = "MPI_Buffer_detach";
   REQUIRE_RUNNING(fn);
   if (!buffer_addr || !size) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL argument");
@@ -285,13 +279,11 @@ int PMPI_Buffer_detach(void* buffer_addr, int* size) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Bsend)
-int PMPI_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
+int bcs_impl_Bsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c) {
   return bsend("MPI_Bsend", buf, count, type, dest, tag, c);
 }
 
-BCS_PMPI_ALIAS(Ibsend)
-int PMPI_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                 MPI_Request* request) {
   static const char fn[] = "MPI_Ibsend";
   if (!request) return raise_error(comm_index(c), fn, MPI_ERR_REQUEST, "NULL request pointer");
@@ -302,8 +294,7 @@ int PMPI_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int tag
 
 // ------------------------------------------------------------ persistent
 
-BCS_PMPI_ALIAS(Send_init)
-int PMPI_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                    MPI_Request* request) {
   if (int e = check_args("MPI_Send_init", c, count, type, dest, tag, false)) return e;
   return make_persistent("MPI_Send_init", c, type, request, [=](MPI_Request* r) {
@@ -311,8 +302,7 @@ int PMPI_Send_init(const void* buf, int count, MPI_Datatype type, int dest, int 
   });
 }
 
-BCS_PMPI_ALIAS(Ssend_init)
-int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                     MPI_Request* request) {
   if (int e = check_args("MPI_Ssend_init", c, count, type, dest, tag, false)) return e;
   return make_persistent("MPI_Ssend_init", c, type, request, [=](MPI_Request* r) {
@@ -320,8 +310,7 @@ int PMPI_Ssend_init(const void* buf, int count, MPI_Datatype type, int dest, int
   });
 }
 
-BCS_PMPI_ALIAS(Rsend_init)
-int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                     MPI_Request* request) {
   if (int e = check_args("MPI_Rsend_init", c, count, type, dest, tag, false)) return e;
   return make_persistent("MPI_Rsend_init", c, type, request, [=](MPI_Request* r) {
@@ -329,8 +318,7 @@ int PMPI_Rsend_init(const void* buf, int count, MPI_Datatype type, int dest, int
   });
 }
 
-BCS_PMPI_ALIAS(Bsend_init)
-int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
+int bcs_impl_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int tag, MPI_Comm c,
                     MPI_Request* request) {
   if (int e = check_args("MPI_Bsend_init", c, count, type, dest, tag, false)) return e;
   return make_persistent("MPI_Bsend_init", c, type, request, [=](MPI_Request* r) {
@@ -338,8 +326,7 @@ int PMPI_Bsend_init(const void* buf, int count, MPI_Datatype type, int dest, int
   });
 }
 
-BCS_PMPI_ALIAS(Recv_init)
-int PMPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
+int bcs_impl_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag, MPI_Comm c,
                    MPI_Request* request) {
   if (int e = check_args("MPI_Recv_init", c, count, type, source, tag, true)) return e;
   return make_persistent("MPI_Recv_init", c, type, request, [=](MPI_Request* r) {
@@ -347,14 +334,12 @@ int PMPI_Recv_init(void* buf, int count, MPI_Datatype type, int source, int tag,
   });
 }
 
-BCS_PMPI_ALIAS(Start)
-int PMPI_Start(MPI_Request* request) {
+int bcs_impl_Start(MPI_Request* request) {
   REQUIRE_RUNNING("MPI_Start");
   return start_one("MPI_Start", request);
 }
 
-BCS_PMPI_ALIAS(Startall)
-int PMPI_Startall(int count, MPI_Request reqs[]) {
+int bcs_impl_Startall(int count, MPI_Request reqs[]) {
   static const char fn[] = "MPI_Startall";
   REQUIRE_RUNNING(fn);
   if (count < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", count);
@@ -366,8 +351,7 @@ int PMPI_Startall(int count, MPI_Request reqs[]) {
 
 // ------------------------------------------------------------ Sendrecv_replace
 
-BCS_PMPI_ALIAS(Sendrecv_replace)
-int PMPI_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
+int bcs_impl_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
                           int source, int recvtag, MPI_Comm c, MPI_Status* st) {
   static const char fn[] = "MPI_Sendrecv_replace";
   REQUIRE_RUNNING(fn);

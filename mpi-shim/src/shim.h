@@ -43,6 +43,9 @@
 #include <vector>
 
 #include "bcs/bcs.h"
+// bcs_impl_x: the hand-written bodies of the implemented calls, declared
+// from api/mpi.api so each definition must match its MPI prototype.
+#include "bcs_impl.h"
 #include "bcs/segment.h"
 
 #define BCS_PMPI_ALIAS(name) _Pragma(BCS_STR(weak MPI_##name = PMPI_##name))
@@ -280,6 +283,13 @@ int raise_error(int comm, const char* fn, int cls, const char* fmt, ...)
 // MPI_ERR_UNSUPPORTED_OPERATION naming the call on `comm` (unsupported.cc).
 int unsupported_call(int comm, const char* fn);
 int unsupported_file_call(const char* fn);
+
+// The generated argument-check layer's errors (argcheck.cc): an invalid
+// communicator (raised on MPI_COMM_WORLD's handler), a negative count, a
+// NULL output pointer, class `cls` (raised on `comm`, kNoComm for none).
+int arg_bad_comm(const char* fn, MPI_Comm c, const char* name);
+int arg_bad_count(int comm, const char* fn, int count, const char* name);
+int arg_null(int comm, const char* fn, int cls, const char* name);
 
 // Maps a BCS error to an MPI class and a sentence for the handler.
 int bcs_to_class(int e);

@@ -176,8 +176,7 @@ extern "C" {
 
 // ------------------------------------------------------------ Dims_create
 
-BCS_PMPI_ALIAS(Dims_create)
-int PMPI_Dims_create(int nnodes, int ndims, int dims[]) {
+int bcs_impl_Dims_create(int nnodes, int ndims, int dims[]) {
   static const char fn[] = "MPI_Dims_create";
   if (nnodes <= 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "nnodes %d (must be > 0)", nnodes);
   if (ndims < 0) return raise_error(kNoComm, fn, MPI_ERR_DIMS, "ndims %d (must be >= 0)", ndims);
@@ -215,8 +214,7 @@ int PMPI_Dims_create(int nnodes, int ndims, int dims[]) {
 
 // ------------------------------------------------------------ Cartesian
 
-BCS_PMPI_ALIAS(Cart_create)
-int PMPI_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int periods[],
+int bcs_impl_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int periods[],
                      int reorder, MPI_Comm* comm_cart) {
   static const char fn[] = "MPI_Cart_create";
   (void)reorder;  // see the top of this file
@@ -244,8 +242,7 @@ int PMPI_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const int p
   return make_topo_comm(fn, parent, static_cast<int>(n), std::move(t), comm_cart);
 }
 
-BCS_PMPI_ALIAS(Cartdim_get)
-int PMPI_Cartdim_get(MPI_Comm comm, int* ndims) {
+int bcs_impl_Cartdim_get(MPI_Comm comm, int* ndims) {
   int ci;
   const Topology* t;
   if (int e = topo_of("MPI_Cartdim_get", comm, MPI_CART, &ci, &t)) return e;
@@ -254,8 +251,7 @@ int PMPI_Cartdim_get(MPI_Comm comm, int* ndims) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Cart_get)
-int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
+int bcs_impl_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coords[]) {
   static const char fn[] = "MPI_Cart_get";
   int ci;
   const Topology* t;
@@ -274,8 +270,7 @@ int PMPI_Cart_get(MPI_Comm comm, int maxdims, int dims[], int periods[], int coo
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Cart_rank)
-int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
+int bcs_impl_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   static const char fn[] = "MPI_Cart_rank";
   int ci;
   const Topology* t;
@@ -294,8 +289,7 @@ int PMPI_Cart_rank(MPI_Comm comm, const int coords[], int* rank) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Cart_coords)
-int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
+int bcs_impl_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   static const char fn[] = "MPI_Cart_coords";
   int ci;
   const Topology* t;
@@ -311,8 +305,7 @@ int PMPI_Cart_coords(MPI_Comm comm, int rank, int maxdims, int coords[]) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Cart_shift)
-int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
+int bcs_impl_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, int* rank_dest) {
   static const char fn[] = "MPI_Cart_shift";
   int ci;
   const Topology* t;
@@ -344,8 +337,7 @@ int PMPI_Cart_shift(MPI_Comm comm, int direction, int disp, int* rank_source, in
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Cart_sub)
-int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* new_comm) {
+int bcs_impl_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* new_comm) {
   static const char fn[] = "MPI_Cart_sub";
   int ci;
   const Topology* t;
@@ -373,8 +365,7 @@ int PMPI_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* new_comm) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Cart_map)
-int PMPI_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int* newrank) {
+int bcs_impl_Cart_map(MPI_Comm comm, int ndims, const int dims[], const int periods[], int* newrank) {
   static const char fn[] = "MPI_Cart_map";
   REQUIRE_RUNNING(fn);
   const int ci = comm_index(comm);
@@ -420,8 +411,7 @@ int check_graph(const char* fn, int ci, int nnodes, const int index[], const int
 
 }  // namespace
 
-BCS_PMPI_ALIAS(Graph_create)
-int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
+int bcs_impl_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const int edges[],
                       int reorder, MPI_Comm* comm_graph) {
   static const char fn[] = "MPI_Graph_create";
   (void)reorder;
@@ -440,8 +430,7 @@ int PMPI_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], const in
   return make_topo_comm(fn, parent, nnodes, std::move(t), comm_graph);
 }
 
-BCS_PMPI_ALIAS(Graphdims_get)
-int PMPI_Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
+int bcs_impl_Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
   int ci;
   const Topology* t;
   if (int e = topo_of("MPI_Graphdims_get", comm, MPI_GRAPH, &ci, &t)) return e;
@@ -452,8 +441,7 @@ int PMPI_Graphdims_get(MPI_Comm comm, int* nnodes, int* nedges) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Graph_get)
-int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]) {
+int bcs_impl_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int edges[]) {
   static const char fn[] = "MPI_Graph_get";
   int ci;
   const Topology* t;
@@ -468,8 +456,7 @@ int PMPI_Graph_get(MPI_Comm comm, int maxindex, int maxedges, int index[], int e
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Graph_neighbors_count)
-int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
+int bcs_impl_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
   static const char fn[] = "MPI_Graph_neighbors_count";
   int ci;
   const Topology* t;
@@ -482,8 +469,7 @@ int PMPI_Graph_neighbors_count(MPI_Comm comm, int rank, int* nneighbors) {
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Graph_neighbors)
-int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) {
+int bcs_impl_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbors[]) {
   static const char fn[] = "MPI_Graph_neighbors";
   int ci;
   const Topology* t;
@@ -499,8 +485,7 @@ int PMPI_Graph_neighbors(MPI_Comm comm, int rank, int maxneighbors, int neighbor
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Graph_map)
-int PMPI_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int* newrank) {
+int bcs_impl_Graph_map(MPI_Comm comm, int nnodes, const int index[], const int edges[], int* newrank) {
   static const char fn[] = "MPI_Graph_map";
   REQUIRE_RUNNING(fn);
   const int ci = comm_index(comm);
@@ -552,8 +537,7 @@ int check_dist_args(const char* fn, MPI_Comm c, MPI_Info info, MPI_Comm* out, in
 
 }  // namespace
 
-BCS_PMPI_ALIAS(Dist_graph_create_adjacent)
-int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
+int bcs_impl_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int sources[],
                                     const int sourceweights[], int outdegree,
                                     const int destinations[], const int destweights[],
                                     MPI_Info info, int reorder, MPI_Comm* comm_dist_graph) {
@@ -578,8 +562,7 @@ int PMPI_Dist_graph_create_adjacent(MPI_Comm comm_old, int indegree, const int s
   return make_topo_comm(fn, parent, comm_size(parent), std::move(t), comm_dist_graph);
 }
 
-BCS_PMPI_ALIAS(Dist_graph_create)
-int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const int degrees[],
+int bcs_impl_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const int degrees[],
                            const int targets[], const int weights[], MPI_Info info, int reorder,
                            MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Dist_graph_create";
@@ -671,8 +654,7 @@ int PMPI_Dist_graph_create(MPI_Comm comm_old, int n, const int nodes[], const in
   return make_topo_comm(fn, parent, np, std::move(t), newcomm);
 }
 
-BCS_PMPI_ALIAS(Dist_graph_neighbors_count)
-int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int* inneighbors, int* outneighbors,
+int bcs_impl_Dist_graph_neighbors_count(MPI_Comm comm, int* inneighbors, int* outneighbors,
                                     int* weighted) {
   static const char fn[] = "MPI_Dist_graph_neighbors_count";
   int ci;
@@ -686,8 +668,7 @@ int PMPI_Dist_graph_neighbors_count(MPI_Comm comm, int* inneighbors, int* outnei
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Dist_graph_neighbors)
-int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
+int bcs_impl_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int sourceweights[],
                               int maxoutdegree, int destinations[], int destweights[]) {
   static const char fn[] = "MPI_Dist_graph_neighbors";
   int ci;
@@ -711,8 +692,7 @@ int PMPI_Dist_graph_neighbors(MPI_Comm comm, int maxindegree, int sources[], int
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Topo_test)
-int PMPI_Topo_test(MPI_Comm comm, int* status) {
+int bcs_impl_Topo_test(MPI_Comm comm, int* status) {
   static const char fn[] = "MPI_Topo_test";
   REQUIRE_RUNNING(fn);
   const int ci = comm_index(comm);

@@ -61,8 +61,7 @@ void build_indexed(DType& d, const DType& old, int count, const int* bl, int blo
 
 extern "C" {
 
-BCS_PMPI_ALIAS(Type_contiguous)
-int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
+int bcs_impl_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_contiguous";
   DType* old;
   if (int e = check_old(fn, oldtype, newtype, &old)) return e;
@@ -75,8 +74,7 @@ int PMPI_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newtype)
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_vector)
-int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
+int bcs_impl_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                      MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_vector";
   DType* old;
@@ -92,8 +90,7 @@ int PMPI_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtyp
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_hvector)
-int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
+int bcs_impl_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Datatype oldtype,
                              MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_hvector";
   DType* old;
@@ -109,8 +106,7 @@ int PMPI_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MPI_Da
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_indexed)
-int PMPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype oldtype,
+int bcs_impl_Type_indexed(int count, const int blocklens[], const int displs[], MPI_Datatype oldtype,
                       MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_indexed";
   DType* old;
@@ -128,8 +124,7 @@ int PMPI_Type_indexed(int count, const int blocklens[], const int displs[], MPI_
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_hindexed)
-int PMPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
+int bcs_impl_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint displs[],
                               MPI_Datatype oldtype, MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_hindexed";
   DType* old;
@@ -147,8 +142,7 @@ int PMPI_Type_create_hindexed(int count, const int blocklens[], const MPI_Aint d
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_indexed_block)
-int PMPI_Type_create_indexed_block(int count, int blocklength, const int displs[],
+int bcs_impl_Type_create_indexed_block(int count, int blocklength, const int displs[],
                                    MPI_Datatype oldtype, MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_indexed_block";
   DType* old;
@@ -165,8 +159,7 @@ int PMPI_Type_create_indexed_block(int count, int blocklength, const int displs[
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_hindexed_block)
-int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displs[],
+int bcs_impl_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint displs[],
                                     MPI_Datatype oldtype, MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_hindexed_block";
   DType* old;
@@ -183,8 +176,7 @@ int PMPI_Type_create_hindexed_block(int count, int blocklength, const MPI_Aint d
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_struct)
-int PMPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
+int bcs_impl_Type_create_struct(int count, const int blocklens[], const MPI_Aint displs[],
                             const MPI_Datatype types[], MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_struct";
   if (!newtype) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL newtype");
@@ -212,8 +204,7 @@ int PMPI_Type_create_struct(int count, const int blocklens[], const MPI_Aint dis
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_resized)
-int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
+int bcs_impl_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
                              MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_resized";
   DType* old;
@@ -229,8 +220,7 @@ int PMPI_Type_create_resized(MPI_Datatype oldtype, MPI_Aint lb, MPI_Aint extent,
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_subarray)
-int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
+int bcs_impl_Type_create_subarray(int ndims, const int sizes[], const int subsizes[],
                               const int starts[], int order, MPI_Datatype oldtype,
                               MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_subarray";
@@ -288,8 +278,7 @@ int PMPI_Type_create_subarray(int ndims, const int sizes[], const int subsizes[]
   return MPI_SUCCESS;
 }
 
-BCS_PMPI_ALIAS(Type_create_darray)
-int PMPI_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
+int bcs_impl_Type_create_darray(int size, int rank, int ndims, const int gsizes[],
                             const int distribs[], const int dargs[], const int psizes[],
                             int order, MPI_Datatype oldtype, MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_create_darray";

