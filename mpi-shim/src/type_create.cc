@@ -4,7 +4,9 @@
 // types are not implemented yet (stubs).
 #include <algorithm>
 #include <cstdint>
+#include <map>
 #include <memory>
+#include <tuple>
 #include <vector>
 
 #include "dtype.h"
@@ -375,6 +377,87 @@ int bcs_impl_Type_create_darray(int size, int rank, int ndims, const int gsizes[
   d->ints.push_back(order);
   d->types = {oldtype};
   finish(std::move(d), newtype);
+  return MPI_SUCCESS;
+}
+
+}  // extern "C"
+
+// ------------------------------------------------------------ Fortran 90 kinds
+// MPI_Type_create_f90_real/complex/integer (MPI-3.1 17.2.5) return the
+// predefined type that holds the asked precision and range, under a handle
+// whose envelope says F90_* with (p, r) as contents. Such types are
+// predefined: the same (p, r) gives the same handle and it cannot be freed.
+
+namespace {
+
+MPI_Datatype f90_type(int combiner, int p, int r, MPI_Datatype base) {
+  static std::map<std::tuple<int, int, int>, MPI_Datatype> made;
+  const auto key = std::make_tuple(combiner, p, r);
+  if (auto it = made.find(key); it != made.end()) {
+    const DType* d = dtype_of(it->second);
+    if (d && d->combiner == combiner) return it->second;
+  }
+  auto n = std::make_unique<DType>(*dtype_of(base));
+  n->combiner = combiner;
+  n->ints = combiner == MPI_COMBINER_F90_INTEGER ? std::vector<int>{r} : std::vector<int>{p, r};
+  n->aints.clear();
+  n->types.clear();
+  n->name.clear();
+  n->committed = true;
+  const MPI_Datatype h = dtype_add(std::move(n));
+  dtype_of(h)->predefined = true;
+  made[key] = h;
+  return h;
+}
+
+// The smallest IEEE kind with at least `p` decimal digits and exponent
+// range `r` (MPI_UNDEFINED: any): 0 for 4 bytes, 1 for 8, -1 for none.
+int real_kind(int p, int r) {
+  const bool p_any = p == MPI_UNDEFINED, r_any = r == MPI_UNDEFINED;
+  if ((!p_any && p < 0) || (!r_any && r < 0)) return -1;
+  if ((p_any || p <= 6) && (r_any || r <= 37)) return 0;
+  if ((p_any || p <= 15) && (r_any || r <= 307)) return 1;
+  return -1;  // no REAL16 here (long double is not IEEE quad)
+}
+
+}  // namespace
+
+extern "C" {
+
+int bcs_impl_Type_create_f90_real(int p, int r, MPI_Datatype* newtype) {
+  REQUIRE_RUNNING("MPI_Type_create_f90_real");
+  const int k = real_kind(p, r);
+  if (k < 0)
+    return raise_error(kNoComm, "MPI_Type_create_f90_real", MPI_ERR_ARG,
+                       "no real type has precision %d and range %d (at most 15 and 307)", p, r);
+  *newtype = f90_type(MPI_COMBINER_F90_REAL, p, r, k == 0 ? MPI_REAL4 : MPI_REAL8);
+  return MPI_SUCCESS;
+}
+
+int bcs_impl_Type_create_f90_complex(int p, int r, MPI_Datatype* newtype) {
+  REQUIRE_RUNNING("MPI_Type_create_f90_complex");
+  const int k = real_kind(p, r);
+  if (k < 0)
+    return raise_error(kNoComm, "MPI_Type_create_f90_complex", MPI_ERR_ARG,
+                       "no complex type has precision %d and range %d (at most 15 and 307)", p,
+                       r);
+  *newtype = f90_type(MPI_COMBINER_F90_COMPLEX, p, r, k == 0 ? MPI_COMPLEX8 : MPI_COMPLEX16);
+  return MPI_SUCCESS;
+}
+
+int bcs_impl_Type_create_f90_integer(int r, MPI_Datatype* newtype) {
+  REQUIRE_RUNNING("MPI_Type_create_f90_integer");
+  // Decimal exponent range: 10^r must fit (INTEGER1 holds 10^2, INTEGER8 10^18).
+  const MPI_Datatype t = r < 0     ? MPI_DATATYPE_NULL
+                         : r <= 2  ? MPI_INTEGER1
+                         : r <= 4  ? MPI_INTEGER2
+                         : r <= 9  ? MPI_INTEGER4
+                         : r <= 18 ? MPI_INTEGER8
+                                   : MPI_DATATYPE_NULL;
+  if (t == MPI_DATATYPE_NULL)
+    return raise_error(kNoComm, "MPI_Type_create_f90_integer", MPI_ERR_ARG,
+                       "no integer type has decimal range %d (at most 18)", r);
+  *newtype = f90_type(MPI_COMBINER_F90_INTEGER, MPI_UNDEFINED, r, t);
   return MPI_SUCCESS;
 }
 

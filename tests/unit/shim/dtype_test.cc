@@ -221,3 +221,65 @@ TEST_F(Dtype, ReductionOnAContiguousDerivedType) {
 }
 
 }  // namespace
+
+namespace {
+
+class F90 : public SingletonMpi {};
+
+TEST_F(F90, KindsHoldThePrecisionAskedAndSayHowTheyWereMade) {
+  MPI_Datatype r4, r8, again, c16, i2, i8;
+  ASSERT_EQ(MPI_Type_create_f90_real(3, 10, &r4), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_create_f90_real(7, MPI_UNDEFINED, &r8), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_create_f90_real(3, 10, &again), MPI_SUCCESS);
+  EXPECT_EQ(again, r4);  // the same (p, r) is the same predefined type
+  ASSERT_EQ(MPI_Type_create_f90_complex(MPI_UNDEFINED, 30, &c16), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_create_f90_integer(3, &i2), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_create_f90_integer(10, &i8), MPI_SUCCESS);
+  int s = 0;
+  MPI_Type_size(r4, &s);
+  EXPECT_EQ(s, 4);
+  MPI_Type_size(r8, &s);
+  EXPECT_EQ(s, 8);
+  MPI_Type_size(c16, &s);
+  EXPECT_EQ(s, 8);  // range 30 fits a 4-byte real: COMPLEX8
+  MPI_Type_size(i2, &s);
+  EXPECT_EQ(s, 2);
+  MPI_Type_size(i8, &s);
+  EXPECT_EQ(s, 8);
+
+  int ni, na, nt, comb, ints[2] = {0, 0};
+  ASSERT_EQ(MPI_Type_get_envelope(r8, &ni, &na, &nt, &comb), MPI_SUCCESS);
+  EXPECT_EQ(comb, MPI_COMBINER_F90_REAL);
+  EXPECT_EQ(ni, 2);
+  EXPECT_EQ(nt, 0);
+  ASSERT_EQ(MPI_Type_get_contents(r8, 2, 0, 0, ints, nullptr, nullptr), MPI_SUCCESS);
+  EXPECT_EQ(ints[0], 7);
+  EXPECT_EQ(ints[1], MPI_UNDEFINED);
+  ASSERT_EQ(MPI_Type_get_envelope(i8, &ni, &na, &nt, &comb), MPI_SUCCESS);
+  EXPECT_EQ(comb, MPI_COMBINER_F90_INTEGER);
+  EXPECT_EQ(ni, 1);
+
+  // Usable at once (committed, reducible: a singleton has no messages to
+  // send, the MPICH test createf90types sends them under bcs run); never freed.
+  double a = 1.5, b = 2.25;
+  EXPECT_EQ(MPI_Reduce_local(&a, &b, 1, r8, MPI_SUM), MPI_SUCCESS);
+  EXPECT_EQ(b, 3.75);
+  char packed[16];
+  int pos = 0;
+  EXPECT_EQ(MPI_Pack(&a, 1, r8, packed, sizeof packed, &pos, MPI_COMM_SELF), MPI_SUCCESS);
+  EXPECT_EQ(pos, 8);
+  MPI_Datatype keep = r4;
+  EXPECT_EQ(MPI_Type_free(&keep), MPI_ERR_TYPE);
+}
+
+TEST_F(F90, PrecisionNoTypeHoldsIsAnArgumentError) {
+  MPI_Datatype t = MPI_DATATYPE_NULL;
+  EXPECT_EQ(MPI_Type_create_f90_real(40, MPI_UNDEFINED, &t), MPI_ERR_ARG);
+  EXPECT_EQ(MPI_Type_create_f90_real(MPI_UNDEFINED, 400, &t), MPI_ERR_ARG);
+  EXPECT_EQ(MPI_Type_create_f90_complex(16, 10, &t), MPI_ERR_ARG);
+  EXPECT_EQ(MPI_Type_create_f90_integer(19, &t), MPI_ERR_ARG);
+  EXPECT_EQ(MPI_Type_create_f90_integer(-1, &t), MPI_ERR_ARG);
+  EXPECT_EQ(t, MPI_DATATYPE_NULL);
+}
+
+}  // namespace
