@@ -2,7 +2,7 @@
 // combines two contributions. Bytes per second count the vector reduced
 // (count * element size) once, although each call reads two buffers of that
 // size and writes one. Buffers start one byte off alignment, as the node
-// manager's byte vectors may. 8 B of DOUBLE_INT is one 16-byte element.
+// manager's byte vectors may. 8 B of DOUBLE_INT is one 12-byte packed element.
 // MAXLOC's inout holds the maxima after the first call; the kernel has no
 // branch on the data (reduce.cc, loc), so that steady state flatters nothing.
 #include <benchmark/benchmark.h>

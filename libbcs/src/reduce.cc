@@ -19,9 +19,9 @@
 //    complex product is the textbook formula with each of its four products
 //    rounded on its own (never fused into an FMA, whatever -march or
 //    -ffp-contract say; GCC >= 11 fuses it even with -ffp-contract=off).
-//  - Bytes that are not part of an element's value (the padding of the pair
-//    types, the 6 padding bytes of an x87 long double) keep `inout`'s
-//    contents; only REPLACE copies whole elements, padding included.
+//  - Bytes that are not part of an element's value (the 6 padding bytes of
+//    an x87 long double) keep `inout`'s contents; only REPLACE copies whole
+//    elements, padding included.
 //
 // Aliasing: `inout == in` is fine (each element is read before it is
 // written). Buffers that overlap partially are combined as if `in` had been
@@ -38,11 +38,14 @@
 
 namespace {
 
-// The MINLOC/MAXLOC pair types: the C struct {T value; int index;}.
+// The MINLOC/MAXLOC pair types in their packed form, as MPI_Pack lays them
+// out (MPI defines them as structs, so their size is the sum of the parts):
+// the value's sizeof(T) bytes, then the int index, no padding. Elements are
+// therefore at most 4-byte aligned, which the memcpy loads do not mind.
 template <typename T>
 struct Pair {
-  T v;
-  int i;
+  static constexpr size_t kIndex = sizeof(T);
+  static constexpr size_t kSize = sizeof(T) + sizeof(int);
 };
 
 // BOOL runs as uint8 (C _Bool and C++ bool are one byte on every ABI we
@@ -227,7 +230,7 @@ inline I loc_take(V av, V bv, I ai, I bi) {
 // slower); a scalar select on the bits stays at half the speed of this.
 template <typename T, bool kIsMax>
 void loc(unsigned char* a, const unsigned char* b, size_t n) {
-  constexpr size_t kSize = sizeof(Pair<T>), kIndex = offsetof(Pair<T>, i);
+  constexpr size_t kSize = Pair<T>::kSize, kIndex = Pair<T>::kIndex;
   size_t k = 0;
   if constexpr (sizeof(T) == 4 || sizeof(T) == 8) {
     using M = std::conditional_t<sizeof(T) == 4, int32_t, int64_t>;
@@ -345,12 +348,12 @@ size_t bcs_dtype_size(bcs_dtype_t t) {
     case BCS_DT_C_LONG_DOUBLE_COMPLEX: return 2 * sizeof(long double);
     case BCS_DT_BOOL: return 1;
     case BCS_DT_BYTE: return 1;
-    case BCS_DT_FLOAT_INT: return sizeof(Pair<float>);
-    case BCS_DT_DOUBLE_INT: return sizeof(Pair<double>);
-    case BCS_DT_LONG_INT: return sizeof(Pair<long>);
-    case BCS_DT_2INT: return sizeof(Pair<int>);
-    case BCS_DT_SHORT_INT: return sizeof(Pair<short>);
-    case BCS_DT_LONG_DOUBLE_INT: return sizeof(Pair<long double>);
+    case BCS_DT_FLOAT_INT: return Pair<float>::kSize;
+    case BCS_DT_DOUBLE_INT: return Pair<double>::kSize;
+    case BCS_DT_LONG_INT: return Pair<long>::kSize;
+    case BCS_DT_2INT: return Pair<int>::kSize;
+    case BCS_DT_SHORT_INT: return Pair<short>::kSize;
+    case BCS_DT_LONG_DOUBLE_INT: return Pair<long double>::kSize;
   }
   return 0;
 }

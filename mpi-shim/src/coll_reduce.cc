@@ -215,8 +215,6 @@ extern "C" {
 int bcs_impl_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm c) {
   if (is_intercomm(c)) return inter_reduce(sendbuf, recvbuf, count, type, op, root, c);
-  if (coll_needs_staging(type, count))
-    return staged_reduce("MPI_Reduce", false, sendbuf, recvbuf, count, type, op, root, c);
   return reduce("MPI_Reduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, false,
                 nullptr);
 }
@@ -231,8 +229,6 @@ int bcs_impl_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype
 int bcs_impl_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm c) {
   if (is_intercomm(c)) return inter_allreduce(sendbuf, recvbuf, count, type, op, c);
-  if (coll_needs_staging(type, count))
-    return staged_reduce("MPI_Allreduce", true, sendbuf, recvbuf, count, type, op, 0, c);
   return reduce("MPI_Allreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
                 false, nullptr);
 }

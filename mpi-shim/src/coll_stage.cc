@@ -1,10 +1,10 @@
 // Collectives on datatypes with holes: the data is packed into a contiguous
-// staging buffer, the collective runs on bytes (reductions on the type's
-// one basic element type), and the result is unpacked. The node managers
-// move collective data as byte blocks, so this is where such types become
-// blocks. Two ways in: the blocking Bcast / Gather / Scatter / Allgather /
-// Alltoall / Reduce / Allreduce restart themselves on bytes (staged_*);
-// every other collective (v, w, non-blocking, scans, reduce-scatters)
+// staging buffer, the collective runs on bytes (reductions on the packed
+// elements of the type's one reducible predefined type), and the result is
+// unpacked. The node managers move collective data as byte blocks, so this
+// is where such types become blocks. Two ways in: the blocking Bcast /
+// Gather / Scatter / Allgather / Alltoall restart themselves on bytes
+// (staged_*); every other collective (v, w, non-blocking, reductions)
 // stages its sides inside the call (side_blocks .. unstage_blocks, used by
 // coll.cc and coll_reduce.cc) and unpacks when the operation completes.
 #include <cstring>
@@ -95,15 +95,6 @@ int too_big(const char* fn, MPI_Comm c) {
 
 bool fits(int64_t bytes) { return bytes <= INT32_MAX; }
 
-// The one basic type of a type made of a single basic reducible type.
-MPI_Datatype basic_of(MPI_Datatype t) {
-  const DType* d = dtype_of(t);
-  if (!d || d->elems.empty()) return MPI_DATATYPE_NULL;
-  for (const ElemRun& e : d->elems)
-    if (e.type != d->elems[0].type) return MPI_DATATYPE_NULL;
-  return d->elems[0].type;
-}
-
 int comm_n(MPI_Comm c) {
   const int ci = comm_index(c);
   return ci == kNoComm ? 0 : comm_size(ci);
@@ -176,28 +167,6 @@ int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI
   }
   if (e != MPI_SUCCESS) return e;
   if (stage_r) type_unpack(r.data(), r.size(), rn, rtype, recvbuf);
-  return MPI_SUCCESS;
-}
-
-int staged_reduce(const char* fn, bool all, const void* sendbuf, void* recvbuf, int count,
-                  MPI_Datatype type, MPI_Op op, int root, MPI_Comm c) {
-  const MPI_Datatype basic = basic_of(type);
-  if (basic == MPI_DATATYPE_NULL)
-    return raise_error(comm_index(c), fn, MPI_ERR_TYPE,
-                       "a reduction on a datatype with holes needs one basic element type");
-  const int64_t elems = static_cast<int64_t>(count) * type_elems(type);
-  if (!fits(elems) || !fits(static_cast<int64_t>(count) * type_size(type))) return too_big(fn, c);
-  int me = 0;
-  PMPI_Comm_rank(c, &me);
-  const bool gets_result = all || me == root;
-  std::vector<unsigned char> s =
-      packed(sendbuf == MPI_IN_PLACE ? recvbuf : sendbuf, count, type);
-  std::vector<unsigned char> r(gets_result ? s.size() : 0);
-  const int e = all ? PMPI_Allreduce(s.data(), r.data(), static_cast<int>(elems), basic, op, c)
-                    : PMPI_Reduce(s.data(), gets_result ? r.data() : nullptr,
-                                  static_cast<int>(elems), basic, op, root, c);
-  if (e != MPI_SUCCESS) return e;
-  if (gets_result) type_unpack(r.data(), r.size(), count, type, recvbuf);
   return MPI_SUCCESS;
 }
 

@@ -10,6 +10,7 @@
 // MPI_Type_get_contents hands out) and never reused.
 #include <algorithm>
 #include <complex>
+#include <cstddef>
 #include <cstdint>
 #include <cstring>
 #include <memory>
@@ -72,12 +73,12 @@ const TypeInfo kTypes[] = {
     {sizeof(std::complex<double>), "MPI_C_DOUBLE_COMPLEX", BCS_DT_C_DOUBLE_COMPLEX},
     {sizeof(std::complex<long double>), "MPI_C_LONG_DOUBLE_COMPLEX",
      BCS_DT_C_LONG_DOUBLE_COMPLEX},
-    {sizeof(Pair<float, int>), "MPI_FLOAT_INT", BCS_DT_FLOAT_INT},
-    {sizeof(Pair<double, int>), "MPI_DOUBLE_INT", BCS_DT_DOUBLE_INT},
-    {sizeof(Pair<long, int>), "MPI_LONG_INT", BCS_DT_LONG_INT},
-    {sizeof(Pair<int, int>), "MPI_2INT", BCS_DT_2INT},
-    {sizeof(Pair<short, int>), "MPI_SHORT_INT", BCS_DT_SHORT_INT},
-    {sizeof(Pair<long double, int>), "MPI_LONG_DOUBLE_INT", BCS_DT_LONG_DOUBLE_INT},
+    {sizeof(float) + sizeof(int), "MPI_FLOAT_INT", BCS_DT_FLOAT_INT},
+    {sizeof(double) + sizeof(int), "MPI_DOUBLE_INT", BCS_DT_DOUBLE_INT},
+    {sizeof(long) + sizeof(int), "MPI_LONG_INT", BCS_DT_LONG_INT},
+    {sizeof(int) + sizeof(int), "MPI_2INT", BCS_DT_2INT},
+    {sizeof(short) + sizeof(int), "MPI_SHORT_INT", BCS_DT_SHORT_INT},
+    {sizeof(long double) + sizeof(int), "MPI_LONG_DOUBLE_INT", BCS_DT_LONG_DOUBLE_INT},
     {sizeof(bool), "MPI_CXX_BOOL", BCS_DT_BOOL},
     {sizeof(std::complex<float>), "MPI_CXX_FLOAT_COMPLEX", BCS_DT_C_FLOAT_COMPLEX},
     {sizeof(std::complex<double>), "MPI_CXX_DOUBLE_COMPLEX", BCS_DT_C_DOUBLE_COMPLEX},
@@ -128,6 +129,24 @@ std::vector<std::unique_ptr<DType>>& derived_table() {
   return t;
 }
 
+template <typename A>
+void pair(std::vector<DType>& v, MPI_Datatype h, MPI_Datatype value) {
+  DType& d = v[static_cast<size_t>(h - kTypeBase)];
+  using P = Pair<A, int>;
+  const int64_t at = offsetof(P, b);
+  d.ub = sizeof(Pair<A, int>);
+  d.tub = at + static_cast<int64_t>(sizeof(int));
+  d.blocks.clear();
+  d.blocks.push_back({0, static_cast<int64_t>(sizeof(A))});
+  if (at == static_cast<int64_t>(sizeof(A)))
+    d.blocks.back().len += sizeof(int);
+  else
+    d.blocks.push_back({at, static_cast<int64_t>(sizeof(int))});
+  d.elems = {{value, 1}, {MPI_INT, 1}};
+  d.nelems = 2;
+  d.align = static_cast<int>(alignof(Pair<A, int>));
+}
+
 const std::vector<DType>& predefined_table() {
   static const std::vector<DType> t = [] {
     std::vector<DType> v(static_cast<size_t>(kTypeCount));
@@ -153,7 +172,18 @@ const std::vector<DType>& predefined_table() {
           h == MPI_CXX_LONG_DOUBLE_COMPLEX || h == MPI_LONG_DOUBLE_INT)
         d.align = 16;
       d.name = kTypes[i].name;
+      d.red = h;
+      d.nred = 1;
     }
+    // The pair types are MPI structs {value; int index}: their size is the
+    // sum of the two parts, their extent the padded C struct's, and they
+    // hold two basic elements (MPI_Get_elements counts both).
+    pair<float>(v, MPI_FLOAT_INT, MPI_FLOAT);
+    pair<double>(v, MPI_DOUBLE_INT, MPI_DOUBLE);
+    pair<long>(v, MPI_LONG_INT, MPI_LONG);
+    pair<int>(v, MPI_2INT, MPI_INT);
+    pair<short>(v, MPI_SHORT_INT, MPI_SHORT);
+    pair<long double>(v, MPI_LONG_DOUBLE_INT, MPI_LONG_DOUBLE);
     return v;
   }();
   return t;
@@ -245,13 +275,16 @@ void DType::append(const DType& t, int64_t disp, int64_t reps) {
       for (const ElemRun& e : t.elems) add_run(e);
   size += t.size * reps;
   nelems += t.nelems * reps;
+  nred += t.nred * reps;
   // Reductions work element-wise on a type made of one basic reducible type.
   if (t.size > 0) {
     if (dtype_state == 0) {
       dtype = t.dtype;
+      red = t.red;
       dtype_state = t.dtype ? 1 : 2;
-    } else if (dtype != t.dtype || t.dtype == 0) {
+    } else if (dtype != t.dtype || t.dtype == 0 || red != t.red) {
       dtype = 0;
+      red = MPI_DATATYPE_NULL;
       dtype_state = 2;
     }
   }
@@ -279,7 +312,12 @@ bool reduce_dtype(MPI_Datatype t, bcs_dtype_t* out) {
 
 int64_t type_elems(MPI_Datatype t) {
   const DType* d = dtype_of(t);
-  return d ? d->nelems : 0;
+  return d ? d->nred : 0;
+}
+
+MPI_Datatype type_red(MPI_Datatype t) {
+  const DType* d = dtype_of(t);
+  return d && d->dtype ? d->red : MPI_DATATYPE_NULL;
 }
 
 bool type_contiguous(MPI_Datatype t, int64_t* offset) {

@@ -176,10 +176,6 @@ int bcs_impl_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Data
     return raise_error(kNoComm, fn, MPI_ERR_TYPE, "invalid datatype 0x%x", type);
   if (count > 0 && ts >= 0)
     if (int e = check_usable(kNoComm, fn, type)) return e;
-  int64_t off = 0;
-  if (count > 0 && (!type_contiguous(type, &off) || off != 0))
-    return raise_error(kNoComm, fn, MPI_ERR_TYPE,
-                       "datatypes with holes are not supported in MPI_Reduce_local yet");
   if (count > 0 && (!inbuf || !inoutbuf))
     return raise_error(kNoComm, fn, MPI_ERR_BUFFER, "NULL %s with count %d",
                        !inbuf ? "inbuf" : "inoutbuf", count);
@@ -195,14 +191,27 @@ int bcs_impl_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Data
     return MPI_SUCCESS;
   }
   // bcs_reduce_local(inout, in) computes inout = inout op in with `inout` the
-  // left operand, so the left operand (inbuf) goes through a copy.
+  // left operand, so the left operand (inbuf) goes through a copy. The
+  // runtime reduces packed elements: a type with holes (a pair type's
+  // padding, a vector's gaps) is packed first and the result unpacked.
   const size_t bytes = static_cast<size_t>(count) * static_cast<size_t>(ts);
-  std::vector<unsigned char> acc(static_cast<const unsigned char*>(inbuf),
-                                 static_cast<const unsigned char*>(inbuf) + bytes);
-  const int e = bcs_reduce_local(red.op, red.dtype, acc.data(), inoutbuf,
-                                 static_cast<size_t>(count) * static_cast<size_t>(type_elems(type)));
+  const size_t n = static_cast<size_t>(count) * static_cast<size_t>(type_elems(type));
+  int64_t off = 0;
+  const bool flat = type_contiguous(type, &off) && off == 0;
+  std::vector<unsigned char> acc(bytes), other;
+  if (flat) {
+    std::memcpy(acc.data(), inbuf, bytes);
+  } else {
+    type_pack(inbuf, count, type, acc.data());
+    other.resize(bytes);
+    type_pack(inoutbuf, count, type, other.data());
+  }
+  const int e = bcs_reduce_local(red.op, red.dtype, acc.data(), flat ? inoutbuf : other.data(), n);
   if (e != BCS_OK) return raise_bcs(kNoComm, fn, e);
-  std::memcpy(inoutbuf, acc.data(), bytes);
+  if (flat)
+    std::memcpy(inoutbuf, acc.data(), bytes);
+  else
+    type_unpack(acc.data(), bytes, count, type, inoutbuf);
   return MPI_SUCCESS;
 }
 

@@ -229,8 +229,11 @@ Shim& S();
 
 // Size in bytes (packed) of a valid datatype, or -1.
 int type_size(MPI_Datatype t);
-// Basic elements in one instance (reductions on derived types of one basic type).
+// Reduction elements in one instance of a type made of one reducible
+// predefined type (a pair type such as MPI_DOUBLE_INT counts as one).
 int64_t type_elems(MPI_Datatype t);
+// That predefined type, or MPI_DATATYPE_NULL for a mixed type.
+MPI_Datatype type_red(MPI_Datatype t);
 // True when any number of instances of `t` is one contiguous byte range
 // that starts `*offset` bytes from the buffer (predefined types, contiguous
 // derived ones); false for a type with holes, which is packed.
@@ -666,8 +669,6 @@ bool coll_needs_staging(MPI_Datatype t, int count);
 int staged_bcast(void* buf, int count, MPI_Datatype type, int root, MPI_Comm c);
 int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI_Datatype stype,
                   void* recvbuf, int rcount, MPI_Datatype rtype, int root, MPI_Comm c);
-int staged_reduce(const char* fn, bool all, const void* sendbuf, void* recvbuf, int count,
-                  MPI_Datatype type, MPI_Op op, int root, MPI_Comm c);
 
 // Data-movement collectives whose datatypes have holes, any form (v, w,
 // non-blocking): a side is described as blocks, moves as its packed bytes

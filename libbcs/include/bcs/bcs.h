@@ -177,7 +177,8 @@ typedef enum {
   BCS_DT_C_FLOAT_COMPLEX, BCS_DT_C_DOUBLE_COMPLEX, BCS_DT_C_LONG_DOUBLE_COMPLEX,
   BCS_DT_BOOL,   /* C _Bool / C++ bool: logical ops only */
   BCS_DT_BYTE,   /* MPI_BYTE: bitwise ops only */
-  /* MINLOC/MAXLOC pair types, laid out as the C structs {T value; int index;} */
+  /* MINLOC/MAXLOC pair types, packed as MPI_Pack lays them out: the value,
+   * then the int index, no padding (DOUBLE_INT is 12 bytes, SHORT_INT 6) */
   BCS_DT_FLOAT_INT, BCS_DT_DOUBLE_INT, BCS_DT_LONG_INT, BCS_DT_2INT, BCS_DT_SHORT_INT,
   BCS_DT_LONG_DOUBLE_INT,
   BCS_DT_LAST_ = BCS_DT_LONG_DOUBLE_INT

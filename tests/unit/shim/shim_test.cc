@@ -341,7 +341,10 @@ TEST_F(Shim, TypeSizeOfPredefinedTypes) {
       {MPI_C_FLOAT_COMPLEX, 2 * sizeof(float)},
       {MPI_C_DOUBLE_COMPLEX, 2 * sizeof(double)},
       {MPI_2INT, 2 * sizeof(int)},
-      {MPI_DOUBLE_INT, 16},
+      // Pair types are MPI structs: the size is the sum of the parts.
+      {MPI_DOUBLE_INT, sizeof(double) + sizeof(int)},
+      {MPI_SHORT_INT, sizeof(short) + sizeof(int)},
+      {MPI_LONG_DOUBLE_INT, sizeof(long double) + sizeof(int)},
   };
   for (const auto& c : cases) {
     int size = -1;
@@ -349,6 +352,40 @@ TEST_F(Shim, TypeSizeOfPredefinedTypes) {
     EXPECT_EQ(size, c.size) << std::hex << c.t;
   }
   EXPECT_EQ(sizeof(MPI_Aint), sizeof(void*));
+}
+
+TEST_F(Shim, PairTypesHaveTheCStructsExtentAndTwoElements) {
+  struct DI {
+    double v;
+    int i;
+  };
+  struct SI {
+    short v;
+    int i;
+  };
+  MPI_Aint lb = -1, ext = -1, tlb = -1, text = -1;
+  ASSERT_EQ(MPI_Type_get_extent(MPI_DOUBLE_INT, &lb, &ext), MPI_SUCCESS);
+  EXPECT_EQ(lb, 0);
+  EXPECT_EQ(ext, static_cast<MPI_Aint>(sizeof(DI)));
+  ASSERT_EQ(MPI_Type_get_true_extent(MPI_DOUBLE_INT, &tlb, &text), MPI_SUCCESS);
+  EXPECT_EQ(text, static_cast<MPI_Aint>(sizeof(double) + sizeof(int)));
+  ASSERT_EQ(MPI_Type_get_extent(MPI_SHORT_INT, &lb, &ext), MPI_SUCCESS);
+  EXPECT_EQ(ext, static_cast<MPI_Aint>(sizeof(SI)));
+  // Two packed pairs are four basic elements.
+  MPI_Status st;
+  ASSERT_EQ(MPI_Status_set_elements(&st, MPI_DOUBLE_INT, 4), MPI_SUCCESS);
+  int n = -1;
+  ASSERT_EQ(MPI_Get_count(&st, MPI_DOUBLE_INT, &n), MPI_SUCCESS);
+  EXPECT_EQ(n, 2);
+  ASSERT_EQ(MPI_Get_elements(&st, MPI_DOUBLE_INT, &n), MPI_SUCCESS);
+  EXPECT_EQ(n, 4);
+  // MINLOC over the padded C structs, through MPI_Reduce_local.
+  DI in[2] = {{1.0, 7}, {5.0, 1}}, io[2] = {{1.0, 3}, {2.0, 9}};
+  ASSERT_EQ(MPI_Reduce_local(in, io, 2, MPI_DOUBLE_INT, MPI_MINLOC), MPI_SUCCESS);
+  EXPECT_EQ(io[0].v, 1.0);
+  EXPECT_EQ(io[0].i, 3);
+  EXPECT_EQ(io[1].v, 2.0);
+  EXPECT_EQ(io[1].i, 9);
 }
 
 // Calls outside MPI_Init..MPI_Finalize: MPI_ERR_OTHER, through the fatal
