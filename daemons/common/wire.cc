@@ -132,6 +132,8 @@ std::vector<uint8_t> encode(const DescBatch& b) {
     w.put(c.src);
     w.put(c.dst);
     w.put(c.request);
+    w.put(c.pair_seq);
+    w.put<uint8_t>(c.is_inline);
   }
   return std::move(w.bytes());
 }
@@ -169,6 +171,8 @@ DescBatch decode_batch(std::span<const uint8_t> bytes) {
     c.src = r.get<int32_t>();
     c.dst = r.get<int32_t>();
     c.request = r.get<uint32_t>();
+    c.pair_seq = r.get<uint64_t>();
+    c.is_inline = r.get<uint8_t>() != 0;
     b.cancels.push_back(c);  // grows with what was actually read: a lying count throws
   }
   return b;

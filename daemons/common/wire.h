@@ -181,7 +181,10 @@ struct DmaGet {
   uint64_t len = 0;
   uint8_t last = 0;
   uint8_t cancelled = 0;     // len 0, last: the send was cancelled, nothing to read
+                             // (kCancelLate: the cancel of an inline send came
+                             // too late; its slot completes without error)
 };
+inline constexpr uint8_t kCancelDone = 1, kCancelLate = 2;
 std::vector<uint8_t> encode(const DmaGet& g);
 DmaGet decode_get(std::span<const uint8_t> b);
 

@@ -83,6 +83,7 @@ struct State {
   uint64_t post_seq = 0;
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
   std::vector<int32_t> send_dest;                  // per slot: the destination of a send
+  std::vector<uint64_t> send_seq;                  // per world rank: sends posted to it
   std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bool initialized = false;
@@ -294,6 +295,7 @@ bcs_status_t bcs_init(void) {
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
   s.send_dest.assign(s.view.request_slots, -1);
+  s.send_seq.assign(static_cast<size_t>(s.size), 0);
   for (uint32_t i = s.view.request_slots; i-- > 0;) {
     s.free_slots.push_back(i);  // slot 0 on top
     slot(i).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
@@ -381,6 +383,9 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = len;
   st().send_dest[idx] = dest;  // for bcs_cancel
+  // The node manager numbers each rank's sends per destination the same way
+  // (SendDesc::pair_seq): the number names an inline send to bcs_cancel_sent.
+  ++st().send_seq[static_cast<size_t>(dest)];
   // A synchronous send must not complete before it is matched, so it never
   // takes the inline shortcut (which completes at post).
   const bool inl = !sync && len <= bcs::kInlineMax;
@@ -534,6 +539,29 @@ bcs_status_t bcs_cancel(bcs_request_t req) {
   d.request = static_cast<uint32_t>(req);
   if (send) d.flags = bcs::kDescCancelSend;
   post(d);
+  return BCS_OK;
+}
+
+uint64_t bcs_send_seq(int32_t dest) {
+  const auto& s = st();
+  if (!s.initialized || !valid_peer(dest, false)) return 0;
+  return s.send_seq[static_cast<size_t>(dest)];
+}
+
+bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket) {
+  auto& s = st();
+  if (!s.initialized) return BCS_ERR_NOT_INIT;
+  if (!ticket || !valid_peer(dest, false) || seq == 0 ||
+      seq > s.send_seq[static_cast<size_t>(dest)])
+    return BCS_ERR_ARG;
+  uint32_t idx;
+  if (!alloc_slot(DescKind::cancel, &idx)) return BCS_ERR_NO_RESOURCES;
+  Descriptor d = make_desc(DescKind::cancel, 0, dest, 0);
+  d.request = idx;
+  d.addr = seq;
+  d.flags = bcs::kDescCancelSend | bcs::kDescCancelInline;
+  post(d);
+  *ticket = static_cast<bcs_request_t>(idx);
   return BCS_OK;
 }
 

@@ -194,26 +194,51 @@ void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,
 std::vector<Match> Matcher::take_matches() { return std::exchange(matches_, {}); }
 
 void Matcher::cancel_sends(const std::vector<SendCancel>& cancels) {
-  for (const SendCancel& c : cancels) {
+  // Takes the named send out of the unexpected messages of c.dst.
+  auto take = [&](const SendCancel& c, Match* m) {
     auto it = ranks_.find(c.dst);
-    if (it == ranks_.end()) continue;
+    if (it == ranks_.end()) return false;
     PerRank& pr = it->second;
     for (auto b = pr.unexpected.begin(); b != pr.unexpected.end(); ++b) {
       auto& q = b->second;
       auto s = std::find_if(q.begin(), q.end(), [&](const SendDesc& x) {
-        return x.src == c.src && x.request == c.request && !x.is_inline;
+        return x.src == c.src && x.is_inline == c.is_inline &&
+               (c.is_inline ? x.pair_seq == c.pair_seq : x.request == c.request);
       });
       if (s == q.end()) continue;
-      Match m;
-      m.send = std::move(*s);
-      m.cancelled = true;
+      m->send = std::move(*s);
       q.erase(s);
       --pr.unexpected_n;
       if (q.empty()) pr.unexpected.erase(b);
+      return true;
+    }
+    return false;
+  };
+  for (const SendCancel& c : cancels) {
+    Match m;
+    m.cancelled = true;
+    if (take(c, &m)) {
+      if (c.is_inline) answer_inline_cancel(c, &m);
       matches_.push_back(std::move(m));
-      break;
+    } else if (c.is_inline) {  // a receive took it first: the send stands
+      m.cancel_late = true;
+      answer_inline_cancel(c, &m);
+      matches_.push_back(std::move(m));
     }
   }
+}
+
+// The answer to an inline send's cancel moves no data and completes the
+// cancel's own slot at the sender, like a cancelled non-inline send does.
+void Matcher::answer_inline_cancel(const SendCancel& c, Match* m) {
+  m->send.src = c.src;
+  m->send.dst = c.dst;
+  m->send.request = c.request;
+  m->send.is_inline = false;
+  m->send.payload.clear();
+  m->send.len = 0;
+  m->send.addr = 0;
+  m->send.layout = nullptr;
 }
 
 void Matcher::cancel(int32_t rank, uint32_t request) {

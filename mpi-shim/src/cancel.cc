@@ -9,7 +9,10 @@
 // sender's request completes as cancelled in the next P2P microphase. A
 // request that matched first completes normally. Either way the request
 // completes, so a wait after MPI_Cancel always returns (MPI-3.1 3.8.4).
-// A send of up to 192 bytes completes when posted and is never cancelled.
+// A send of up to 192 bytes completes when posted (its bytes travel in the
+// descriptor); cancelling it sends a cancel naming the send by its number
+// to the receiver's node, and the request completes again with the answer.
+// A buffered send (MPI_Ibsend) is cancelled through its message's send.
 #include "shim.h"
 
 namespace bcs::shim {
@@ -51,6 +54,24 @@ int bcs_impl_Cancel(MPI_Request* request) {
   if (r.is_coll)
     return raise_error(r.comm, fn, MPI_ERR_REQUEST,
                        "a non-blocking collective cannot be cancelled (MPI-3.1 5.12)");
+  if (r.cancelling) return MPI_SUCCESS;  // asked already: the answer is on its way
+  if (r.bsend_id) return bsend_cancel(idx);
+  if (r.local_done && r.sent_to >= 0) {
+    // An inline send: complete for the sender, but maybe still unmatched at
+    // the receiver's node. The request waits again, for the cancel's answer.
+    bcs_request_t t = BCS_REQUEST_NULL;
+    const int32_t to = r.sent_to;
+    const uint64_t seq = r.sent_seq;
+    const int comm = r.comm;
+    const int e = post_with_retry([&] { return bcs_cancel_sent(to, seq, &t); });
+    if (e != BCS_OK) return raise_bcs(comm, fn, e);
+    Req& w = S().reqs[static_cast<size_t>(idx)];  // posting may grow the table
+    w.local_done = false;
+    w.breq = t;
+    w.cancelling = true;
+    w.sent_to = -1;
+    return MPI_SUCCESS;
+  }
   if (r.local_done || r.breq == BCS_REQUEST_NULL) return MPI_SUCCESS;  // done: completes as is
   const int e = bcs_cancel(r.breq);
   if (e != BCS_OK) return raise_bcs(r.comm, fn, e);

@@ -67,6 +67,9 @@ void req_retire(int idx, MPI_Request* handle) {
     set_empty_status(&r.local_status);
     r.breq = BCS_REQUEST_NULL;
     r.coll.reset();
+    r.sent_to = -1;  // nothing left to cancel
+    r.bsend_id = 0;
+    r.cancelling = false;
     return;
   }
   req_release(idx);
@@ -551,6 +554,8 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
     r.local_done = true;
     status_from_bcs(r, st, &r.local_status);
     r.coll = nullptr;  // the bytes are in the descriptor: no staging to keep
+    r.sent_to = to_world(comm, dest);  // MPI_Cancel may still take it back
+    r.sent_seq = bcs_send_seq(r.sent_to);
   } else {
     r.breq = b;
   }

@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "shim.h"
@@ -23,6 +24,7 @@ namespace {
 // ------------------------------------------------------------ buffered mode
 
 struct Buffered {
+  uint64_t id = 0;  // names it to an MPI_Ibsend request (MPI_Cancel)
   MPI_Request req = MPI_REQUEST_NULL;
   std::vector<unsigned char> copy;
   int64_t charge = 0;
@@ -33,6 +35,7 @@ struct BsendState {
   int size = 0;
   bool attached = false;
   int64_t used = 0;
+  uint64_t last_id = 0;
   std::vector<std::unique_ptr<Buffered>> pending;
 };
 
@@ -86,9 +89,43 @@ int bsend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
                         &m->req, false))
     return e;
   b.used += charge;
+  m->id = ++b.last_id;
   b.pending.push_back(std::move(m));
   return MPI_SUCCESS;
 }
+
+}  // namespace
+
+// MPI_Cancel of an MPI_Ibsend request: cancels its buffered message's send
+// if the runtime has not delivered it yet. The message leaves the buffer's
+// accounting and the request takes over the send's state (its copy kept
+// alive until the send is done), so it completes with the send's outcome.
+int bsend_cancel(int idx) {
+  auto& b = bsend();
+  const uint64_t id = std::exchange(S().reqs[static_cast<size_t>(idx)].bsend_id, 0);
+  const auto it = std::find_if(b.pending.begin(), b.pending.end(),
+                               [&](const auto& m) { return m->id == id; });
+  if (it == b.pending.end()) return MPI_SUCCESS;  // sent: the request stands as done
+  std::shared_ptr<Buffered> m = std::move(*it);
+  b.pending.erase(it);
+  b.used -= m->charge;
+  MPI_Request inner = m->req;
+  if (int e = bcs_impl_Cancel(&inner)) return e;
+  const int ii = req_index(inner);
+  const Req in = S().reqs[static_cast<size_t>(ii)];
+  req_release(ii);
+  Req& r = S().reqs[static_cast<size_t>(idx)];
+  r.local_done = in.local_done;
+  r.local_status = in.local_status;
+  r.local_error = in.local_error;
+  r.breq = in.breq;
+  r.cancelling = in.cancelling;
+  r.coll = std::make_shared<CollData>();
+  r.coll->staging = std::move(m);
+  return MPI_SUCCESS;
+}
+
+namespace {
 
 // A request that is complete already (MPI_Ibsend: the message is buffered).
 MPI_Request done_request(int comm) {
@@ -158,6 +195,10 @@ int start_one(const char* fn, MPI_Request* request) {
   p.local_status = round.local_status;
   p.is_recv = round.is_recv;
   p.cap = round.cap;
+  p.sent_to = round.sent_to;  // MPI_Cancel of this round
+  p.sent_seq = round.sent_seq;
+  p.bsend_id = round.bsend_id;
+  p.cancelling = false;
   p.coll = round.coll;
   p.active = true;
   return MPI_SUCCESS;
@@ -289,6 +330,7 @@ int bcs_impl_Ibsend(const void* buf, int count, MPI_Datatype type, int dest, int
   if (!request) return raise_error(comm_index(c), fn, MPI_ERR_REQUEST, "NULL request pointer");
   if (int e = bsend(fn, buf, count, type, dest, tag, c)) return e;
   *request = done_request(comm_index(c));
+  if (dest != MPI_PROC_NULL) S().reqs[static_cast<size_t>(req_index(*request))].bsend_id = bsend().last_id;
   return MPI_SUCCESS;
 }
 

@@ -178,6 +178,13 @@ struct Req {
   int local_error = 0;         // and its BCS error (a harvested request that failed)
   std::shared_ptr<CollData> coll;  // collectives: what must outlive the operation
   std::shared_ptr<Greq> greq;      // generalized: not done until MPI_Grequest_complete
+  // An inline send (complete when posted) that MPI_Cancel may still take
+  // back at the receiver's node: its world destination and number there
+  // (bcs_send_seq). -1: none.
+  int32_t sent_to = -1;
+  uint64_t sent_seq = 0;
+  bool cancelling = false;         // MPI_Cancel took an inline send: breq is the answer
+  uint64_t bsend_id = 0;           // MPI_Ibsend: its message in the buffered-mode queue
   // Persistent requests (MPI_*_init): `start` posts one round and returns
   // its (temporary) request, whose state MPI_Start moves into this one.
   // Inactive = local_done with an empty status.
@@ -498,6 +505,8 @@ int greq_never_completes(int comm, const char* fn);
 // Returns the index of a live request handle, or -1.
 int req_index(MPI_Request h);
 MPI_Request req_alloc(Req r);
+// MPI_Cancel of the MPI_Ibsend request at `idx` (request.cc).
+int bsend_cancel(int idx);
 void req_release(int idx);
 // A request that completed: released (and *handle = MPI_REQUEST_NULL), or,
 // if persistent, made inactive with its handle kept.

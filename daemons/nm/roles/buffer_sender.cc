@@ -135,12 +135,21 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
             // Taken at the receiver's node, after the send it names.
             if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
               return corrupted(d, "cancel of a send to invalid rank " + std::to_string(d.peer));
-            const SendCancel c{me, d.peer, d.request};
+            SendCancel c{me, d.peer, d.request};
+            // An inline send's cancel names the send by its number (which
+            // may be anything: one not found is answered "too late") and
+            // brings its own slot for the answer.
+            c.is_inline = (d.flags & kDescCancelInline) != 0;
+            if (c.is_inline) c.pair_seq = d.addr;
             const uint32_t node = ranks.node_of(d.peer);
-            if (node == self_)
+            if (node == self_) {
               br.add_local_cancel(c);
-            else
+            } else {
+              // The receiver's node answers through a remote read of
+              // nothing, as for a cancelled send: let it, for that slot.
+              if (c.is_inline) ranks.read_grants().grant(me, c.request, node, 0, 0);
               batches[node].cancels.push_back(c);
+            }
             return;
           }
           RecvDesc rd;

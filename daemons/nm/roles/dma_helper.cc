@@ -73,8 +73,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       rep.bytes += c.len;
       finish_chunk(c, err);
     } else if (m.cancelled && job.is_local(m.send.src)) {
-      job.complete_status(m.send.src, m.send.request, bcs_err_cancelled, m.send.src, m.send.tag,
-                          0, 0);
+      job.complete_status(m.send.src, m.send.request, m.cancel_late ? 0 : bcs_err_cancelled,
+                          m.send.src, m.send.tag, 0, 0);
       finish_chunk(c, 0);
     } else if (job.is_local(m.send.src)) {
       // Local sender: read its memory, write the receiver's, through the
@@ -107,7 +107,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       g.addr = m.send.addr + c.offset;
       g.len = c.len;
       g.last = c.last ? 1 : 0;
-      g.cancelled = m.cancelled ? 1 : 0;
+      g.cancelled = m.cancel_late ? wire::kCancelLate : m.cancelled ? wire::kCancelDone : 0;
       const uint32_t node = job.node_of(m.send.src);
       auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
@@ -183,7 +183,9 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
   } else if (g.cancelled) {
     // The receiver's node took the send out of matching: nothing to read.
     if (g.len == 0 && g.last)  // complete_status bounds-checks the request index
-      ranks->complete_status(g.src_rank, g.src_request, bcs_err_cancelled, g.src_rank, 0, 0, 0);
+      ranks->complete_status(g.src_rank, g.src_request,
+                             g.cancelled == wire::kCancelLate ? 0 : bcs_err_cancelled, g.src_rank,
+                             0, 0, 0);
   } else {
     reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h + g.len);
     uint8_t* dst = reply.get() + sizeof h;

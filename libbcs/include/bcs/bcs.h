@@ -110,8 +110,17 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
  * Takes effect at the next scheduling microphase, in post order: if the
  * receive was not matched by then, it completes with error BCS_CANCELLED,
  * else it completes normally. Either way the request must still be tested.
- * A send of up to 192 bytes completes when posted and is never cancelled. */
+ * A send of up to 192 bytes completes when posted: bcs_cancel_sent cancels it. */
 bcs_status_t bcs_cancel(bcs_request_t req);
+/* Sends posted so far by this rank to world rank `dest` (0 before the
+ * first): right after bcs_send, the number of that send. */
+uint64_t bcs_send_seq(int32_t dest);
+/* Cancels an inline send (one that completed when posted), named by its
+ * destination and its number from bcs_send_seq. `*ticket` is a new request
+ * that completes at the next scheduling microphase at the receiver's node:
+ * with error BCS_CANCELLED if no receive had matched the send (it is then
+ * never delivered), else with BCS_OK (the send stands). */
+bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket);
 /* Test (non-blocking) or wait (blocking) for one request. On completion the
  * request is freed and *req set to BCS_REQUEST_NULL. A NULL request is
  * complete at once with an empty status. */

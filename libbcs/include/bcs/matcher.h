@@ -50,11 +50,15 @@ struct RecvDesc {
   uint64_t slice = 0;
 };
 
-// A sender's cancel of its send in request slot `request` to rank `dst`.
+// A sender's cancel of its send in request slot `request` to rank `dst`;
+// of an inline send (`is_inline`), the send numbered `pair_seq` from `src`
+// to `dst`, and `request` is the sender's slot that learns the outcome.
 struct SendCancel {
   int32_t src = 0;
   int32_t dst = 0;
   uint32_t request = 0;
+  uint64_t pair_seq = 0;
+  bool is_inline = false;
 };
 
 // A matched pair: what the DMA helper must move. A cancelled send is a
@@ -67,6 +71,10 @@ struct Match {
   uint64_t bytes = 0;      // min(send.len, recv.cap)
   bool truncated = false;  // send.len > recv.cap
   bool cancelled = false;  // the send was cancelled before any receive matched it
+  // With `cancelled`: the answer to the cancel of an inline send that a
+  // receive had already taken (send.request is the cancel's slot, which
+  // completes without error: the send stands).
+  bool cancel_late = false;
 };
 
 // Answer to a probe/iprobe.
@@ -94,7 +102,8 @@ class Matcher {
   void msm(uint64_t slice, const std::vector<RecvDesc>& local_posts, std::vector<SendDesc> sends);
   // After msm: cancels of sends that arrived by now. One still unexpected
   // leaves matching and becomes a cancelled Match (taken with the matches);
-  // one already matched is not cancelled.
+  // one already matched is not cancelled. The cancel of an inline send
+  // always yields a Match (no data): cancelled, or cancel_late.
   void cancel_sends(const std::vector<SendCancel>& cancels);
 
   std::vector<Match> take_matches();
@@ -108,6 +117,7 @@ class Matcher {
  private:
   // Removes `rank`'s posted receive in request slot `request`, if unmatched.
   void cancel(int32_t rank, uint32_t request);
+  static void answer_inline_cancel(const SendCancel& c, Match* m);
 
   // Matching queues of one receiving rank, bucketed so that the common,
   // fully specified case is a map look-up instead of a scan (a scan per

@@ -47,7 +47,11 @@ enum class DescKind : uint8_t {
   cancel = 8,    // cancels the rank's receive (or, kDescCancelSend, its send to
                  // `peer`) in request slot `request` if it is still unmatched
                  // (that request then completes with bcs_err_cancelled); has no
-                 // request of its own
+                 // request of its own -- except kDescCancelInline: the send was
+                 // inline (its slot long reused), named by `addr` = its pair
+                 // sequence number (the n-th send of this rank to `peer`), and
+                 // `request` is a fresh slot that completes with the outcome
+                 // (bcs_err_cancelled, or 0 when a receive took it first)
 };
 
 enum DescFlags : uint8_t {
@@ -56,6 +60,7 @@ enum DescFlags : uint8_t {
   kDescCancelSend = 1 << 2, // cancel: the request is a send to world rank `peer`
   kDescLayout = 1 << 3,     // send/recv: the data is a layout (LayoutRef in payload) at
                             // base `addr`, `len` its packed bytes (layout.h)
+  kDescCancelInline = 1 << 4,  // cancel (with kDescCancelSend): of an inline send
 };
 
 // A non-contiguous buffer (kDescLayout): `count` instances at addr + i *

@@ -440,6 +440,48 @@ TEST(MatcherTest, InlinePayloadTravelsWithTheMatch) {
   EXPECT_EQ(ms[0].bytes, 5u);
 }
 
+// An inline send is named by its pair sequence number (its request slot was
+// reused at post); the cancel brings its own slot, which always gets an
+// answer: cancelled if the send was still unexpected, late if not.
+TEST(MatcherTest, InlineSendCancelIsAnsweredCancelledOrLate) {
+  Matcher m;
+  SendDesc a = send(0, 1, 4, 1, 0, 4), b = send(0, 1, 4, 2, 0, 4);
+  a.is_inline = b.is_inline = true;
+  a.payload = b.payload = {1, 2, 3, 4};
+  a.request = b.request = 3;  // the same slot, reused: not what names them
+  m.msm(1, {}, {a, b});
+  SendCancel c{0, 1, 77, 2, true};
+  m.cancel_sends({c});
+  auto ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_TRUE(ms[0].cancelled);
+  EXPECT_FALSE(ms[0].cancel_late);
+  EXPECT_FALSE(ms[0].send.is_inline);  // the answer carries no data
+  EXPECT_EQ(ms[0].send.request, 77u);
+  EXPECT_EQ(ms[0].send.len, 0u);
+  EXPECT_EQ(m.unexpected_count(), 1u);
+  // The receive gets the first send; cancelling it now is too late.
+  m.msm(2, {recv(1, 0, 4, 5, 1)}, {});
+  ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 1u);
+  EXPECT_EQ(ms[0].send.pair_seq, 1u);
+  m.cancel_sends({SendCancel{0, 1, 78, 1, true}, SendCancel{0, 9, 79, 1, true}});
+  ms = m.take_matches();
+  ASSERT_EQ(ms.size(), 2u);  // also for a receiver the matcher never saw
+  for (const Match& x : ms) {
+    EXPECT_TRUE(x.cancelled && x.cancel_late);
+    EXPECT_EQ(x.send.len, 0u);
+  }
+  EXPECT_EQ(ms[0].send.request, 78u);
+  EXPECT_EQ(ms[1].send.request, 79u);
+  // A non-inline cancel of the same number names a request, not this send.
+  SendDesc big = send(0, 1, 4, 3, 2, 4096);
+  m.msm(3, {}, {big});
+  m.cancel_sends({SendCancel{0, 1, 99, 3, false}});
+  EXPECT_TRUE(m.take_matches().empty());
+  EXPECT_EQ(m.unexpected_count(), 1u);
+}
+
 // ---------------------------------------------------------- probes
 
 TEST(MatcherTest, ProbeFindsWithoutConsuming) {

@@ -24,12 +24,16 @@ TEST(Wire, BatchWithSendsAndCancelsRoundTrips) {
   s.payload = {1, 2, 3, 4};
   b.sends.push_back(s);
   b.cancels.push_back(SendCancel{1, 2, 17});
+  b.cancels.push_back(SendCancel{1, 2, 18, 5, true});
   const DescBatch c = decode_batch(encode(b));
   ASSERT_EQ(c.sends.size(), 1u);
   EXPECT_EQ(c.sends[0].payload, s.payload);
-  ASSERT_EQ(c.cancels.size(), 1u);
+  ASSERT_EQ(c.cancels.size(), 2u);
   EXPECT_EQ(c.cancels[0].request, 17u);
   EXPECT_EQ(c.cancels[0].dst, 2);
+  EXPECT_FALSE(c.cancels[0].is_inline);
+  EXPECT_EQ(c.cancels[1].pair_seq, 5u);
+  EXPECT_TRUE(c.cancels[1].is_inline);
 }
 
 TEST(Wire, ABatchClaimingMoreSendsThanItHoldsIsRefusedBeforeAllocating) {
