@@ -124,7 +124,8 @@ bool harvest_requests(bool block) {
   if (block) {
     // Polls with a growing sleep: this path is rare (a program holding
     // thousands of requests), and a blocking wait could not give up.
-    for (int us = 50, waited = 0; waited < 30'000'000; waited += us, us = std::min(us * 2, 20'000)) {
+    for (int64_t us = 50, waited = 0; waited < s.request_wait_us;
+         waited += us, us = std::min<int64_t>(us * 2, 20'000)) {
       int which = -1, flag = 0;
       bcs_msg_status_t st{};
       bcs_testany(static_cast<int>(b.size()), b.data(), BCS_NONBLOCKING, &which, &flag, &st);

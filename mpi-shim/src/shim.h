@@ -213,6 +213,7 @@ struct Shim {
   int rank = 0;
   int size = 1;
   int thread_level = MPI_THREAD_SINGLE;
+  int64_t request_wait_us = 30'000'000;  // back-pressure limit (BCS_REQUEST_WAIT)
   pthread_t main_thread{};
   // Communicators by index (0 world, 1 self); slots are never reused.
   std::vector<std::unique_ptr<Comm>> comms;
@@ -530,7 +531,7 @@ bool reclaim_orphans();
 
 // Requests the runtime completed but the program has not waited for yet:
 // their status moves into the MPI request (local_done) and their runtime
-// slot is freed. With `block`, first waits (up to 30 s) for one of this
+// slot is freed. With `block`, first waits (up to BCS_REQUEST_WAIT, 30 s) for one of this
 // process's requests to complete. Whether a slot was freed.
 bool harvest_requests(bool block);
 
