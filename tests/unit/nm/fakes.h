@@ -1,0 +1,241 @@
+// Fakes for the node manager's helper roles (roles/ports.h): two node
+// managers in one process, rings in a real segment layout, rank memory as
+// plain buffers of this process (every access checked against the ranges a
+// test allowed), a switch that delivers fabric messages and serves remote
+// reads at once. Shared by the roles' unit tests and the fuzz targets
+// (tests/fuzz), so it needs no test framework: a role doing something the
+// daemon would crash on (completing an unchecked request index) aborts.
+#pragma once
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "buffer_receiver.h"
+#include "buffer_sender.h"
+#include "collectives.h"
+#include "dma_helper.h"
+
+namespace bcs::nm::fakes {
+
+[[noreturn]] inline void fault(const char* what) {
+  std::fprintf(stderr, "fakes: %s\n", what);
+  std::abort();
+}
+
+// Per-node inboxes; a DmaGet is served at once by the destination's DMA
+// helper, as the daemon does from inside fabric progress.
+class Switch;
+class FakeNet : public Net {
+ public:
+  FakeNet(Switch& sw, uint32_t self) : sw_(sw), self_(self) {}
+  core::Status send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) override;
+  core::Status wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds) override {
+    auto& q = inbox[ev];
+    if (q.empty()) return core::Status::timeout;
+    *m = std::move(q.front());
+    q.pop_front();
+    return core::Status::ok;
+  }
+  std::map<core::EventId, std::deque<core::Message>> inbox;
+  uint32_t sent = 0;
+
+ private:
+  Switch& sw_;
+  uint32_t self_;
+};
+
+class Switch {
+ public:
+  std::vector<FakeNet*> nets;
+  std::function<void(uint32_t node, const core::Message&)> serve_get;
+  void deliver(uint32_t from, uint32_t to, core::EventId ev, std::span<const uint8_t> b) {
+    core::Message m;
+    m.from = from;
+    m.data.assign(b.begin(), b.end());
+    if (ev == wire::kEvDmaGet) {
+      serve_get(to, m);
+      core::Message done;
+      done.from = to;
+      nets[to]->inbox[wire::kEvDmaServed].push_back(done);
+      return;
+    }
+    nets[to]->inbox[ev].push_back(std::move(m));
+  }
+};
+
+inline core::Status FakeNet::send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) {
+  ++sent;
+  sw_.deliver(self_, node, ev, bytes);
+  return core::Status::ok;
+}
+
+// One node's ranks: a real segment (rings, request tables), memory = this
+// process's buffers (addresses are pointers, checked against registered
+// ranges).
+class FakeRanks : public LocalRanks {
+ public:
+  FakeRanks(uint32_t self, std::vector<uint32_t> rank_node) : self_(self), rank_node_(std::move(rank_node)) {
+    for (size_t r = 0; r < rank_node_.size(); ++r)
+      if (rank_node_[r] == self_) local_.push_back(static_cast<int32_t>(r));
+    SegmentLayout l;
+    l.nlocal = static_cast<uint32_t>(local_.size());
+    l.ring_slots = 64;
+    l.request_slots = 64;
+    seg_.assign(l.total_bytes() + 64, 0);
+    base_ = reinterpret_cast<void*>((reinterpret_cast<uintptr_t>(seg_.data()) + 63) & ~uintptr_t{63});
+    auto* h = static_cast<SegmentHeader*>(base_);
+    h->nlocal = l.nlocal;
+    h->ring_slots = l.ring_slots;
+    h->request_slots = l.request_slots;
+  }
+  void allow(int32_t r, const void* p, size_t n) { ranges_[r].push_back({reinterpret_cast<uintptr_t>(p), n}); }
+  uint32_t index_of(int32_t r) const {
+    return static_cast<uint32_t>(std::find(local_.begin(), local_.end(), r) - local_.begin());
+  }
+  // The rank side: post a descriptor (request slot marked pending).
+  void post(int32_t r, Descriptor d) {
+    RankView v = view_of(r);
+    v.requests[d.request].state.store(static_cast<uint32_t>(ReqState::pending));
+    if (!ring_try_post(v, d)) fault("the ring is full");
+  }
+  const RequestSlot& slot(int32_t r, uint32_t i) { return view_of(r).requests[i]; }
+  bool done(int32_t r, uint32_t i) {
+    return slot(r, i).state.load() == static_cast<uint32_t>(ReqState::done);
+  }
+
+  uint64_t job_id() const override { return 1; }
+  uint32_t nranks() const override { return static_cast<uint32_t>(rank_node_.size()); }
+  uint32_t nnodes() const override { return *std::max_element(rank_node_.begin(), rank_node_.end()) + 1; }
+  uint32_t node_of(int32_t r) const override { return rank_node_.at(static_cast<size_t>(r)); }
+  bool is_local(int32_t r) const override {
+    return std::find(local_.begin(), local_.end(), r) != local_.end();
+  }
+  std::vector<int32_t> local_ranks() const override { return local_; }
+  RankView view_of(int32_t r) override { return segment_rank_view(base_, index_of(r)); }
+  ReadGrants& read_grants() override { return grants_; }
+  void rank_corrupted(int32_t r, const std::string& why) override { corrupted_.push_back({r, why}); }
+  ReadGrants grants_;
+  std::vector<std::pair<int32_t, std::string>> corrupted_;
+  int32_t read(int32_t r, uint64_t a, void* dst, size_t n) override {
+    if (!ok(r, a, n)) return bcs_err_peer_gone;
+    std::memcpy(dst, reinterpret_cast<const void*>(a), n);
+    return 0;
+  }
+  int32_t write(int32_t r, uint64_t a, const void* src, size_t n) override {
+    if (!ok(r, a, n)) return bcs_err_peer_gone;
+    std::memcpy(reinterpret_cast<void*>(a), src, n);
+    return 0;
+  }
+  void complete(int32_t r, uint32_t req, int32_t e) override { complete_status(r, req, e, r, 0, 0, 0); }
+  void complete_status(int32_t r, uint32_t req, int32_t e, int32_t src, int32_t tag, uint64_t bytes,
+                       uint32_t found) override {
+    RankView v = view_of(r);
+    // The roles must never complete a request index they did not check.
+    if (req >= v.request_slots) fault("completion of request index out of range");
+    request_complete(v, req, e, src, tag, bytes, found);
+  }
+
+ private:
+  bool ok(int32_t r, uint64_t a, size_t n) {
+    for (auto& [p, len] : ranges_[r])
+      if (a >= p && n <= len && a - p <= len - n) return true;  // no wrap-around
+    return false;
+  }
+  uint32_t self_;
+  std::vector<uint32_t> rank_node_;
+  std::vector<int32_t> local_;
+  std::vector<uint8_t> seg_;
+  void* base_ = nullptr;
+  std::map<int32_t, std::vector<std::pair<uintptr_t, size_t>>> ranges_;
+};
+
+inline Descriptor send_desc(int32_t dst, int32_t tag, const void* buf, uint64_t len, uint32_t req) {
+  Descriptor d{};
+  d.kind = DescKind::send;
+  d.peer = dst;
+  d.tag = tag;
+  d.addr = reinterpret_cast<uintptr_t>(buf);
+  d.len = len;
+  d.request = req;
+  if (len <= kInlineMax) {
+    d.flags = kDescInline;
+    d.inline_len = static_cast<uint32_t>(len);
+    std::memcpy(d.payload, buf, len);
+  }
+  return d;
+}
+
+inline Descriptor recv_desc(int32_t src, int32_t tag, void* buf, uint64_t cap, uint32_t req) {
+  Descriptor d{};
+  d.kind = DescKind::recv;
+  d.peer = src;
+  d.tag = tag;
+  d.addr = reinterpret_cast<uintptr_t>(buf);
+  d.len = cap;
+  d.request = req;
+  return d;
+}
+
+// Two node managers with their roles, driven slice by slice.
+struct Node {
+  Node(Switch& sw, uint32_t self, std::vector<uint32_t> placement)
+      : net(sw, self), ranks(self, placement), bs(self), br(self, 1 << 20), dh(self), coll(self, placement) {}
+  FakeNet net;
+  FakeRanks ranks;
+  BufferSender bs;
+  BufferReceiver br;
+  DmaHelper dh;
+  Collectives coll;
+};
+
+struct TwoNodeCluster {
+  // Ranks 0 and 2 on node 0, rank 1 on node 1.
+  TwoNodeCluster() {
+    const std::vector<uint32_t> placement{0, 1, 0};
+    for (uint32_t k = 0; k < 2; ++k) nodes.push_back(std::make_unique<Node>(sw, k, placement));
+    for (auto& n : nodes) sw.nets.push_back(&n->net);
+    sw.serve_get = [this](uint32_t node, const core::Message& m) {
+      DmaHelper::serve(m, &nodes[node]->ranks, nodes[node]->net);
+    };
+  }
+  // DEM, MSM and P2P of one slice, with the expectations the MM would send.
+  std::vector<wire::Report> slice() {
+    ++slice_no;
+    wire::Strobe s;
+    s.slice = slice_no;
+    s.expect_batches.assign(2, 0);
+    std::vector<wire::Report> dem;
+    for (auto& n : nodes) {
+      dem.push_back(n->bs.run(s.slice, n->ranks, n->net, n->br, n->coll));
+      for (size_t k = 0; k < dem.back().batches_to.size(); ++k) s.expect_batches[k] += dem.back().batches_to[k];
+    }
+    s.expect_gets.assign(2, 0);
+    for (auto& n : nodes) {
+      auto rep = n->br.run(s, &n->ranks, n->net);
+      for (size_t k = 0; k < rep.gets_to.size(); ++k) s.expect_gets[k] += rep.gets_to[k];
+    }
+    // The daemons run P2P concurrently; here one after the other, so the
+    // reading node (1 in these stories) goes first: its reads are served
+    // at once by the switch, and node 0 then finds them counted.
+    std::vector<wire::Report> p2p(2);
+    for (int k = 1; k >= 0; --k)
+      p2p[static_cast<size_t>(k)] =
+          nodes[static_cast<size_t>(k)]->dh.run(s, &nodes[static_cast<size_t>(k)]->ranks,
+                                                nodes[static_cast<size_t>(k)]->net,
+                                                nodes[static_cast<size_t>(k)]->br);
+    return p2p;
+  }
+  Switch sw;
+  std::vector<std::unique_ptr<Node>> nodes;
+  uint64_t slice_no = 0;
+};
+
+}  // namespace bcs::nm::fakes
