@@ -9,3 +9,10 @@ cd "$build"
 # Unit tests may run side by side; integration tests are RUN_SERIAL.
 # --timeout is a backstop: every test also has its own TIMEOUT property.
 ctest --output-on-failure -j2 --timeout 600 "$@"
+# Then the coverage-guided fuzzers (tests/fuzz/README.md), BCS_FUZZ_SECONDS
+# each (60 in CI; 0 skips them, the default outside CI: they need a clang
+# build of their own, about three minutes).
+fuzz=${BCS_FUZZ_SECONDS:-$([ "${CI:-}" = true ] && echo 60 || echo 0)}
+if [ "$fuzz" -gt 0 ]; then
+  "$here/tests/fuzz/run.sh" "$fuzz"
+fi
