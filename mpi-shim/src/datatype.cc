@@ -69,7 +69,8 @@ const TypeInfo kTypes[] = {
     {sizeof(MPI_Offset), "MPI_OFFSET", BCS_DT_INT64},
     {sizeof(MPI_Count), "MPI_COUNT", BCS_DT_INT64},
     {1, "MPI_PACKED", 0},  // no reductions on packed data
-    {sizeof(std::complex<float>), "MPI_C_FLOAT_COMPLEX", BCS_DT_C_FLOAT_COMPLEX},
+    // MPI_C_COMPLEX and MPI_C_FLOAT_COMPLEX are one type: its name is the first.
+    {sizeof(std::complex<float>), "MPI_C_COMPLEX", BCS_DT_C_FLOAT_COMPLEX},
     {sizeof(std::complex<double>), "MPI_C_DOUBLE_COMPLEX", BCS_DT_C_DOUBLE_COMPLEX},
     {sizeof(std::complex<long double>), "MPI_C_LONG_DOUBLE_COMPLEX",
      BCS_DT_C_LONG_DOUBLE_COMPLEX},
@@ -252,14 +253,36 @@ void DType::append(const DType& t, int64_t disp, int64_t reps) {
   }
   sticky = sticky || t.sticky;
   align = std::max(align, t.align);
-  for (int64_t r = 0; r < reps; ++r) {
-    const int64_t base = disp + r * ext;
-    for (const TypeBlock& b : t.blocks) {
-      if (b.len == 0) continue;
-      if (!blocks.empty() && blocks.back().off + blocks.back().len == base + b.off)
-        blocks.back().len += b.len;
-      else
-        blocks.push_back({base + b.off, b.len});
+  auto add_block = [this](int64_t off, int64_t len) {
+    if (!blocks.empty() && blocks.back().off + blocks.back().len == off)
+      blocks.back().len += len;
+    else
+      blocks.push_back({off, len});
+  };
+  // The lists grow by up to reps copies of t's: past the limit they are
+  // dropped, never built (a vector of a billion blocks is 16 GiB).
+  const auto over = [&](size_t have, size_t each) {
+    return have >= kMaxTypeBlocks ||
+           static_cast<uint64_t>(reps) > (kMaxTypeBlocks - have) / std::max<size_t>(each, 1);
+  };
+  const bool dense = t.blocks.size() == 1 && t.blocks[0].len == ext;  // instances abut
+  // (Dense instances merge into one block however many there are.)
+  const bool more_blocks = dense ? blocks.size() >= kMaxTypeBlocks : over(blocks.size(), t.blocks.size());
+  if (!too_fragmented && (t.too_fragmented || more_blocks ||
+                          (t.elems.size() > 1 && over(elems.size(), t.elems.size())))) {
+    too_fragmented = true;
+    blocks = {};
+    elems = {};
+  }
+  if (too_fragmented) {
+  } else if (dense) {
+    if (ext > 0) add_block(disp + std::min<int64_t>(0, ext * (reps - 1)) + t.blocks[0].off,
+                           ext * reps);
+  } else {
+    for (int64_t r = 0; r < reps; ++r) {
+      const int64_t base = disp + r * ext;
+      for (const TypeBlock& b : t.blocks)
+        if (b.len != 0) add_block(base + b.off, b.len);
     }
   }
   auto add_run = [this](const ElemRun& e) {
@@ -268,11 +291,13 @@ void DType::append(const DType& t, int64_t disp, int64_t reps) {
     else
       elems.push_back(e);
   };
-  if (t.elems.size() == 1)
+  if (too_fragmented) {
+  } else if (t.elems.size() == 1) {
     add_run({t.elems[0].type, t.elems[0].count * reps});
-  else
+  } else {
     for (int64_t r = 0; r < reps; ++r)  // a mixed type: its runs repeat per instance
       for (const ElemRun& e : t.elems) add_run(e);
+  }
   size += t.size * reps;
   nelems += t.nelems * reps;
   nred += t.nred * reps;
@@ -336,6 +361,12 @@ int check_usable(int comm, const char* fn, MPI_Datatype t) {
   if (!d->committed)
     return raise_error(comm, fn, MPI_ERR_TYPE,
                        "the datatype is not committed (call MPI_Type_commit before using it)");
+  if (d->too_fragmented)
+    return raise_error(comm, fn, MPI_ERR_TYPE,
+                       "the datatype has more than %zu separate blocks per instance: bcs moves "
+                       "data by block lists and keeps none this long (describe the data with "
+                       "fewer, larger blocks)",
+                       kMaxTypeBlocks);
   return MPI_SUCCESS;
 }
 

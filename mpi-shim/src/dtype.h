@@ -23,6 +23,11 @@ struct ElemRun {
   int64_t count;
 };
 
+// The most blocks one instance of a datatype may have in its list: 4 Mi
+// blocks are 64 MiB of rank memory (MPICH's types describe themselves as
+// loops instead; a flat list is what the node managers read).
+inline constexpr size_t kMaxTypeBlocks = size_t{1} << 22;
+
 struct DType {
   bool live = false;
   bool committed = false;
@@ -35,6 +40,10 @@ struct DType {
   bool sticky = false;       // bounds set explicitly (MPI_Type_create_resized) somewhere inside
   int align = 1;             // largest basic alignment inside (struct extent padding)
   std::vector<TypeBlock> blocks;  // one instance, type-map order, adjacent merged
+  // More than kMaxTypeBlocks blocks (or element runs) in one instance: the
+  // lists are not kept (they would take gigabytes). Size, bounds and element
+  // counts stay exact, so queries work; moving or packing it is refused.
+  bool too_fragmented = false;
   std::vector<ElemRun> elems;     // one instance
   int64_t nelems = 0;             // basic elements per instance (MPI_Get_elements)
   int dtype = 0;                  // bcs_dtype_t when made of one reducible predefined type
@@ -52,6 +61,15 @@ struct DType {
   // Appends `reps` instances of `t`, the first at byte `disp`, each next
   // one extent(t) further, to the type map being built.
   void append(const DType& t, int64_t disp, int64_t reps);
+  // Adds `reps` more instances of t lying inside the bounds already
+  // recorded, to a type whose lists are not kept (too_fragmented): only the
+  // counts change. Lets a vector of a billion blocks be made in O(1) once
+  // it is past the limit.
+  void count_more(const DType& t, int64_t reps) {
+    size += t.size * reps;
+    nelems += t.nelems * reps;
+    nred += t.nred * reps;
+  }
 };
 
 // The datatype of a live handle (predefined or derived), or null.

@@ -76,6 +76,21 @@ int bcs_impl_Type_contiguous(int count, MPI_Datatype oldtype, MPI_Datatype* newt
   return MPI_SUCCESS;
 }
 
+namespace {
+// count blocks of blocklength instances of `old`, `step` bytes apart. Past
+// the block-list limit the middle blocks only add to the counts: the first
+// and the last give the bounds (positions are monotonic in i).
+void append_strided(DType& d, const DType& old, int count, int64_t step, int blocklength) {
+  for (int i = 0; i < count; ++i) {
+    if (d.too_fragmented && i + 1 < count) {
+      d.count_more(old, static_cast<int64_t>(blocklength) * (count - 1 - i));
+      i = count - 1;
+    }
+    d.append(old, static_cast<int64_t>(i) * step, blocklength);
+  }
+}
+}  // namespace
+
 int bcs_impl_Type_vector(int count, int blocklength, int stride, MPI_Datatype oldtype,
                      MPI_Datatype* newtype) {
   static const char fn[] = "MPI_Type_vector";
@@ -84,8 +99,7 @@ int bcs_impl_Type_vector(int count, int blocklength, int stride, MPI_Datatype ol
   if (int e = check_count(fn, count)) return e;
   if (blocklength < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative blocklength");
   auto d = start(MPI_COMBINER_VECTOR);
-  for (int i = 0; i < count; ++i)
-    d->append(*old, static_cast<int64_t>(i) * stride * old->extent(), blocklength);
+  append_strided(*d, *old, count, static_cast<int64_t>(stride) * old->extent(), blocklength);
   d->ints = {count, blocklength, stride};
   d->types = {oldtype};
   finish(std::move(d), newtype);
@@ -100,7 +114,7 @@ int bcs_impl_Type_create_hvector(int count, int blocklength, MPI_Aint stride, MP
   if (int e = check_count(fn, count)) return e;
   if (blocklength < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative blocklength");
   auto d = start(MPI_COMBINER_HVECTOR);
-  for (int i = 0; i < count; ++i) d->append(*old, static_cast<int64_t>(i) * stride, blocklength);
+  append_strided(*d, *old, count, stride, blocklength);
   d->ints = {count, blocklength};
   d->aints = {stride};
   d->types = {oldtype};

@@ -171,6 +171,47 @@ TEST_F(Dtype, ErrorClasses) {
   EXPECT_EQ(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 }
 
+// Types with more blocks than bcs keeps a list of (4 Mi) are described
+// exactly but refused for moving; a dense type of any count is one block.
+TEST_F(Dtype, AVectorOfABillionBlocksIsDescribedButNotMoved) {
+  MPI_Datatype four, v, big;
+  ASSERT_EQ(MPI_Type_contiguous(4, MPI_INT, &four), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_vector(INT32_MAX / 2, 1, 3, four, &v), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_commit(&v), MPI_SUCCESS);
+  MPI_Count size = 0, lb = -1, ext = 0, tlb = -1, text = 0;
+  ASSERT_EQ(MPI_Type_size_x(v, &size), MPI_SUCCESS);
+  EXPECT_EQ(size, MPI_Count{INT32_MAX / 2} * 16);
+  ASSERT_EQ(MPI_Type_get_extent_x(v, &lb, &ext), MPI_SUCCESS);
+  EXPECT_EQ(lb, 0);
+  EXPECT_EQ(ext, MPI_Count{48} * (INT32_MAX / 2 - 1) + 16);
+  ASSERT_EQ(MPI_Type_get_true_extent_x(v, &tlb, &text), MPI_SUCCESS);
+  EXPECT_EQ(text, ext);
+  MPI_Status st;
+  MPI_Count elems = 0;
+  ASSERT_EQ(MPI_Status_set_elements_x(&st, v, MPI_Count{INT32_MAX / 2} * 4), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Get_elements_x(&st, v, &elems), MPI_SUCCESS);
+  EXPECT_EQ(elems, MPI_Count{INT32_MAX / 2} * 4);
+  // A resized copy keeps the verdict; moving either is a clear MPI_ERR_TYPE.
+  ASSERT_EQ(MPI_Type_create_resized(v, 0, 64, &big), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_commit(&big), MPI_SUCCESS);
+  char buf[64];
+  int pos = 0;
+  EXPECT_EQ(MPI_Pack(buf, 1, v, buf, sizeof buf, &pos, MPI_COMM_WORLD), MPI_ERR_TYPE);
+  EXPECT_EQ(MPI_Send(buf, 1, big, 0, 0, MPI_COMM_SELF), MPI_ERR_TYPE);
+  MPI_Type_free(&big);
+  MPI_Type_free(&v);
+  // INT_MAX contiguous chars: one block, usable (an empty send is fine).
+  MPI_Datatype line;
+  ASSERT_EQ(MPI_Type_contiguous(INT32_MAX, MPI_CHAR, &line), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_commit(&line), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Type_vector(3, 1, 2, line, &v), MPI_SUCCESS);  // 3 blocks of 2 GiB
+  ASSERT_EQ(MPI_Type_commit(&v), MPI_SUCCESS);
+  ASSERT_EQ(MPI_Pack_size(1, line, MPI_COMM_WORLD, &pos), MPI_SUCCESS);
+  MPI_Type_free(&v);
+  MPI_Type_free(&line);
+  MPI_Type_free(&four);
+}
+
 TEST_F(Dtype, DarrayBlockAndCyclicDistributions) {
   // 10 ints in blocks over 3 processes: rank 1 owns 4..7.
   const int g[1] = {10}, block[1] = {MPI_DISTRIBUTE_BLOCK}, dflt[1] = {MPI_DISTRIBUTE_DFLT_DARG},
