@@ -66,6 +66,9 @@ class Mapping {
   size_t len_ = 0;
 };
 
+// Keys whose latest non-blocking probe keeps its slot (see bcs_probe).
+constexpr size_t kIprobeKeep = 64;
+
 struct IprobeKey {
   int32_t source, tag, context;
   bool operator<(const IprobeKey& o) const {
@@ -124,9 +127,11 @@ bool valid_request(bcs_request_t r) {
              static_cast<uint32_t>(ReqState::free);
 }
 
+size_t drop_answered_iprobes();
+
 bool alloc_slot(DescKind kind, uint32_t* idx) {
   auto& s = st();
-  if (s.free_slots.empty()) return false;
+  if (s.free_slots.empty() && drop_answered_iprobes() == 0) return false;
   *idx = s.free_slots.back();
   s.free_slots.pop_back();
   RequestSlot& r = slot(*idx);
@@ -145,6 +150,23 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
 void release_slot(uint32_t idx) {
   slot(idx).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
   st().free_slots.push_back(idx);
+}
+
+// Frees the slots of non-blocking probes the node manager has answered;
+// returns how many.
+size_t drop_answered_iprobes() {
+  auto& s = st();
+  size_t n = 0;
+  for (auto it = s.iprobes.begin(); it != s.iprobes.end();) {
+    if (slot_done(it->second)) {
+      release_slot(it->second);
+      it = s.iprobes.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
 }
 
 // Completion done by the rank itself (inline sends, one-member collectives,
@@ -517,6 +539,12 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
     release_slot(idx);
     s.iprobes.erase(it);
   }
+  // Each key polled keeps one slot for its next answer. A program probing
+  // many distinct (source, tag) pairs must not fill the request table with
+  // them: past kIprobeKeep keys, or when the table is full, answered probes
+  // of other keys give their slots back (their next Iprobe asks afresh and
+  // answers one MSM later: MPI lets an Iprobe say no, not forever).
+  if (s.iprobes.size() >= kIprobeKeep) drop_answered_iprobes();
   uint32_t idx;
   if (!alloc_slot(DescKind::iprobe, &idx)) return BCS_ERR_NO_RESOURCES;
   Descriptor d = make_desc(DescKind::iprobe, context, source, tag);

@@ -384,6 +384,29 @@ TEST_F(ApiTest, IprobeKeepsOneOutstandingAndReportsTheLastAnswer) {
   }
 }
 
+// Each polled key keeps a slot for its next answer, but answered probes of
+// other keys give theirs back when the table is full: probing many distinct
+// tags never starves sends and receives.
+TEST_F(ApiTest, AnsweredIprobesGiveTheirSlotsBackWhenTheTableIsFull) {
+  attach(1, 64, /*request_slots=*/8);
+  int flag = -1;
+  for (int32_t tag = 0; tag < 8; ++tag)
+    ASSERT_EQ(bcs_probe(0, tag, kContextWorld, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+  const int v = 3;
+  bcs_request_t req;
+  // All 8 slots wait for the node manager's answers: nothing can be freed.
+  EXPECT_EQ(bcs_send(&v, sizeof v, 0, 1, kContextWorld, BCS_NONBLOCKING, &req),
+            BCS_ERR_NO_RESOURCES);
+  nm_->step();  // answers them all: not found
+  ASSERT_EQ(bcs_send(&v, sizeof v, 0, 1, kContextWorld, BCS_NONBLOCKING, &req), BCS_OK);
+  ASSERT_EQ(bcs_test(&req, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+  // Many more keys than slots, answered slice by slice: never refused.
+  for (int32_t tag = 100; tag < 200; ++tag) {
+    ASSERT_EQ(bcs_probe(0, tag, kContextWorld, BCS_NONBLOCKING, &flag, nullptr), BCS_OK) << tag;
+    if (tag % 4 == 3) nm_->step();
+  }
+}
+
 TEST_F(ApiTest, BlockingProbe) {
   attach(1);
   std::vector<uint8_t> msg(300, 2);
