@@ -136,7 +136,7 @@ int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI
     if (!fits(sn * type_size(stype))) return too_big(fn, c);
     s = packed(sendbuf, sn, stype);
     sb = s.data();
-    sc = scount * type_size(stype);
+    sc = static_cast<int>(scount * type_size(stype));
     st = MPI_BYTE;
   }
   if (stage_r) {
@@ -145,17 +145,19 @@ int staged_blocks(const char* fn, int kind, const void* sendbuf, int scount, MPI
     r = in_place ? packed(recvbuf, rn, rtype) : std::vector<unsigned char>(
                                                     static_cast<size_t>(rn * type_size(rtype)));
     rb = r.data();
-    rc = rcount * type_size(rtype);
+    rc = static_cast<int>(rcount * type_size(rtype));
     rt = MPI_BYTE;
   }
   // A side that is not significant at this rank still names its type: make
   // it bytes too, so the call below does not come back here.
   if (!stage_s && coll_needs_staging(st, sc)) {
-    sc = scount * type_size(stype);
+    if (!fits(scount * type_size(stype))) return too_big(fn, c);
+    sc = static_cast<int>(scount * type_size(stype));
     st = MPI_BYTE;
   }
   if (!stage_r && coll_needs_staging(rt, rc)) {
-    rc = rcount * type_size(rtype);
+    if (!fits(rcount * type_size(rtype))) return too_big(fn, c);
+    rc = static_cast<int>(rcount * type_size(rtype));
     rt = MPI_BYTE;
   }
   int e;

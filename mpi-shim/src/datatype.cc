@@ -315,10 +315,9 @@ void DType::append(const DType& t, int64_t disp, int64_t reps) {
   }
 }
 
-int type_size(MPI_Datatype t) {
+int64_t type_size(MPI_Datatype t) {
   const DType* d = dtype_of(t);
-  if (!d) return -1;
-  return d->size > INT32_MAX ? INT32_MAX : static_cast<int>(d->size);
+  return d ? d->size : -1;
 }
 
 const char* type_name(MPI_Datatype t) {

@@ -174,7 +174,7 @@ int bcs_impl_Mrecv(void* buf, int count, MPI_Datatype type, MPI_Message* message
   MPI_Status st;
   if (status && status != MPI_STATUS_IGNORE) st = *status;  // MPI_ERROR stays as it was
   if (int e = PMPI_Wait(&r, &st)) return e;
-  const int ts = type_size(type);
+  const int64_t ts = type_size(type);
   const uint64_t cap = count > 0 && ts > 0 ? static_cast<uint64_t>(count) * ts : 0;
   if (h != MPI_MESSAGE_NO_PROC && len > cap) {
     st.MPI_ERROR = MPI_ERR_TRUNCATE;

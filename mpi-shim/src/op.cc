@@ -171,7 +171,7 @@ int bcs_impl_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Data
   static const char fn[] = "MPI_Reduce_local";
   REQUIRE_RUNNING(fn);
   if (count < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", count);
-  const int ts = type_size(type);
+  const int64_t ts = type_size(type);
   if (count > 0 && ts < 0)
     return raise_error(kNoComm, fn, MPI_ERR_TYPE, "invalid datatype 0x%x", type);
   if (count > 0 && ts >= 0)

@@ -164,7 +164,7 @@ int check_p2p(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Dataty
   if (count < 0) return raise_error(*comm, fn, MPI_ERR_COUNT, "negative count %d", count);
   // An empty message carries no data, so its datatype is never used: like
   // MPICH, accept any handle (MPI_DATATYPE_NULL included) when count is 0.
-  const int ts = type_size(type);
+  const int64_t ts = type_size(type);
   if (count > 0)
     if (int e = check_usable(*comm, fn, type)) return e;
   // MPI_BOTTOM (NULL) is a valid buffer for a derived type whose

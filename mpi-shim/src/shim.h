@@ -235,8 +235,9 @@ Shim& S();
 
 // ------------------------------------------------------------ datatypes
 
-// Size in bytes (packed) of a valid datatype, or -1.
-int type_size(MPI_Datatype t);
+// Size in bytes (packed) of a valid datatype, or -1. 64-bit: a derived type
+// may hold more than 2 GiB (MPI_Type_size says MPI_UNDEFINED then).
+int64_t type_size(MPI_Datatype t);
 // Reduction elements in one instance of a type made of one reducible
 // predefined type (a pair type such as MPI_DOUBLE_INT counts as one).
 int64_t type_elems(MPI_Datatype t);
@@ -659,7 +660,7 @@ inline int my_rank(MPI_Comm c) {
 // Bytes of one element (0 for an invalid type: only used with count 0) and
 // of `count` elements.
 inline uint64_t unit_of(MPI_Datatype t) {
-  const int ts = type_size(t);
+  const int64_t ts = type_size(t);
   return ts > 0 ? static_cast<uint64_t>(ts) : 0;
 }
 inline uint64_t bytes_of(int count, MPI_Datatype t) {

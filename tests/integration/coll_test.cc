@@ -131,6 +131,9 @@ INSTANTIATE_TEST_SUITE_P(
         // 10,000 small sends posted before any receive, then more receives
         // than the request table holds: back-pressure, nothing lost.
         Case{"flood", 2, 1, {}}, Case{"flood", 2, 2, {}}, Case{"flood", 3, 2, {}},
+        // More than 2 GiB in one message (a derived type of INT_MAX chars
+        // plus a remainder), every byte checked: cross-memory, and to self.
+        Case{"bigmsg", 2, 1, {}}, Case{"bigmsg", 1, 1, {}},
         // A message buffer that is not mapped: MPI_ERR_BUFFER on both sides, job goes on.
         Case{"badbuf", 2, 1, {}}, Case{"badbuf", 2, 2, {}},
         // MPI_Cancel of receives and sends (matched or not), generalized requests.
