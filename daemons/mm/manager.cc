@@ -256,7 +256,42 @@ void Manager::node_lost(uint32_t id) {
 }
 
 // ------------------------------------------------------------------ jobs
-void Manager::push_event_locked(Job& j, v1::JobEvent ev) { j.events.push_back(std::move(ev)); }
+void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
+  if (ev.has_output()) j.held_bytes += ev.output().data().size();
+  j.events.push_back(std::move(ev));
+  if (j.held_bytes <= kOutputHeld) return;
+  // Nobody reads: drop the oldest output down to half the bound, and say so
+  // where it was (the client sees a line naming the loss, not a silent gap).
+  size_t k = 0;
+  uint64_t gone = 0;
+  while (k < j.events.size() && j.held_bytes - gone > kOutputHeld / 2 && j.events[k].has_output())
+    gone += j.events[k++].output().data().size();
+  if (k == 0) return;
+  j.dropped_bytes += gone;
+  v1::JobEvent note;
+  auto* o = note.mutable_output();
+  o->set_job_id(j.id);
+  o->set_rank(j.events[k - 1].output().rank());
+  o->set_stream(v1::STDERR);
+  o->set_data(fmt::format("bcs: {} bytes of this job's output were dropped: no client read "
+                          "them (the manager holds {} MiB per job)\n",
+                          gone, kOutputHeld >> 20));
+  j.held_bytes = j.held_bytes - gone + note.output().data().size();
+  j.events.erase(j.events.begin(), j.events.begin() + static_cast<std::ptrdiff_t>(k - 1));
+  j.events.front() = std::move(note);
+  j.events_base += k - 1;
+  spdlog::warn("job {}: dropped {} bytes of output no client read", j.id, gone);
+}
+
+void Manager::drop_delivered_locked(Job& j, size_t next) {
+  // Events before `next` (absolute) reached a client; the exit stays.
+  size_t k = std::min(next - std::min(next, j.events_base), j.events.size());
+  if (k > 0 && !j.events[k - 1].has_output()) --k;
+  for (size_t i = 0; i < k; ++i)
+    if (j.events[i].has_output()) j.held_bytes -= j.events[i].output().data().size();
+  j.events.erase(j.events.begin(), j.events.begin() + static_cast<std::ptrdiff_t>(k));
+  j.events_base += k;
+}
 
 void Manager::fail_job_locked(Job& j, int status, const std::string& message) {
   if (j.failed || j.state == Job::State::done) return;
@@ -591,12 +626,17 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
     }
     for (auto& ev : batch)
       if (!w->Write(ev)) return {grpc::StatusCode::CANCELLED, "client went away"};
+    if (!batch.empty() && !end) {
+      std::lock_guard lk(mu_);
+      drop_delivered_locked(*j, next);
+    }
     if (end) {
       // Delivered: keep only the exit, for `bcs jobs` and late attachers.
       std::lock_guard lk(mu_);
       const size_t drop = j->events.size() - 1;
       j->events.erase(j->events.begin(), j->events.begin() + static_cast<std::ptrdiff_t>(drop));
       j->events_base += drop;
+      j->held_bytes = 0;
       return grpc::Status::OK;
     }
     if (ctx->IsCancelled()) return {grpc::StatusCode::CANCELLED, "client went away"};

@@ -60,6 +60,10 @@ struct Node {
   }
 };
 
+// The most output bytes the manager holds for a job while no client reads
+// it (a detached job, a client that stopped reading).
+inline constexpr uint64_t kOutputHeld = uint64_t{64} << 20;
+
 struct Job {
   enum class State { queued, starting, running, done };
   uint64_t id = 0;
@@ -90,8 +94,13 @@ struct Job {
   // Output..., then exactly one exit. Once a client has received the exit,
   // the output before it is dropped (events_base counts what was dropped),
   // so a standing manager does not keep every job's output forever.
+  // Output handed to a client is dropped at once (a running job's output
+  // is not kept), and output nobody reads is kept up to kOutputHeld bytes:
+  // past that the oldest goes, and a note in the stream says how much.
   std::vector<v1::JobEvent> events;
   size_t events_base = 0;
+  uint64_t held_bytes = 0;     // output bytes in `events`
+  uint64_t dropped_bytes = 0;  // output nobody read that was dropped
   bool exited = false;
 };
 
@@ -135,6 +144,7 @@ class Manager {
   void rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e);
   void node_lost(uint32_t node_id);
   void push_event_locked(Job& j, v1::JobEvent ev);
+  void drop_delivered_locked(Job& j, size_t next);
 
   // The strobe sender thread: starts queued jobs and drives slices.
   void strobe_sender();

@@ -181,6 +181,15 @@ TEST_F(Story, LabelsPrefixEveryLineWithTheRank) {
   EXPECT_THAT(r.out, HasSubstr("[2] hi\n"));
 }
 
+// The manager drops output as soon as the client has it (it used to keep a
+// running job's whole output): 2 x 40 MB through it, every byte arrives.
+TEST_F(Story, LargeOutputArrivesWholeAndIsNotKeptByTheManager) {
+  auto r = bcs_run({"-n", "2", "/bin/sh", "-c", "head -c 40000000 /dev/zero | tr '\\0' x"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out.size(), 80000000u);
+  EXPECT_EQ(r.out.find_first_not_of('x'), std::string::npos);
+}
+
 TEST_F(Story, AMissingProgramIsAClearError) {
   auto r = bcs_run({"-n", "2", "./does-not-exist-anywhere"});
   EXPECT_EQ(r.status, 127) << describe(r);
