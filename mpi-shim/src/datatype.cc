@@ -364,7 +364,7 @@ int check_usable(int comm, const char* fn, MPI_Datatype t) {
     return raise_error(comm, fn, MPI_ERR_TYPE,
                        "the datatype has more than %zu separate blocks per instance: bcs moves "
                        "data by block lists and keeps none this long (describe the data with "
-                       "fewer, larger blocks)",
+                       "fewer, larger blocks, or send it in parts)",
                        kMaxTypeBlocks);
   return MPI_SUCCESS;
 }

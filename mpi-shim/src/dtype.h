@@ -23,10 +23,13 @@ struct ElemRun {
   int64_t count;
 };
 
-// The most blocks one instance of a datatype may have in its list: 4 Mi
-// blocks are 64 MiB of rank memory (MPICH's types describe themselves as
-// loops instead; a flat list is what the node managers read).
-inline constexpr size_t kMaxTypeBlocks = size_t{1} << 22;
+// The most blocks one instance of a datatype may have in its list: 256 Mi
+// blocks are 4 GiB of rank memory, and describe at least 256 MiB of data
+// the program holds (a column of a 2 GiB matrix is 1/8 of that). MPICH's
+// types describe themselves as loops instead; a flat list is what the node
+// managers read. A type past it (a billion-block vector made only to ask
+// its size) is refused before its list is built.
+inline constexpr size_t kMaxTypeBlocks = size_t{1} << 28;
 
 struct DType {
   bool live = false;

@@ -81,8 +81,18 @@ namespace {
 // the block-list limit the middle blocks only add to the counts: the first
 // and the last give the bounds (positions are monotonic in i).
 void append_strided(DType& d, const DType& old, int count, int64_t step, int blocklength) {
+  // Blocks it would add: count of them, each blocklength instances of old
+  // (one block if they abut). Past the limit, never build the list at all.
+  const bool dense = old.blocks.size() == 1 && old.blocks[0].len == old.extent();
+  const double adds = static_cast<double>(count) *
+                      (dense ? 1.0 : static_cast<double>(old.blocks.size()) * blocklength);
+  if (!d.too_fragmented && adds + static_cast<double>(d.blocks.size()) > kMaxTypeBlocks) {
+    d.too_fragmented = true;
+    d.blocks = {};
+    d.elems = {};
+  }
   for (int i = 0; i < count; ++i) {
-    if (d.too_fragmented && i + 1 < count) {
+    if (d.too_fragmented && i > 0 && i + 1 < count) {
       d.count_more(old, static_cast<int64_t>(blocklength) * (count - 1 - i));
       i = count - 1;
     }

@@ -171,7 +171,7 @@ TEST_F(Dtype, ErrorClasses) {
   EXPECT_EQ(MPI_Type_create_subarray(2, sizes, sub, start, MPI_ORDER_C, MPI_INT, &t), MPI_ERR_ARG);
 }
 
-// Types with more blocks than bcs keeps a list of (4 Mi) are described
+// Types with more blocks than bcs keeps a list of (256 Mi) are described
 // exactly but refused for moving; a dense type of any count is one block.
 TEST_F(Dtype, AVectorOfABillionBlocksIsDescribedButNotMoved) {
   MPI_Datatype four, v, big;
