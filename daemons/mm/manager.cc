@@ -256,9 +256,20 @@ void Manager::node_lost(uint32_t id) {
 }
 
 // ------------------------------------------------------------------ jobs
+void Manager::pause_output_locked(Job& j, bool pause) {
+  if (j.output_paused == pause) return;
+  j.output_paused = pause;
+  v1::ManagerMsg m;
+  m.mutable_pause_output()->set_job_id(j.id);
+  m.mutable_pause_output()->set_pause(pause);
+  for (uint32_t n : j.nodes)
+    if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+}
+
 void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
   if (ev.has_output()) j.held_bytes += ev.output().data().size();
   j.events.push_back(std::move(ev));
+  if (j.held_bytes > kOutputPause) pause_output_locked(j, true);
   if (j.held_bytes <= kOutputHeld) return;
   // Nobody reads: drop the oldest output down to half the bound, and say so
   // where it was (the client sees a line naming the loss, not a silent gap).
@@ -291,6 +302,7 @@ void Manager::drop_delivered_locked(Job& j, size_t next) {
     if (j.events[i].has_output()) j.held_bytes -= j.events[i].output().data().size();
   j.events.erase(j.events.begin(), j.events.begin() + static_cast<std::ptrdiff_t>(k));
   j.events_base += k;
+  if (j.held_bytes < kOutputPause / 2) pause_output_locked(j, false);
 }
 
 void Manager::fail_job_locked(Job& j, int status, const std::string& message) {
@@ -627,8 +639,11 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
     for (auto& ev : batch)
       if (!w->Write(ev)) return {grpc::StatusCode::CANCELLED, "client went away"};
     if (!batch.empty() && !end) {
-      std::lock_guard lk(mu_);
-      drop_delivered_locked(*j, next);
+      {
+        std::lock_guard lk(mu_);
+        drop_delivered_locked(*j, next);
+      }
+      flush();  // a resume, if the client caught up
     }
     if (end) {
       // Delivered: keep only the exit, for `bcs jobs` and late attachers.

@@ -63,6 +63,10 @@ struct Node {
 // The most output bytes the manager holds for a job while no client reads
 // it (a detached job, a client that stopped reading).
 inline constexpr uint64_t kOutputHeld = uint64_t{64} << 20;
+// Past this many held bytes the node managers stop reading the job's rank
+// pipes (the ranks block in write) until clients have read half of it:
+// kOutputHeld above is only reached by what was in flight.
+inline constexpr uint64_t kOutputPause = uint64_t{8} << 20;
 
 struct Job {
   enum class State { queued, starting, running, done };
@@ -101,6 +105,7 @@ struct Job {
   size_t events_base = 0;
   uint64_t held_bytes = 0;     // output bytes in `events`
   uint64_t dropped_bytes = 0;  // output nobody read that was dropped
+  bool output_paused = false;  // the node managers were told to stop reading
   bool exited = false;
 };
 
@@ -145,6 +150,7 @@ class Manager {
   void node_lost(uint32_t node_id);
   void push_event_locked(Job& j, v1::JobEvent ev);
   void drop_delivered_locked(Job& j, size_t next);
+  void pause_output_locked(Job& j, bool pause);
 
   // The strobe sender thread: starts queued jobs and drives slices.
   void strobe_sender();

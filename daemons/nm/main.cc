@@ -91,6 +91,24 @@ class IoLoop {
     }
   }
 
+  // Output back-pressure (PauseOutput): stops or resumes watching the
+  // stdout/stderr pipes of `job_id`'s ranks. The pipes stay open; a rank
+  // blocks in write once its pipe is full.
+  void pause_output(uint64_t job_id, bool pause) {
+    std::lock_guard lk(mu_);
+    for (auto& [id, w] : watches_) {
+      if (w.job->id() != job_id) continue;
+      for (int which = 0; which < 2; ++which) {
+        UniqueFd& fd = which == 0 ? w.rank->out : w.rank->err;
+        if (!fd) continue;
+        epoll_event ev{};
+        ev.events = pause ? 0u : static_cast<uint32_t>(EPOLLIN);
+        ev.data.u64 = id | static_cast<uint64_t>(which);
+        ::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, fd.get(), &ev);
+      }
+    }
+  }
+
   void stop() {
     uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(stop_.get(), &one, sizeof one);
@@ -430,6 +448,9 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         }
         break;
       }
+      case v1::ManagerMsg::kPauseOutput:
+        io.pause_output(msg.pause_output().job_id(), msg.pause_output().pause());
+        break;
       case v1::ManagerMsg::kGoodbye:
         spdlog::info("the machine manager is shutting down");
         shutting_down = true;

@@ -183,11 +183,22 @@ TEST_F(Story, LabelsPrefixEveryLineWithTheRank) {
 
 // The manager drops output as soon as the client has it (it used to keep a
 // running job's whole output): 2 x 40 MB through it, every byte arrives.
+// Then a client that reads nothing for 3 s: the node managers stop reading
+// the ranks' pipes once the manager holds 8 MiB (the ranks block in write)
+// and resume when the client catches up; 2 x 100 MB arrive, none dropped.
 TEST_F(Story, LargeOutputArrivesWholeAndIsNotKeptByTheManager) {
   auto r = bcs_run({"-n", "2", "/bin/sh", "-c", "head -c 40000000 /dev/zero | tr '\\0' x"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out.size(), 80000000u);
   EXPECT_EQ(r.out.find_first_not_of('x'), std::string::npos);
+  const std::string job = bcs::test::bin("bcs") +
+                          " run --timeout 120s -n 2 /bin/sh -c "
+                          "\"head -c 100000000 /dev/zero | tr '\\\\0' x\" | (sleep 3; wc -c)";
+  auto slow = bcs::test::run({"/bin/sh", "-c", job}, 180s);
+  ASSERT_EQ(slow.status, 0) << slow.err;
+  EXPECT_EQ(slow.out, "200000000\n");
+  EXPECT_THAT(slow.err, testing::Not(HasSubstr("dropped")));
+  expect_nothing_left_now();
 }
 
 TEST_F(Story, AMissingProgramIsAClearError) {
