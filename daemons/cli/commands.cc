@@ -1,5 +1,7 @@
 #include "commands.h"
 
+#include <cstdlib>
+
 #include <algorithm>
 #include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
@@ -28,6 +30,7 @@
 #include "net.h"
 #include "output.h"
 #include "peer.h"
+#include "tls.h"
 #include "token.h"
 
 extern char** environ;
@@ -111,8 +114,18 @@ std::optional<Connection> connect_manager(const std::string& addr, const std::st
     c.channel = grpc::CreateInsecureChannelFromFd(addr, us->fd.release());
     return c;
   }
-  // Insecure transport: the default is loopback; anything else is expected
-  // to be a private cluster network guarded by the shared token.
+  // TLS when $BCS_TLS_CA names the CA of the manager's certificate (a
+  // manager started with --tls-cert); else plain TCP: the default is
+  // loopback, anything else a private network guarded by the token.
+  if (const char* ca = std::getenv(kTlsCaEnv); ca && *ca) {
+    grpc::SslCredentialsOptions ssl;
+    if (!read_pem(ca, &ssl.pem_root_certs, &why)) {
+      say(std::string(kTlsCaEnv) + ": " + why);
+      return std::nullopt;
+    }
+    c.channel = grpc::CreateChannel(addr, grpc::SslCredentials(ssl));
+    return c;
+  }
   c.channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
   return c;
 }

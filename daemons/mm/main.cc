@@ -16,6 +16,7 @@
 #include "manager.h"
 #include "net.h"
 #include "signals.h"
+#include "tls.h"
 #include "token.h"
 #include "units.h"
 
@@ -95,6 +96,11 @@ int main(int argc, char** argv) {
                  "not listening on loopback");
   std::string refused;
   app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
+  std::string tls_cert, tls_key;
+  app.add_option("--tls-cert", tls_cert,
+                 "serve gRPC over TLS with this certificate (PEM; with --tls-key): node "
+                 "managers and clients then need the CA (--tls-ca, $BCS_TLS_CA)");
+  app.add_option("--tls-key", tls_key, "the private key of --tls-cert (PEM)");
   std::string socket_path;
   app.add_option("--socket", socket_path,
                  "also listen on this unix socket (e.g. /run/bcs/mm.sock): local users submit "
@@ -115,6 +121,22 @@ int main(int argc, char** argv) {
   if (!refused.empty()) {
     std::fprintf(stderr, "bcs-mm: %s\n", kTokenOnCommandLine);
     return 2;
+  }
+  std::shared_ptr<grpc::ServerCredentials> creds = grpc::InsecureServerCredentials();
+  if (!tls_cert.empty() || !tls_key.empty()) {
+    grpc::SslServerCredentialsOptions o;
+    grpc::SslServerCredentialsOptions::PemKeyCertPair pair;
+    std::string why;
+    if (tls_cert.empty() || tls_key.empty()) {
+      std::fprintf(stderr, "bcs-mm: --tls-cert and --tls-key go together\n");
+      return 2;
+    }
+    if (!read_pem(tls_cert, &pair.cert_chain, &why) || !read_pem(tls_key, &pair.private_key, &why)) {
+      std::fprintf(stderr, "bcs-mm: %s\n", why.c_str());
+      return 2;
+    }
+    o.pem_key_cert_pairs.push_back(std::move(pair));
+    creds = grpc::SslServerCredentials(o);
   }
   std::string token_why;
   const auto token = load_token(token_file, &token_why);
@@ -222,7 +244,7 @@ int main(int argc, char** argv) {
     b.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
     b.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 5000);
     b.AddChannelArgument(GRPC_ARG_HTTP2_MAX_PING_STRIKES, 0);
-    b.AddListeningPort(listen, grpc::InsecureServerCredentials(), &port);
+    b.AddListeningPort(listen, creds, &port);
     b.RegisterService(&nodes);
     b.RegisterService(&jobs);
     b.RegisterService(&mon);

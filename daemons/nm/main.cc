@@ -22,6 +22,7 @@
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <mutex>
@@ -32,6 +33,7 @@
 #include "fd.h"
 #include "job.h"
 #include "job_limits.h"
+#include "tls.h"
 #include "launch.h"
 #include "net.h"
 #include "nic.h"
@@ -280,7 +282,7 @@ std::string check_manager_user(const Endpoint& where, const std::optional<PeerCr
 }
 
 int run_node(const std::string& manager, const Endpoint& where, const std::string& name,
-             const std::string& token, const std::string& net_devices,
+             const std::string& token, const std::string& tls_ca, const std::string& net_devices,
              std::chrono::nanoseconds liveness) {
   // Keepalive: a manager whose host hung is noticed within the liveness
   // timeout (a ping every 10 s, answered within the rest).
@@ -308,7 +310,13 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
     }
     channel = grpc::CreateCustomInsecureChannelFromFd(manager, us->fd.release(), args);
   } else {
-    channel = grpc::CreateCustomChannel(manager, grpc::InsecureChannelCredentials(), args);
+    // With a CA, the manager must prove itself with a certificate it signed
+    // (the manager's --tls-cert), and the token travels encrypted.
+    grpc::SslCredentialsOptions ssl;
+    ssl.pem_root_certs = tls_ca;
+    channel = grpc::CreateCustomChannel(
+        manager, tls_ca.empty() ? grpc::InsecureChannelCredentials() : grpc::SslCredentials(ssl),
+        args);
   }
   auto stub = v1::NodeControl::NewStub(channel);
   grpc::ClientContext ctx;
@@ -526,6 +534,10 @@ int main(int argc, char** argv) {
                  "how long a stopped or slow peer (or manager) may stay silent before the job "
                  "fails; shorter stalls only delay it")
       ->capture_default_str();
+  std::string tls_ca_file;
+  app.add_option("--tls-ca", tls_ca_file,
+                 "verify the manager's TLS certificate against this CA (PEM; default: "
+                 "$BCS_TLS_CA; none: plain TCP)");
   CLI11_PARSE(app, argc, argv);
   if (name.empty()) name = bcs::nm::hostname();
   const auto live_ns = bcs::parse_duration_ns(liveness);
@@ -589,6 +601,15 @@ int main(int argc, char** argv) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &chld, nullptr);
-  return bcs::nm::run_node(manager, *where, name, *token, *devices,
+  std::string tls_ca;
+  if (tls_ca_file.empty()) {
+    const char* e = std::getenv(bcs::kTlsCaEnv);
+    tls_ca_file = e ? e : "";
+  }
+  if (!tls_ca_file.empty() && !bcs::read_pem(tls_ca_file, &tls_ca, &why)) {
+    std::fprintf(stderr, "bcs-nm: --tls-ca %s\n", why.c_str());
+    return 2;
+  }
+  return bcs::nm::run_node(manager, *where, name, *token, tls_ca, *devices,
                            std::chrono::nanoseconds(*live_ns));
 }

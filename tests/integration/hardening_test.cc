@@ -293,6 +293,35 @@ TEST_F(Story, TheTokenComesFromAFileOrTheEnvironmentNeverFromArgv) {
   std::filesystem::remove_all(dir);
 }
 
+// The control plane over TLS: a manager with a certificate serves node
+// managers and clients that hold its CA ($BCS_TLS_CA); a client without it
+// is not served (plain TCP to a TLS port fails at once, clearly).
+TEST_F(Story, AManagerWithACertificateServesOnlyTlsClients) {
+  const auto dir = std::filesystem::temp_directory_path() / ("bcs-it-tls-" + std::to_string(getpid()));
+  std::filesystem::create_directories(dir);
+  const std::string key = (dir / "key.pem").string(), cert = (dir / "cert.pem").string();
+  auto gen = bcs::test::run({"/usr/bin/openssl", "req", "-x509", "-newkey", "rsa:2048", "-nodes", "-keyout",
+                             key, "-out", cert, "-days", "2", "-subj", "/CN=bcs-it",
+                             "-addext", "subjectAltName=IP:127.0.0.1"},
+                            60s);
+  ASSERT_EQ(gen.status, 0) << describe(gen);
+  Standing c(1, {"--tls-cert", cert, "--tls-key", key}, {{"BCS_TLS_CA", cert}});
+  ASSERT_TRUE(c.up());
+  auto ok = bcs_run({"--manager", c.addr, "-n", "2", prog("prog_ring")}, 90s,
+                    {{"BCS_TLS_CA", cert}});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  EXPECT_THAT(ok.out, HasSubstr("ring ok"));
+  auto plain = c.run({"-n", "1", "/bin/true"});
+  EXPECT_EQ(plain.status, 1) << describe(plain);
+  EXPECT_THAT(plain.err, HasSubstr("UNAVAILABLE"));
+  // A key without its certificate is refused at start.
+  auto half = bcs::test::run({bin("bcs-mm"), "--listen", "127.0.0.1:0", "--tls-key", key}, 30s);
+  EXPECT_EQ(half.status, 2) << describe(half);
+  EXPECT_THAT(half.err, HasSubstr("--tls-cert and --tls-key go together"));
+  c.expect_alive_then_stop();
+  std::filesystem::remove_all(dir);
+}
+
 // --------------------------------------------------------------- identity
 // A root-run standing cluster serving an unprivileged user created for the
 // test (useradd; removed afterwards).
