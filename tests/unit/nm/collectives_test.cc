@@ -11,38 +11,19 @@
 #include <numeric>
 #include <random>
 
+#include "fakes.h"
+
 namespace bcs::nm {
 namespace {
 
 // Rank memory: real pointers into buffers the test owns, checked against
-// the ranges registered for that rank.
-class FakeMemory : public RankMemory {
+// the ranges registered for that rank (fakes.h).
+class FakeMemory : public fakes::CheckedMemory<RankMemory> {
  public:
-  void allow(int32_t rank, const void* p, size_t len) {
-    ranges_[rank].push_back({reinterpret_cast<uintptr_t>(p), len});
-  }
-  int32_t read(int32_t r, uint64_t addr, void* dst, size_t len) override {
-    if (!ok(r, addr, len)) return bcs_err_peer_gone;
-    std::memcpy(dst, reinterpret_cast<const void*>(addr), len);
-    return 0;
-  }
-  int32_t write(int32_t r, uint64_t addr, const void* src, size_t len) override {
-    if (!ok(r, addr, len)) return bcs_err_peer_gone;
-    std::memcpy(reinterpret_cast<void*>(addr), src, len);
-    return 0;
-  }
   void complete(int32_t r, uint32_t request, int32_t error) override {
     completed[{r, request}] = error;
   }
   std::map<std::pair<int32_t, uint32_t>, int32_t> completed;
-
- private:
-  bool ok(int32_t r, uint64_t addr, size_t len) {
-    for (auto& [p, n] : ranges_[r])
-      if (addr >= p && addr + len <= p + n) return true;
-    return false;
-  }
-  std::map<int32_t, std::vector<std::pair<uintptr_t, size_t>>> ranges_;
 };
 
 Descriptor make_desc(const bcs_coll_args_t& a, uint64_t seq, uint32_t request,

@@ -77,10 +77,37 @@ inline core::Status FakeNet::send(uint32_t node, core::EventId ev, std::span<con
   return core::Status::ok;
 }
 
+// Rank memory as buffers of this process: an access outside the ranges a
+// test allowed for that rank is refused (as cross-memory attach refuses an
+// unmapped address), never wrapped around.
+template <typename Base>
+class CheckedMemory : public Base {
+ public:
+  void allow(int32_t r, const void* p, size_t n) { ranges_[r].push_back({reinterpret_cast<uintptr_t>(p), n}); }
+  int32_t read(int32_t r, uint64_t a, void* dst, size_t n) override {
+    if (!ok(r, a, n)) return bcs_err_peer_gone;
+    std::memcpy(dst, reinterpret_cast<const void*>(a), n);
+    return 0;
+  }
+  int32_t write(int32_t r, uint64_t a, const void* src, size_t n) override {
+    if (!ok(r, a, n)) return bcs_err_peer_gone;
+    std::memcpy(reinterpret_cast<void*>(a), src, n);
+    return 0;
+  }
+
+ private:
+  bool ok(int32_t r, uint64_t a, size_t n) {
+    for (auto& [p, len] : ranges_[r])
+      if (a >= p && n <= len && a - p <= len - n) return true;
+    return false;
+  }
+  std::map<int32_t, std::vector<std::pair<uintptr_t, size_t>>> ranges_;
+};
+
 // One node's ranks: a real segment (rings, request tables), memory = this
 // process's buffers (addresses are pointers, checked against registered
 // ranges).
-class FakeRanks : public LocalRanks {
+class FakeRanks : public CheckedMemory<LocalRanks> {
  public:
   FakeRanks(uint32_t self, std::vector<uint32_t> rank_node) : self_(self), rank_node_(std::move(rank_node)) {
     for (size_t r = 0; r < rank_node_.size(); ++r)
@@ -96,7 +123,6 @@ class FakeRanks : public LocalRanks {
     h->ring_slots = l.ring_slots;
     h->request_slots = l.request_slots;
   }
-  void allow(int32_t r, const void* p, size_t n) { ranges_[r].push_back({reinterpret_cast<uintptr_t>(p), n}); }
   uint32_t index_of(int32_t r) const {
     return static_cast<uint32_t>(std::find(local_.begin(), local_.end(), r) - local_.begin());
   }
@@ -124,16 +150,6 @@ class FakeRanks : public LocalRanks {
   void rank_corrupted(int32_t r, const std::string& why) override { corrupted_.push_back({r, why}); }
   ReadGrants grants_;
   std::vector<std::pair<int32_t, std::string>> corrupted_;
-  int32_t read(int32_t r, uint64_t a, void* dst, size_t n) override {
-    if (!ok(r, a, n)) return bcs_err_peer_gone;
-    std::memcpy(dst, reinterpret_cast<const void*>(a), n);
-    return 0;
-  }
-  int32_t write(int32_t r, uint64_t a, const void* src, size_t n) override {
-    if (!ok(r, a, n)) return bcs_err_peer_gone;
-    std::memcpy(reinterpret_cast<void*>(a), src, n);
-    return 0;
-  }
   void complete(int32_t r, uint32_t req, int32_t e) override { complete_status(r, req, e, r, 0, 0, 0); }
   void complete_status(int32_t r, uint32_t req, int32_t e, int32_t src, int32_t tag, uint64_t bytes,
                        uint32_t found) override {
@@ -144,17 +160,11 @@ class FakeRanks : public LocalRanks {
   }
 
  private:
-  bool ok(int32_t r, uint64_t a, size_t n) {
-    for (auto& [p, len] : ranges_[r])
-      if (a >= p && n <= len && a - p <= len - n) return true;  // no wrap-around
-    return false;
-  }
   uint32_t self_;
   std::vector<uint32_t> rank_node_;
   std::vector<int32_t> local_;
   std::vector<uint8_t> seg_;
   void* base_ = nullptr;
-  std::map<int32_t, std::vector<std::pair<uintptr_t, size_t>>> ranges_;
 };
 
 inline Descriptor send_desc(int32_t dst, int32_t tag, const void* buf, uint64_t len, uint32_t req) {
