@@ -134,6 +134,11 @@ INSTANTIATE_TEST_SUITE_P(
         // More than 2 GiB in one message (a derived type of INT_MAX chars
         // plus a remainder), every byte checked: cross-memory, and to self.
         Case{"bigmsg", 2, 1, {}}, Case{"bigmsg", 1, 1, {}},
+        // Load without loss: windows of small Isend/Irecv, barriers, an
+        // all-to-all by point-to-point over 16 ranks (tests/programs/load.c;
+        // with large counts it is the sanitizer load run).
+        Case{"load", 2, 2, {"window", "20000"}}, Case{"load", 3, 2, {"window", "5000"}},
+        Case{"load", 2, 1, {"barrier", "2000"}}, Case{"load", 16, 2, {"a2a", "100"}},
         // A message buffer that is not mapped: MPI_ERR_BUFFER on both sides, job goes on.
         Case{"badbuf", 2, 1, {}}, Case{"badbuf", 2, 2, {}},
         // MPI_Cancel of receives and sends (matched or not), generalized requests.
