@@ -32,7 +32,13 @@
 // every member computes the same one.
 //
 //   MPI_Comm_dup / idup / dup_with_info: rank 0 of the parent broadcasts its
-//     k over the parent (one bcs_coll BCAST on the parent's context).
+//     k over the parent (one bcs_coll BCAST on the parent's context). A
+//     blocking dup reserves a range of the leader's indexes with it (1, then
+//     2, 4, ... 256 at the parent's later exchanges), and the parent's next
+//     dups take them in order without any exchange: every member makes the
+//     same calls on the parent in the same order (MPI's rule for collective
+//     calls), so all agree. idup always exchanges; its index lies past every
+//     range the leader reserved.
 //   MPI_Comm_split / split_type: one allgather over the parent of (colour,
 //     key, k); each colour's members sort by (key, parent rank), and the
 //     first one is the leader. split_type's colour is a 63-bit hash of
@@ -163,6 +169,10 @@ int make_comm(const char* fn, int parent, MembersPtr m, int32_t ctx, int* out) {
   return MPI_SUCCESS;
 }
 
+// The most context indexes one exchange of MPI_Comm_dup reserves for the
+// parent's next dups (ranges double from 1 up to this).
+constexpr int64_t kMaxDupRange = 256;
+
 // The leader of a new communicator over `m` took id k: if that is this
 // process, its next id is k + 1.
 void advance_if_leader(const Members& m, int64_t k) {
@@ -194,18 +204,29 @@ int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
   if (comm_at(parent).inter) return intercomm_dup(fn, parent, newcomm);
-  const Comm& p = comm_at(parent);
-  int64_t k = S().next_ctx_index;  // the leader's (parent rank 0's) value counts
-  bcs_coll_args_t a{};
-  a.kind = BCS_COLL_BCAST;
-  a.sendbuf = &k;
-  a.recvbuf = &k;
-  a.sbytes = a.rbytes = sizeof k;
-  if (int e = run_coll(fn, parent, a, nullptr, nullptr)) return e;
+  Comm& p = comm_at(parent);
   MembersPtr m = p.m;
+  int64_t k;
+  if (p.dup_next < p.dup_end) {
+    k = p.dup_next++;  // reserved at an earlier exchange: known to every member
+  } else {
+    // The leader's (parent rank 0's) next index, and a range of dup_grow
+    // indexes from it for this and the next dups of the parent.
+    k = S().next_ctx_index;
+    bcs_coll_args_t a{};
+    a.kind = BCS_COLL_BCAST;
+    a.sendbuf = &k;
+    a.recvbuf = &k;
+    a.sbytes = a.rbytes = sizeof k;
+    if (int e = run_coll(fn, parent, a, nullptr, nullptr)) return e;
+    Comm& q = comm_at(parent);
+    q.dup_next = k + 1;
+    q.dup_end = k + q.dup_grow;
+    q.dup_grow = std::min<int64_t>(q.dup_grow * 2, kMaxDupRange);
+    advance_if_leader(*m, q.dup_end - 1);
+  }
   int32_t ctx;
   if (!context_id(m->world[0], k, &ctx)) return out_of_contexts(parent, fn);
-  advance_if_leader(*m, k);
   int idx;
   if (int e = make_comm(fn, parent, std::move(m), ctx, &idx)) return e;
   if (int e = attr_copy_all(parent, idx)) {

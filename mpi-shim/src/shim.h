@@ -111,6 +111,12 @@ struct Comm {
   std::string name;
   std::vector<Attr> attrs;
   TopologyPtr topo;           // null: no topology
+  // Context indexes of the leader's space reserved for this communicator's
+  // next dups, [dup_next, dup_end): every member knows them, so a dup in
+  // the range needs no exchange (comm.cc, dup). dup_grow: the size of the
+  // next range (doubling, so a communicator dup'ed once wastes nothing).
+  int64_t dup_next = 0, dup_end = 0;
+  int64_t dup_grow = 1;
   // Intercommunicators (intercomm.cc): `m` is the local group, `remote` the
   // group point-to-point ranks name; `local` a private intracommunicator of
   // the local group in its rank order (for agreeing on new contexts and for

@@ -385,6 +385,44 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Comm_free(&t));
   }
 
+  /* 600 dups of one communicator, mixed with idups: most take a context
+     reserved at an earlier exchange (no exchange of their own). Each must
+     be its own context: a ring message sent on every dup, all posted before
+     any is received, arrives on its own dup with its own value. */
+  {
+    enum { NDUP = 600 };
+    MPI_Comm *d = malloc(sizeof(MPI_Comm) * NDUP);
+    MPI_Request *rq = malloc(sizeof(MPI_Request) * NDUP);
+    int *got = malloc(sizeof(int) * NDUP), *val = malloc(sizeof(int) * NDUP);
+    CHECK(d && rq && got && val, "no memory");
+    for (int i = 0; i < NDUP; ++i) {
+      if (i % 97 == 5) {
+        MPI_Request r;
+        MPI_OK(MPI_Comm_idup(parity, &d[i], &r));
+        MPI_OK(MPI_Wait(&r, MPI_STATUS_IGNORE));
+      } else {
+        MPI_OK(MPI_Comm_dup(parity, &d[i]));
+      }
+    }
+    int pr, ps;
+    MPI_OK(MPI_Comm_rank(parity, &pr));
+    MPI_OK(MPI_Comm_size(parity, &ps));
+    for (int i = 0; i < NDUP; ++i) {
+      val[i] = i * 1000 + pr;
+      MPI_OK(MPI_Irecv(&got[i], 1, MPI_INT, (pr + ps - 1) % ps, 3, d[i], &rq[i]));
+    }
+    for (int i = NDUP - 1; i >= 0; --i) MPI_OK(MPI_Send(&val[i], 1, MPI_INT, (pr + 1) % ps, 3, d[i]));
+    MPI_OK(MPI_Waitall(NDUP, rq, MPI_STATUSES_IGNORE));
+    for (int i = 0; i < NDUP; ++i) {
+      CHECK(got[i] == i * 1000 + (pr + ps - 1) % ps, "dup %d got %d", i, got[i]);
+      MPI_OK(MPI_Comm_free(&d[i]));
+    }
+    free(d);
+    free(rq);
+    free(got);
+    free(val);
+  }
+
   MPI_OK(MPI_Group_free(&wg));
   MPI_OK(MPI_Group_free(&eg));
   MPI_OK(MPI_Group_free(&og));
