@@ -105,6 +105,11 @@ struct Collectives::Impl {
   uint64_t budget = 0;
   std::vector<uint32_t> rank_node;
   std::map<int32_t, Ctx> ctxs;
+  // The contexts with collectives posted and not complete, in context order.
+  // Per-slice work walks these only: a job that made and freed 100,000
+  // communicators keeps their registrations, and walking all of them every
+  // slice made each slice slower than the last.
+  std::set<int32_t> busy;
   // The microphase begun and not yet finished: its ops and its peers.
   std::vector<Op*> batch;
   std::set<uint32_t> expect_from, received_from;

@@ -127,6 +127,7 @@ bool Collectives::post(int32_t world_rank, const Descriptor& d, std::string* why
   if (d.request >= 1u << 24) return fail_why("request index out of range");
 
   last = d.seq;
+  impl_->busy.insert(d.context);
   Op& op = c.ops[d.seq];
   Member m;
   m.world = world_rank;
@@ -155,7 +156,8 @@ bool Collectives::post(int32_t world_rank, const Descriptor& d, std::string* why
 
 std::vector<wire::CollLevel> Collectives::levels() const {
   std::vector<wire::CollLevel> out;
-  for (const auto& [ctx, c] : impl_->ctxs) {
+  for (const int32_t ctx : impl_->busy) {
+    const Ctx& c = impl_->ctxs.at(ctx);
     // Only contexts with work waiting: a node with nothing posted on a
     // context could only hold it back, and that is what its silence does
     // (the MM releases a context only when every node hosting members
@@ -184,7 +186,7 @@ std::vector<wire::CollLevel> Collectives::levels() const {
 
 size_t Collectives::pending() const {
   size_t n = 0;
-  for (const auto& [ctx, c] : impl_->ctxs) n += c.ops.size();
+  for (const int32_t ctx : impl_->busy) n += impl_->ctxs.at(ctx).ops.size();
   return n;
 }
 
@@ -254,7 +256,8 @@ std::vector<Collectives::Outgoing> Collectives::begin(CollPhase phase,
   // In (context, number) order: collectives in their rounds, and those
   // released now.
   std::vector<std::pair<Ctx*, Op*>> ops;
-  for (auto& [ctx, c] : I.ctxs) {
+  for (const int32_t ctx : I.busy) {
+    Ctx& c = I.ctxs.at(ctx);
     auto it = rel.find(ctx);
     for (auto& [seq, op] : c.ops) {
       if (coll_phase(op.kind) != phase) continue;
@@ -383,7 +386,9 @@ Collectives::Done Collectives::finish(RankMemory& mem, bool lost) {
     op->round++;
     if (!op->more_local && op->from.empty() && op->to.empty()) {
       I.complete(c, *op, mem, done);
-      c.ops.erase(op->seq);
+      const int32_t ctx = op->ctx;
+      c.ops.erase(op->seq);  // `op` is gone
+      if (c.ops.empty()) I.busy.erase(ctx);
     }
   }
   I.batch.clear();
