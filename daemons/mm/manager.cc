@@ -278,7 +278,6 @@ void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
   while (k < j.events.size() && j.held_bytes - gone > kOutputHeld / 2 && j.events[k].has_output())
     gone += j.events[k++].output().data().size();
   if (k == 0) return;
-  j.dropped_bytes += gone;
   v1::JobEvent note;
   auto* o = note.mutable_output();
   o->set_job_id(j.id);

@@ -104,7 +104,6 @@ struct Job {
   std::vector<v1::JobEvent> events;
   size_t events_base = 0;
   uint64_t held_bytes = 0;     // output bytes in `events`
-  uint64_t dropped_bytes = 0;  // output nobody read that was dropped
   bool output_paused = false;  // the node managers were told to stop reading
   bool exited = false;
 };

@@ -173,7 +173,6 @@ const std::vector<DType>& predefined_table() {
           h == MPI_CXX_LONG_DOUBLE_COMPLEX || h == MPI_LONG_DOUBLE_INT)
         d.align = 16;
       d.name = kTypes[i].name;
-      d.red = h;
       d.nred = 1;
     }
     // The pair types are MPI structs {value; int index}: their size is the
@@ -305,11 +304,9 @@ void DType::append(const DType& t, int64_t disp, int64_t reps) {
   if (t.size > 0) {
     if (dtype_state == 0) {
       dtype = t.dtype;
-      red = t.red;
       dtype_state = t.dtype ? 1 : 2;
-    } else if (dtype != t.dtype || t.dtype == 0 || red != t.red) {
+    } else if (dtype != t.dtype || t.dtype == 0) {
       dtype = 0;
-      red = MPI_DATATYPE_NULL;
       dtype_state = 2;
     }
   }
@@ -339,10 +336,6 @@ int64_t type_elems(MPI_Datatype t) {
   return d ? d->nred : 0;
 }
 
-MPI_Datatype type_red(MPI_Datatype t) {
-  const DType* d = dtype_of(t);
-  return d && d->dtype ? d->red : MPI_DATATYPE_NULL;
-}
 
 bool type_contiguous(MPI_Datatype t, int64_t* offset) {
   const DType* d = dtype_of(t);

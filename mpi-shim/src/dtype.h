@@ -50,7 +50,6 @@ struct DType {
   std::vector<ElemRun> elems;     // one instance
   int64_t nelems = 0;             // basic elements per instance (MPI_Get_elements)
   int dtype = 0;                  // bcs_dtype_t when made of one reducible predefined type
-  MPI_Datatype red = MPI_DATATYPE_NULL;  // that predefined type (a pair type counts as one)
   int64_t nred = 0;               // instances of it per instance of this type
   int dtype_state = 0;            // building: 0 none seen, 1 one dtype, 2 mixed
   bool first = true;              // building: no part appended yet

@@ -247,8 +247,6 @@ int64_t type_size(MPI_Datatype t);
 // Reduction elements in one instance of a type made of one reducible
 // predefined type (a pair type such as MPI_DOUBLE_INT counts as one).
 int64_t type_elems(MPI_Datatype t);
-// That predefined type, or MPI_DATATYPE_NULL for a mixed type.
-MPI_Datatype type_red(MPI_Datatype t);
 // True when any number of instances of `t` is one contiguous byte range
 // that starts `*offset` bytes from the buffer (predefined types, contiguous
 // derived ones); false for a type with holes, which is packed.
