@@ -803,6 +803,13 @@ Status Fabric::test_event(EventId ev, Message* out, std::optional<std::chrono::n
   return I.block(attempt, /*on_var=*/false, ev, timeout);
 }
 
+void Fabric::signal_local(EventId ev, std::span<const uint8_t> data) {
+  auto& I = *impl_;
+  std::lock_guard lk(I.state_mu);
+  I.queues[ev].push_back(Message{I.cfg.self, {data.begin(), data.end()}});
+  I.wake_locked(false, ev);
+}
+
 size_t Fabric::pending(EventId ev) {
   impl_->progress();
   std::lock_guard lk(impl_->state_mu);

@@ -153,6 +153,28 @@ TEST(CoreFabric, BlockedWaiterReleasedByMessageFromAnotherThread) {
   EXPECT_EQ(m.data, bytes("wake"));
 }
 
+// How another thread of the process interrupts a test_event (the machine
+// manager's shutdown waking the strobe sender): no peer, no connection.
+TEST(CoreFabric, ALocalSignalReleasesAWaiterWithoutAnyPeer) {
+  auto a = make_fabric(1);
+  ASSERT_TRUE(a);
+  auto waiter = std::async(std::launch::async, [&] {
+    Message m;
+    Status st = a->test_event(31, &m, kWait);
+    return std::make_pair(st, m);
+  });
+  a->signal_local(31, bytes("look"));
+  auto [st, m] = waiter.get();
+  ASSERT_EQ(st, Status::ok);
+  EXPECT_EQ(m.from, 1u);
+  EXPECT_EQ(m.data, bytes("look"));
+  // Queued when nobody waits: the next test_event takes it.
+  a->signal_local(31, {});
+  EXPECT_EQ(a->test_event(31, &m, 0ns), Status::ok);
+  EXPECT_TRUE(m.data.empty());
+  EXPECT_EQ(a->test_event(31, &m, 0ns), Status::timeout);
+}
+
 // Two threads block on different events of one fabric; whichever of them
 // progresses the worker, each must get its own message.
 TEST(CoreFabric, TwoWaitersOnOneFabricEachGetTheirEvent) {

@@ -115,6 +115,10 @@ class Fabric {
   // = wait forever (until close()).
   Status test_event(EventId ev, Message* out,
                     std::optional<std::chrono::nanoseconds> timeout);
+  // Queues `data` on this node's own `ev`, as if a peer had signalled it,
+  // and wakes a thread blocked on it: how another thread of the process
+  // interrupts a test_event (shutdown, a state change to look at).
+  void signal_local(EventId ev, std::span<const uint8_t> data);
   // Number of messages waiting on `ev` (after one progress pass).
   size_t pending(EventId ev);
 
