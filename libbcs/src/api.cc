@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
@@ -79,7 +80,8 @@ struct IprobeKey {
 struct State {
   Mapping map;
   bcs::RankView view;
-  const bcs::SegmentHeader* header = nullptr;
+  bcs::SegmentHeader* header = nullptr;
+  bcs::SegmentLayout layout;  // as the header gave it (checked at init)
   int32_t rank = 0;
   int32_t size = 0;
   uint64_t slice_ns = 0;
@@ -211,6 +213,14 @@ void wait_until(Pred ready) {
       ctl->waiting.store(0, std::memory_order_relaxed);
       break;
     }
+    // The last local rank to block tells the node manager, which may then
+    // start the next slice at once (work-conserving strobe). Every rank sets
+    // its flag before it looks at the others (seq_cst), so of two ranks
+    // blocking together at least one sees both and rings.
+    auto& s = st();
+    if ((s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmBellOnBlock) &&
+        bcs::segment_all_blocked(s.map.base(), s.layout))
+      bcs::segment_ring_bell(&s.header->bell);
     bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
     ctl->waiting.store(0, std::memory_order_relaxed);
   }
@@ -225,7 +235,15 @@ void polled_nothing() { sched_yield(); }
 void post(Descriptor& d) {
   auto& s = st();
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
-  if (bcs::ring_try_post(s.view, d)) return;
+  if (bcs::ring_try_post(s.view, d)) {
+    // A parked strobe (nothing to do anywhere) wakes only when rung. The NM
+    // sets kNmParked, then re-reads the rings; we publish the head, then
+    // read the flag: with both fences one of us sees the other.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmParked)
+      bcs::segment_ring_bell(&s.header->bell);
+    return;
+  }
   auto* ctl = s.view.ctl;
   const uint32_t slots = s.view.ring_slots;
   wait_until([&] {
@@ -289,7 +307,7 @@ bcs_status_t bcs_init(void) {
   close(static_cast<int>(fd));
   unsetenv("BCS_SEGMENT_FD");
 
-  auto* h = static_cast<const bcs::SegmentHeader*>(s.map.base());
+  auto* h = static_cast<bcs::SegmentHeader*>(s.map.base());
   bcs::SegmentLayout l{h->nlocal, h->ring_slots, h->request_slots};
   const bool ok = h->magic == bcs::kSegmentMagic && h->version == bcs::kSegmentVersion &&
                   h->world_size == static_cast<uint32_t>(size) && h->nlocal > 0 &&
@@ -308,6 +326,7 @@ bcs_status_t bcs_init(void) {
     return BCS_ERR_INTERNAL;
   }
   s.header = h;
+  s.layout = l;
   s.rank = static_cast<int32_t>(rank);
   s.size = static_cast<int32_t>(size);
   s.slice_ns = h->slice_ns;

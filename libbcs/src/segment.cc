@@ -50,7 +50,15 @@ void rank_wake(RankView& v) {
   v.ctl->wake_seq.fetch_add(1, std::memory_order_release);
   // The rank sets `waiting` before re-checking its condition and sleeping,
   // so either it sees our completion or we see it waiting (both seq_cst).
-  if (v.ctl->waiting.load(std::memory_order_seq_cst)) futex_wake_all(&v.ctl->wake_seq);
+  // Clearing the flag here (the rank clears it too once it runs) means a
+  // rank woken but not yet scheduled no longer counts as blocked
+  // (segment_all_blocked), so the strobe never races ahead of it.
+  if (v.ctl->waiting.exchange(0, std::memory_order_seq_cst)) futex_wake_all(&v.ctl->wake_seq);
+}
+
+void segment_ring_bell(std::atomic<uint32_t>* bell) {
+  bell->fetch_add(1, std::memory_order_seq_cst);
+  futex_wake_all(bell);
 }
 
 void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,

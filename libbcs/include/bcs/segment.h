@@ -23,7 +23,7 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 1;
+constexpr uint32_t kSegmentVersion = 2;
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -171,6 +171,14 @@ struct alignas(64) RankControl {
   uint32_t pid;                        // written by the NM after fork
 };
 
+// SegmentHeader::nm_flags: when the node manager wants a rank to ring its
+// doorbell (SegmentHeader::bell), in the manner of io_uring's need-wakeup
+// flag. Ringing costs the rank a FUTEX_WAKE, so it happens only when asked.
+constexpr uint32_t kNmBellOnBlock = 1;  // ring when this rank blocks and every
+                                        // other local rank is blocked too (the
+                                        // strobe may start the next slice at once)
+constexpr uint32_t kNmParked = 2;       // the strobe is parked: ring after a post
+
 struct alignas(64) SegmentHeader {
   uint32_t magic;
   uint32_t version;
@@ -182,6 +190,11 @@ struct alignas(64) SegmentHeader {
   uint64_t rank_area_bytes; // size of one RankArea
   uint64_t slice_ns;        // for MPI_Wtick-like introspection and the MMDS
   uint64_t total_bytes;
+  // The node manager's doorbell: ranks bump it and FUTEX_WAKE it; the NM's
+  // doorbell thread sleeps on it. Only a hint: the NM re-reads the rings and
+  // the ranks' `waiting` flags itself and never trusts the value.
+  alignas(64) std::atomic<uint32_t> bell;
+  std::atomic<uint32_t> nm_flags;  // kNm*: written by the NM only
 };
 
 // Sizing and addressing. Both sides compute the same layout from the header.
@@ -235,6 +248,26 @@ inline RankView segment_rank_view(void* base, uint32_t local_index) {
 // timeout_ns (0 = no timeout).
 void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns = 0);
 void futex_wake_all(std::atomic<uint32_t>* word);
+
+// Whether every local rank is asleep in a blocking call (or done with MPI):
+// then nothing on this node will post until the runtime completes something.
+// A rank counts as blocked while its `waiting` flag is set; the NM clears the
+// flag when it wakes the rank (rank_wake), so a rank woken but not yet
+// running no longer counts. `nlocal` and the layout are the caller's (the NM
+// passes its private copy).
+inline bool segment_all_blocked(void* base, const SegmentLayout& l) {
+  for (uint32_t i = 0; i < l.nlocal; ++i) {
+    const RankControl* c = segment_rank_view(base, i, l).ctl;
+    if (c->waiting.load(std::memory_order_seq_cst)) continue;
+    if (c->mpi_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(MpiState::finalized))
+      continue;
+    return false;
+  }
+  return true;
+}
+
+// Rings the node manager's doorbell (&SegmentHeader::bell): bump, FUTEX_WAKE.
+void segment_ring_bell(std::atomic<uint32_t>* bell);
 
 // ------------------------------------------------------------- ring ops
 // Single producer (the rank), single consumer (the NM).
