@@ -54,6 +54,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   put_u32s(w, s.expect_batches);
   put_u32s(w, s.expect_gets);
   put_release(w, s.coll_release);
+  w.put<uint8_t>(s.fused);
   return std::move(w.bytes());
 }
 
@@ -66,6 +67,7 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.expect_batches = get_u32s(r);
   s.expect_gets = get_u32s(r);
   s.coll_release = get_release(r);
+  s.fused = r.get<uint8_t>() != 0;
   return s;
 }
 
@@ -83,6 +85,8 @@ std::vector<uint8_t> encode(const Report& x) {
   put_u32s(w, x.gets_to);
   w.put(x.bytes);
   w.put(x.collectives);
+  w.put<uint8_t>(x.all_blocked);
+  w.put<uint8_t>(x.parked);
   w.put(x.errors);
   w.put_bytes({reinterpret_cast<const uint8_t*>(x.error.data()), x.error.size()});
   return std::move(w.bytes());
@@ -103,9 +107,53 @@ Report decode_report(std::span<const uint8_t> b) {
   x.gets_to = get_u32s(r);
   x.bytes = r.get<uint64_t>();
   x.collectives = r.get<uint32_t>();
+  x.all_blocked = r.get<uint8_t>() != 0;
+  x.parked = r.get<uint8_t>() != 0;
   x.errors = r.get<uint32_t>();
   const auto e = r.get_bytes();
   x.error.assign(e.begin(), e.end());
+  return x;
+}
+
+std::vector<uint8_t> encode(const FusedReport& f) {
+  Writer w;
+  w.put<uint32_t>(static_cast<uint32_t>(f.parts.size()));
+  for (size_t i = 0; i < f.parts.size(); ++i) {
+    w.put<uint64_t>(i < f.ns.size() ? f.ns[i] : 0);
+    w.put_bytes(encode(f.parts[i]));
+  }
+  return std::move(w.bytes());
+}
+
+FusedReport decode_fused(std::span<const uint8_t> b) {
+  Reader r(b);
+  FusedReport f;
+  const auto n = r.get<uint32_t>();
+  // One report per microphase: DEM, MSM, P2P, BBM, RM.
+  if (n == 0 || n > 5) throw std::runtime_error("fused report: bad number of parts");
+  for (uint32_t i = 0; i < n; ++i) {
+    f.ns.push_back(r.get<uint64_t>());
+    f.parts.push_back(decode_report(r.get_bytes()));
+  }
+  return f;
+}
+
+std::vector<uint8_t> encode(const Bell& b) {
+  Writer w;
+  w.put(b.job);
+  w.put(b.epoch);
+  w.put(b.kind);
+  return std::move(w.bytes());
+}
+
+Bell decode_bell(std::span<const uint8_t> b) {
+  Reader r(b);
+  Bell x;
+  x.job = r.get<uint64_t>();
+  x.epoch = r.get<uint64_t>();
+  x.kind = r.get<BellKind>();
+  if (x.kind != BellKind::blocked && x.kind != BellKind::work)
+    throw std::runtime_error("bell of unknown kind");
   return x;
 }
 

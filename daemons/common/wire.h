@@ -22,6 +22,7 @@ enum Event : uint16_t {
   kEvDmaData = 4,    // NM -> NM: P2P, the bytes of a chunk
   kEvDmaServed = 5,  // NM -> itself: one remote read served (counted in P2P)
   kEvCollData = 6,   // NM -> NM: BBM/RM, one bundle of collective data per node pair
+  kEvBell = 7,       // NM -> MM: the node's doorbell (Bell); MM -> itself: look again
 };
 enum Var : uint16_t {
   kVarPhase = 1,  // NM: slice * 8 + microphase, set when the microphase is done
@@ -125,6 +126,9 @@ struct Strobe {
   std::vector<uint32_t> expect_gets;
   // BBM and RM: collectives released, per context.
   std::vector<CollRelease> coll_release;
+  // DEM of a job with one node: the node runs the whole slice on this one
+  // strobe, deciding the later microphases itself (FusedReport).
+  bool fused = false;
 };
 std::vector<uint8_t> encode(const Strobe& s);
 Strobe decode_strobe(std::span<const uint8_t> b);
@@ -147,6 +151,13 @@ struct Report {
   uint64_t bytes = 0;  // bytes moved into local receivers (BBM/RM: bytes written by collectives)
   // BBM / RM
   uint32_t collectives = 0;  // collectives completed on this node
+  // Any microphase, read by the strobe sender from the last one of a slice:
+  // every local rank of the job is asleep in a blocking call (or done with
+  // MPI), counted after this microphase's completions woke whom they woke.
+  bool all_blocked = false;
+  // DEM: the node had nothing to do and armed its doorbell for posts
+  // (kNmParked); the strobe may park until a node rings.
+  bool parked = false;
   // Failures of the node's own work in the microphase (a batch or bundle
   // that never came or did not decode, a remote read that failed): work was
   // lost, so the MM fails the job with `error`, the first of them.
@@ -159,6 +170,28 @@ struct Report {
 };
 std::vector<uint8_t> encode(const Report& r);
 Report decode_report(std::span<const uint8_t> b);
+
+// ---- NM -> MM: the reports of a fused slice (Strobe::fused), one per
+// microphase it ran, in order, with the time each took on the node.
+struct FusedReport {
+  std::vector<Report> parts;
+  std::vector<uint64_t> ns;
+};
+std::vector<uint8_t> encode(const FusedReport& f);
+FusedReport decode_fused(std::span<const uint8_t> b);
+
+// ---- NM -> MM: the node's doorbell, rung between slices.
+enum class BellKind : uint8_t {
+  blocked = 1,  // every local rank blocked after microphase `epoch`
+  work = 2,     // a rank posted while the node was parked
+};
+struct Bell {
+  uint64_t job = 0;
+  uint64_t epoch = 0;  // phase_value() of the last microphase the node finished
+  BellKind kind = BellKind::blocked;
+};
+std::vector<uint8_t> encode(const Bell& b);
+Bell decode_bell(std::span<const uint8_t> b);
 
 // ---- NM -> NM: DEM batch of send descriptors
 struct DescBatch {

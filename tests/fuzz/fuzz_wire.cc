@@ -34,11 +34,13 @@ void round_trip(std::span<const uint8_t> in, Decode decode) {
 extern "C" int bcs_fuzz_wire(const uint8_t* data, size_t size) {
   if (size == 0) return 0;
   const std::span<const uint8_t> in(data + 1, size - 1);
-  switch (data[0] % 4) {
+  switch (data[0] % 6) {
     case 0: round_trip(in, [](auto b) { return bcs::wire::decode_strobe(b); }); break;
     case 1: round_trip(in, [](auto b) { return bcs::wire::decode_report(b); }); break;
     case 2: round_trip(in, [](auto b) { return bcs::wire::decode_batch(b); }); break;
     case 3: round_trip(in, [](auto b) { return bcs::wire::decode_get(b); }); break;
+    case 4: round_trip(in, [](auto b) { return bcs::wire::decode_bell(b); }); break;
+    case 5: round_trip(in, [](auto b) { return bcs::wire::decode_fused(b); }); break;
   }
   return 0;
 }

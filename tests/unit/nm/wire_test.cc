@@ -59,5 +59,54 @@ TEST(Wire, AReportCarriesItsFirstFailure) {
   EXPECT_EQ(d.error, "batch 1 of 2 never came");
 }
 
+TEST(Wire, AReportSaysWhetherTheNodeIsBlockedOrParked) {
+  Report r;
+  r.all_blocked = true;
+  EXPECT_TRUE(decode_report(encode(r)).all_blocked);
+  EXPECT_FALSE(decode_report(encode(r)).parked);
+  r.all_blocked = false;
+  r.parked = true;
+  EXPECT_FALSE(decode_report(encode(r)).all_blocked);
+  EXPECT_TRUE(decode_report(encode(r)).parked);
+}
+
+TEST(Wire, AFusedReportKeepsItsMicrophasesInOrder) {
+  FusedReport f;
+  f.parts.emplace_back().drained = 3;
+  f.parts.back().phase = Phase::dem;
+  f.parts.emplace_back().chunks = 2;
+  f.parts.back().phase = Phase::msm;
+  f.parts.emplace_back().bytes = 8;
+  f.parts.back().phase = Phase::p2p;
+  f.parts.back().all_blocked = true;
+  f.ns = {10, 20, 30};
+  const FusedReport d = decode_fused(encode(f));
+  ASSERT_EQ(d.parts.size(), 3u);
+  EXPECT_EQ(d.parts[0].drained, 3u);
+  EXPECT_EQ(d.parts[1].phase, Phase::msm);
+  EXPECT_EQ(d.parts[1].chunks, 2u);
+  EXPECT_EQ(d.parts[2].bytes, 8u);
+  EXPECT_TRUE(d.parts[2].all_blocked);
+  EXPECT_EQ(d.ns, (std::vector<uint64_t>{10, 20, 30}));
+  // No microphase, or more than the five there are: refused.
+  EXPECT_THROW(decode_fused(encode(FusedReport{})), std::runtime_error);
+  FusedReport six;
+  six.parts.resize(6);
+  EXPECT_THROW(decode_fused(encode(six)), std::runtime_error);
+}
+
+TEST(Wire, ABellRoundTripsAndAnUnknownKindIsRefused) {
+  Bell b{7, static_cast<uint64_t>(phase_value(12, Phase::p2p)), BellKind::work};
+  const Bell d = decode_bell(encode(b));
+  EXPECT_EQ(d.job, 7u);
+  EXPECT_EQ(d.epoch, b.epoch);
+  EXPECT_EQ(d.kind, BellKind::work);
+  auto bytes = encode(b);
+  bytes.back() = 9;
+  EXPECT_THROW(decode_bell(bytes), std::runtime_error);
+  bytes.pop_back();
+  EXPECT_THROW(decode_bell(bytes), std::runtime_error);
+}
+
 }  // namespace
 }  // namespace bcs::wire
