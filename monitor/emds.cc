@@ -26,8 +26,10 @@ PeriodSummary EmdsRecorder::periods() const {
   std::vector<uint64_t> p;
   {
     std::lock_guard lk(mu_);
+    // The strobe's own precision: slices started by the period, not early
+    // or after a park.
     for (const auto& r : ring_)
-      if (r.period_ns) p.push_back(r.period_ns);
+      if (r.period_ns && !r.early && !r.skipped) p.push_back(r.period_ns);
   }
   return summarize_periods(std::move(p));
 }

@@ -353,6 +353,8 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   }
   req.set_slice_ns(o.slice_ns);
   req.set_chunk_bytes(o.chunk_bytes);
+  if (!o.strobe.empty())
+    req.set_strobe(o.strobe == "fixed" ? v1::STROBE_FIXED : v1::STROBE_ADAPTIVE);
   req.set_wait_nodes_ms(kWaitNodesMs);
 
   pb::LaunchReply rep;
@@ -536,21 +538,32 @@ int show_stats(const StatsOptions& o) {
   });
   if (rc) return rc;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
-  std::printf("%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
-              "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks", "bytes",
-              "colls", "late_us");
-  for (const auto& s : rep.slices())
-    std::printf("%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
-                static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
-                us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
-                s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
+  // start: "period" (the strobe's clock), "early" (every rank was blocked)
+  // or "+N" (a rank posted after N periods with nothing to do: parked).
+  std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
+              "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
+              "bytes", "colls", "late_us");
+  uint64_t early = 0, skipped = 0;
+  for (const auto& s : rep.slices()) {
+    const std::string start = s.skipped() ? "+" + std::to_string(s.skipped())
+                              : s.early() ? "early"
+                                          : "period";
+    early += s.early() && !s.skipped();
+    skipped += s.skipped();
+    std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
+                static_cast<unsigned long long>(s.slice()), us(s.period_ns()), start.c_str(),
+                us(s.dem_ns()), us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()),
+                s.descriptors(), s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
                 s.collectives(), us(s.late_ns()));
-  std::printf("(%d of %llu slices)\n", rep.slices_size(),
-              static_cast<unsigned long long>(rep.total_slices()));
+  }
+  std::printf("(%d of %llu slices; %llu started early, %llu periods skipped while parked)\n",
+              rep.slices_size(), static_cast<unsigned long long>(rep.total_slices()),
+              static_cast<unsigned long long>(early), static_cast<unsigned long long>(skipped));
   // The figures an operator asks first: does the clock keep its period?
+  // (Over the slices the clock started: early ones are not its doing.)
   std::vector<uint64_t> periods, late;
   for (const auto& s : rep.slices())
-    if (s.period_ns()) {
+    if (s.period_ns() && !s.early()) {
       periods.push_back(s.period_ns());
       late.push_back(s.late_ns());
     }

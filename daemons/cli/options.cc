@@ -166,6 +166,12 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
       ->check(kSize);
   run_cmd
+      ->add_option("--strobe", run.strobe,
+                   "Slice pacing: adaptive (default: the next slice starts at once when every "
+                   "rank is blocked, and none run while nothing is to do) or fixed (one slice "
+                   "per period, as in the paper)")
+      ->check(CLI::IsMember({"adaptive", "fixed"}));
+  run_cmd
       ->add_option("--liveness-timeout", run.liveness,
                    "Embedded cluster: how long a stopped or hung daemon may stay silent before "
                    "the job fails (default 60s; shorter stalls only delay it)")

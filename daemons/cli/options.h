@@ -23,6 +23,7 @@ struct RunOptions {
   std::string slice;                 // as typed, forwarded to an embedded bcs-mm
   uint64_t chunk_bytes = 0;          // 0 = manager default
   std::string chunk;
+  std::string strobe;                // --strobe adaptive|fixed; empty = manager default
   std::string liveness;              // --liveness-timeout for an embedded cluster
   bool label = false;
   uint64_t timeout_ns = 0;           // 0 = none

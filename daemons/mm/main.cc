@@ -91,6 +91,13 @@ int main(int argc, char** argv) {
                  "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
+  std::string strobe_mode = "adaptive";
+  app.add_option("--strobe", strobe_mode,
+                 "default pacing of jobs: adaptive (next slice at once when every rank is "
+                 "blocked, none while nothing is to do) or fixed (one slice per period, as in "
+                 "the paper)")
+      ->check(CLI::IsMember({"adaptive", "fixed"}))
+      ->capture_default_str();
   app.add_option("--token-file", token_file,
                  "file holding the cluster's shared token (default: $BCS_TOKEN); required when "
                  "not listening on loopback");
@@ -169,6 +176,7 @@ int main(int argc, char** argv) {
     return 2;
   }
   cfg.strobe_spin_ns = *sp;
+  cfg.fixed_strobe = strobe_mode == "fixed";
   const auto lv = parse_duration_ns(liveness), wd = parse_duration_ns(watchdog);
   if (!lv || *lv < 1'000'000'000ull) {
     std::fprintf(stderr, "bcs-mm: --liveness-timeout %s: expected a duration of at least 1s\n",

@@ -461,6 +461,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
     return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
+  if (!v1::Strobe_IsValid(req.strobe()))
+    return {grpc::StatusCode::INVALID_ARGUMENT, "unknown strobe mode " + std::to_string(req.strobe())};
   if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
       !why.empty())
     return {grpc::StatusCode::INVALID_ARGUMENT, why};
@@ -566,6 +568,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   j->env = std::move(env);
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
+  j->fixed_strobe = req.strobe() == v1::STROBE_DEFAULT ? cfg_.fixed_strobe
+                                                       : req.strobe() == v1::STROBE_FIXED;
   j->nodes = chosen;
   if (by_name) {
     // Host i of the request is chosen[i] (every used host precedes the
@@ -733,6 +737,8 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_coll_descriptors(r.coll_descriptors);
     s->set_collectives(r.collectives);
     s->set_coll_bytes(r.coll_bytes);
+    s->set_skipped(r.skipped);
+    s->set_early(r.early);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

@@ -31,6 +31,9 @@ struct Config {
   uint64_t strobe_spin_ns = 30'000;
   // Run the strobe sender at SCHED_FIFO priority when allowed.
   bool realtime = true;
+  // The paper's fixed strobe for jobs that do not choose (--strobe fixed);
+  // otherwise work-conserving (see strobe_sender.cc).
+  bool fixed_strobe = false;
   std::string token;
   // How long a node manager may stay silent (a stopped or paused process,
   // a hung host) before it counts as lost: shorter stalls only delay the
@@ -78,6 +81,7 @@ struct Job {
   gid_t gid = 0;
   std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
   uint64_t slice_ns = 0, chunk_bytes = 0;
+  bool fixed_strobe = false;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id
   State state = State::queued;
@@ -157,9 +161,11 @@ class Manager {
   void run_slices(std::shared_ptr<Job> j);
   bool wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
                   uint64_t* retries);
-  // The strobe sender's sleep to the next slice, cut short by
-  // wake_strobe_sender() (shutdown, job end). See strobe_sender.cc.
-  bool sleep_until_ns(uint64_t t, uint64_t spin_ns);
+  // Between two slices of a job: when the next one starts. See
+  // strobe_sender.cc.
+  struct Pacing;
+  enum class Start { period, early, unparked, woken, closed };
+  Start wait_for_slice(Job& j, Pacing& p);
   void wake_strobe_sender();
 
   const Config cfg_;
@@ -182,9 +188,6 @@ class Manager {
   uint64_t slice_ = 0;  // global slice counter, never reset (phase values stay monotonic)
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
   std::mutex flush_mu_;
-  std::mutex wake_mu_;
-  std::condition_variable wake_cv_;
-  uint64_t wake_gen_ = 0;  // guarded by wake_mu_
   std::thread ss_thread_;
 };
 

@@ -35,38 +35,91 @@ uint64_t now_ns() {
 
 }  // namespace
 
-// Sleeps until `t - spin_ns`, then spins to `t`. An absolute sleep wakes
-// 20-30 us late here even with timer slack 1, and how late varies: that
-// variation is the slice period's jitter. The strobe sender is the one
-// thread that keeps time, so it pays a short, bounded spin per slice
-// (--strobe-spin, default 30 us: 12% of a core at 250 us slices) for a
-// period that is exact to a few microseconds.
+// Pacing between slices. Three ways a slice starts:
 //
-// The sleep ends early when the manager wakes the strobe sender (shutdown,
-// the job ended): with long slices (up to 10 s) a SIGTERM must not wait for
-// the slice to run out. Returns false if woken early. The wake-up has its
-// own condition variable, notified only on those rare events, so the node
-// managers' traffic (which notifies cv_ all the time) never disturbs the
-// clock. steady_clock is CLOCK_MONOTONIC, the clock of now_ns().
-bool Manager::sleep_until_ns(uint64_t t, uint64_t spin_ns) {
-  const uint64_t wake = t > spin_ns ? t - spin_ns : t;
-  {
-    std::unique_lock lk(wake_mu_);
-    const uint64_t gen = wake_gen_;
-    const auto deadline = std::chrono::steady_clock::time_point(std::chrono::nanoseconds(wake));
-    if (wake_cv_.wait_until(lk, deadline, [&] { return wake_gen_ != gen; })) return false;
+//   period    the paper's strobe: one period after the previous slice
+//             started. The strobe sender sleeps until `next - spin_ns`, then
+//             spins to `next`: an absolute sleep wakes 20-30 us late here
+//             even with timer slack 1, and how late varies; that variation
+//             is the period's jitter. So the one thread that keeps time pays
+//             a short, bounded spin per slice (--strobe-spin, 30 us).
+//   early     work-conserving: every rank of the job is asleep in a blocking
+//             call (each node said so in its last report, or rang its
+//             doorbell since), so nothing will be posted until the runtime
+//             completes something, and waiting for the period would only
+//             add latency. The period still bounds every slice from above.
+//   unparked  the last slice found nothing to do on any node and every node
+//             armed its doorbell: the strobe parks (no round trips at all)
+//             until a rank posts and its node rings, and that slice starts
+//             at once. The periods skipped are counted, and slice numbers
+//             advance by them, so numbering stays global and monotonic. A
+//             parked strobe still runs one slice every kParkRecheckNs, so a
+//             bell lost to a bug costs latency, never a hang.
+//
+// --strobe fixed (per job or the manager's default) keeps only `period`.
+// The sleep itself is a wait on the fabric's kEvBell event: node doorbells
+// arrive there, and wake_strobe_sender() (shutdown, the job's end) posts an
+// empty message there, so a SIGTERM need not wait out a 10 s slice.
+namespace {
+constexpr uint64_t kParkRecheckNs = 100'000'000;
+}  // namespace
+
+struct Manager::Pacing {
+  uint64_t next = 0;  // when the next slice starts by the period
+  uint64_t spin_ns = 0;
+  bool adaptive = false;
+  bool parked = false;
+  uint64_t parked_at = 0;
+  bool rung = false;  // parked, and a node rang for work
+  // Blocked since the last microphase of the previous slice (phase value
+  // `end_value`), per node of the job: from its report or a later bell.
+  int64_t end_value = 0;
+  std::map<uint32_t, bool> blocked;
+  bool all_blocked(const std::vector<uint32_t>& nodes) const {
+    for (uint32_t n : nodes) {
+      auto it = blocked.find(n);
+      if (it == blocked.end() || !it->second) return false;
+    }
+    return true;
   }
-  while (now_ns() < t) __builtin_ia32_pause();
-  return true;
+};
+
+Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
+  for (;;) {
+    if (p.adaptive) {
+      if (p.parked && p.rung) return Start::unparked;
+      if (!p.parked && p.all_blocked(j.nodes)) return Start::early;
+    }
+    const uint64_t wake_at =
+        p.parked ? p.parked_at + kParkRecheckNs : (p.next > p.spin_ns ? p.next - p.spin_ns : p.next);
+    const uint64_t now = now_ns();
+    if (now >= wake_at) {
+      if (p.parked) return Start::unparked;
+      while (now_ns() < p.next) __builtin_ia32_pause();
+      return Start::period;
+    }
+    core::Message m;
+    const auto s = fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(wake_at - now));
+    if (s == core::Status::closed) return Start::closed;
+    if (s != core::Status::ok) continue;  // the deadline: decided above
+    if (m.data.empty()) return Start::woken;  // wake_strobe_sender()
+    wire::Bell b;
+    try {
+      b = wire::decode_bell(m.data);
+    } catch (const std::exception& e) {
+      spdlog::warn("bell from node {}: {}", m.from, e.what());
+      continue;
+    }
+    if (b.job != j.id || !std::binary_search(j.nodes.begin(), j.nodes.end(), m.from)) continue;
+    if (b.kind == wire::BellKind::work) {
+      p.rung = p.rung || p.parked;
+    } else if (static_cast<int64_t>(b.epoch) >= p.end_value) {
+      p.blocked[m.from] = true;
+    }
+  }
 }
 
-void Manager::wake_strobe_sender() {
-  {
-    std::lock_guard lk(wake_mu_);
-    ++wake_gen_;
-  }
-  wake_cv_.notify_all();
-}
+void Manager::wake_strobe_sender() { fabric_.signal_local(wire::kEvBell, {}); }
 
 void Manager::strobe_sender() {
   pthread_setname_np(pthread_self(), "bcs-ss");
@@ -117,6 +170,7 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     for (auto n : j->rank_node) s->add_rank_node(n);
     s->mutable_slice()->set_slice_ns(j->slice_ns);
     s->mutable_slice()->set_chunk_bytes(j->chunk_bytes);
+    s->mutable_slice()->set_fixed(j->fixed_strobe);
     s->set_uid(j->uid);
     s->set_gid(j->gid);
     for (uint32_t n : j->nodes)
@@ -146,8 +200,8 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
   }
   if (j->failed) return false;
   j->state = Job::State::running;
-  spdlog::info("job {} running, slice {} us, chunk budget {} bytes", j->id, j->slice_ns / 1000,
-               j->chunk_bytes);
+  spdlog::info("job {} running, slice {} us ({} strobe), chunk budget {} bytes", j->id,
+               j->slice_ns / 1000, j->fixed_strobe ? "fixed" : "adaptive", j->chunk_bytes);
   return true;
 }
 
@@ -189,9 +243,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   Job& j = *jp;
   const uint64_t slice_ns = j.slice_ns;
   // Never spin for more than a quarter of the job's slice.
-  const uint64_t spin_ns = std::min(cfg_.strobe_spin_ns, slice_ns / 4);
+  Pacing pace;
+  pace.spin_ns = std::min(cfg_.strobe_spin_ns, slice_ns / 4);
+  pace.adaptive = !j.fixed_strobe;
+  pace.next = now_ns();
   const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
-  uint64_t next = now_ns();
   uint64_t prev_start = 0;
   std::map<int32_t, uint64_t> released;  // per context: collectives released so far
   std::vector<core::VarReplica> snap;
@@ -234,93 +290,159 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       fail_noticed_if_due(j, false);
       if (stopping_ || j.state == Job::State::done) break;
     }
-    if (!sleep_until_ns(next, spin_ns)) continue;  // woken: look at the job again
+    const Start how = wait_for_slice(j, pace);
+    if (how == Start::woken) continue;  // look at the job again
+    if (how == Start::closed) {
+      ok = false;
+      break;
+    }
     const uint64_t start = now_ns();
     monitor::SliceRecord rec;
+    if (how == Start::unparked) {
+      rec.skipped = (start - pace.parked_at) / slice_ns;
+      slice_ += rec.skipped;
+    }
     rec.slice = ++slice_;
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
-    rec.late_ns = start - next;
+    rec.early = how != Start::period;
+    rec.late_ns = how == Start::period ? start - pace.next : 0;
     prev_start = start;
+    // The period bounds this slice from above, counted from when it began.
+    const uint64_t scheduled = how == Start::period ? pace.next : start;
+    pace.parked = pace.rung = false;
+    pace.blocked.clear();
+    Phase last = Phase::dem;
 
-    // DEM (the strobe itself).
     wire::Strobe s;
     s.slice = rec.slice;
     s.job = j.id;
     s.phase = Phase::dem;
-    uint64_t t = now_ns();
-    if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
-    if (node_failed(s.slice, Phase::dem)) {
-      ok = false;
-      break;
-    }
-    rec.phase_ns[0] = now_ns() - t;
-    std::vector<wire::Report> reps;
-    for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
-    const DemPlan dem = plan_after_dem(reps, max_node, released);
-    s.expect_batches = dem.expect_batches;
-    s.coll_release = dem.coll_release;
-    rec.descriptors = dem.drained + dem.coll_drained;
-    rec.coll_descriptors = dem.coll_drained;
-
-    // MSM: only if something was posted or transfers are still being chunked.
-    uint32_t chunks = 0;
-    if (dem.run_msm) {
-      s.phase = Phase::msm;
-      t = now_ns();
-      if (!(ok = strobe(s) && wait_phase(j, s.slice, 1, &snap, &rec.retries[1]))) break;
-      if (node_failed(s.slice, Phase::msm)) {
-      ok = false;
-      break;
-    }
-      rec.phase_ns[1] = now_ns() - t;
-      reps.clear();
+    // What the slice's microphases found, for the record and the pacing.
+    bool all_parked = true, nothing_to_do = true;
+    std::map<uint32_t, bool> blocked_after;  // per node, after its last microphase
+    auto account = [&](Phase p, const std::vector<wire::Report>& reps) {
+      for (const auto& r : reps) {
+        switch (p) {
+          case Phase::dem:
+            rec.descriptors += r.drained + r.coll_drained;
+            rec.coll_descriptors += r.coll_drained;
+            all_parked = all_parked && r.parked;
+            break;
+          case Phase::msm: rec.chunks += r.chunks; break;
+          case Phase::p2p: rec.bytes += r.bytes; break;
+          case Phase::bbm:
+          case Phase::rm:
+            rec.collectives += r.collectives;
+            rec.coll_bytes += r.bytes;
+            break;
+        }
+      }
+      if (p != Phase::dem) nothing_to_do = false;
+      last = p;
+    };
+    auto reports = [&] {
+      std::vector<wire::Report> reps;
       for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
-      MsmPlan msm = plan_after_msm(reps, max_node);
-      s.expect_gets = std::move(msm.expect_gets);
-      chunks = msm.chunks;
-      rec.chunks = chunks;
-    }
-    // P2P: only if the MSM scheduled chunks somewhere.
-    if (chunks) {
-      s.phase = Phase::p2p;
-      t = now_ns();
-      if (!(ok = strobe(s) && wait_phase(j, s.slice, 2, &snap, &rec.retries[2]))) break;
-      if (node_failed(s.slice, Phase::p2p)) {
-      ok = false;
-      break;
-    }
-      rec.phase_ns[2] = now_ns() - t;
-      for (auto& v : snap) rec.bytes += wire::decode_report(v.attachment).bytes;
-    }
-    // BBM (collective helper) and RM (reduce helper): collectives that every
-    // member has posted; each microphase only if one of its kinds is due.
-    for (auto [phase, due] : {std::pair{Phase::bbm, dem.run_bbm}, std::pair{Phase::rm, dem.run_rm}}) {
-      if (!due) continue;
+      return reps;
+    };
+    // Runs microphase `phase` on every node: strobe, wait, check.
+    auto microphase = [&](Phase phase) {
       const auto k = static_cast<uint8_t>(phase);
       s.phase = phase;
-      t = now_ns();
-      if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) break;
-      if (node_failed(s.slice, phase)) {
+      const uint64_t t = now_ns();
+      if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) return false;
+      if (node_failed(s.slice, phase)) return ok = false;
+      rec.phase_ns[k] = now_ns() - t;
+      return true;
+    };
+
+    if (j.nodes.size() == 1 && pace.adaptive) {
+      // One node: it runs the whole slice on one strobe (Nic::run_fused).
+      s.fused = true;
+      if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
+      wire::FusedReport f;
+      try {
+        f = wire::decode_fused(snap.at(0).attachment);
+      } catch (const std::exception& e) {
+        f.parts.emplace_back().fail(std::string("malformed report: ") + e.what());
+      }
+      const wire::Report* failed = nullptr;
+      for (size_t i = 0; i < f.parts.size(); ++i) {
+        const auto& part = f.parts[i];
+        const auto k = static_cast<size_t>(part.phase);
+        if (part.errors || k > 4) {
+          failed = &part;
+          break;
+        }
+        rec.phase_ns[k] = f.ns[i];
+        account(part.phase, {part});
+      }
+      if (failed) {
+        std::lock_guard lk(mu_);
+        const auto it = nodes_.find(j.nodes[0]);
+        fail_job_locked(j, 1,
+                        "node " + (it == nodes_.end() ? std::to_string(j.nodes[0]) : it->second->name) +
+                            ": microphase " + wire::phase_name(failed->phase) + " of slice " +
+                            std::to_string(s.slice) + " failed: " + failed->error);
         ok = false;
         break;
       }
-      rec.phase_ns[k] = now_ns() - t;
-      for (auto& v : snap) {
-        auto rep = wire::decode_report(v.attachment);
-        rec.collectives += rep.collectives;
-        rec.coll_bytes += rep.bytes;
+      blocked_after[j.nodes[0]] = f.parts.back().all_blocked;
+    } else {
+      // DEM (the strobe itself).
+      if (!microphase(Phase::dem)) break;
+      std::vector<wire::Report> reps = reports();
+      account(Phase::dem, reps);
+      const DemPlan dem = plan_after_dem(reps, max_node, released);
+      s.expect_batches = dem.expect_batches;
+      s.coll_release = dem.coll_release;
+      nothing_to_do = dem.drained == 0 && dem.coll_drained == 0 && !dem.run_msm && !dem.run_bbm &&
+                      !dem.run_rm && dem.coll_release.empty();
+      // MSM: only if something was posted or transfers are still being chunked.
+      uint32_t chunks = 0;
+      if (dem.run_msm) {
+        if (!microphase(Phase::msm)) break;
+        reps = reports();
+        account(Phase::msm, reps);
+        MsmPlan msm = plan_after_msm(reps, max_node);
+        s.expect_gets = std::move(msm.expect_gets);
+        chunks = msm.chunks;
       }
+      // P2P: only if the MSM scheduled chunks somewhere.
+      if (chunks) {
+        if (!microphase(Phase::p2p)) break;
+        account(Phase::p2p, reports());
+      }
+      // BBM (collective helper) and RM (reduce helper): collectives that every
+      // member has posted; each microphase only if one of its kinds is due.
+      for (auto [phase, due] :
+           {std::pair{Phase::bbm, dem.run_bbm}, std::pair{Phase::rm, dem.run_rm}}) {
+        if (!due) continue;
+        if (!microphase(phase)) break;
+        account(phase, reports());
+      }
+      if (!ok) break;
+      for (const auto& r : s.coll_release) released[r.context] = r.level;
+      for (const auto& v : snap) blocked_after[v.node] = wire::decode_report(v.attachment).all_blocked;
     }
-    if (!ok) break;
-    for (const auto& r : s.coll_release) released[r.context] = r.level;
     emds_.record(rec);
 
-    // Next strobe one slice after this one; if this slice overran, at once
-    // (no burst of catch-up slices).
-    next += slice_ns;
+    // Next strobe one period after this one started; if this slice
+    // overran, at once (no burst of catch-up slices).
+    pace.next = scheduled + slice_ns;
     const uint64_t now = now_ns();
-    if (next < now) next = now;
+    if (pace.next < now) pace.next = now;
+    if (pace.adaptive) {
+      // Who is blocked after the slice's last microphase; bells from later
+      // count too (wait_for_slice).
+      pace.end_value = wire::phase_value(s.slice, last);
+      pace.blocked = std::move(blocked_after);
+      if (nothing_to_do && all_parked) {
+        pace.parked = true;
+        pace.parked_at = now;
+      }
+    }
   }
   if (!ok) {
     std::lock_guard lk(mu_);

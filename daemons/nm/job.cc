@@ -182,6 +182,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   h->slice_ns = spec.slice_ns;
   h->total_bytes = layout.total_bytes();
   for (auto& r : job->ranks_) job->view(*r).ctl->world_rank = r->world_rank;
+  if (!spec.fixed_strobe) job->set_nm_flag(kNmBellOnBlock, true);
 
   // Everything the children need is built before fork: after fork only
   // async-signal-safe calls are allowed (the NM is multi-threaded).
@@ -466,6 +467,22 @@ bool NmJob::all_dead() {
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_)
     if (r->pid > 0 && !r->dead) return false;
+  return true;
+}
+
+void NmJob::set_nm_flag(uint32_t flag, bool on) {
+  const uint32_t f = on ? flags_.fetch_or(flag) | flag : flags_.fetch_and(~flag) & ~flag;
+  // seq_cst: parking sets kNmParked, then re-reads the rings (rings_empty);
+  // a rank publishes its head, then reads the flag.
+  header()->nm_flags.store(f, std::memory_order_seq_cst);
+}
+
+bool NmJob::rings_empty() {
+  for (auto& r : ranks_) {
+    const RankControl* c = view(*r).ctl;
+    if (c->head.load(std::memory_order_seq_cst) != c->tail.load(std::memory_order_relaxed))
+      return false;
+  }
   return true;
 }
 

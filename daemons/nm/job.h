@@ -34,6 +34,9 @@ struct JobSpec {
   std::vector<uint32_t> rank_node;  // world rank -> fabric node id
   uint64_t slice_ns = 0;
   uint64_t chunk_bytes = 0;
+  // The paper's fixed strobe: ranks are not asked to ring the doorbell when
+  // they block, and the node never parks.
+  bool fixed_strobe = false;
   // The credentials the ranks run with (the submitter's). When
   // `change_creds` is false the ranks keep the NM's own.
   bool change_creds = false;
@@ -87,6 +90,18 @@ class NmJob {
   void end_corrupt(int32_t world_rank, const std::string& why);
   RankView view_of(int32_t world_rank) { return view(local(world_rank)); }
 
+  // The doorbell (segment.h, SegmentHeader::bell and nm_flags). The header
+  // is rank-writable: the NM keeps what it asked for in `flags_` and only
+  // ever stores that, and reads nothing back but the futex word.
+  std::atomic<uint32_t>* bell() { return &header()->bell; }
+  void set_nm_flag(uint32_t flag, bool on);
+  bool nm_flag(uint32_t flag) const { return (flags_.load() & flag) != 0; }
+  // Every local rank asleep in a blocking call or done with MPI (the
+  // private layout, not the header's).
+  bool all_blocked() { return segment_all_blocked(seg_.get(), layout_); }
+  // No local rank has a descriptor the buffer sender has not taken.
+  bool rings_empty();
+
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);
   int32_t write(int32_t world_rank, uint64_t addr, const void* src, size_t len);
@@ -109,7 +124,9 @@ class NmJob {
   bool wait_all_dead(std::chrono::milliseconds limit);
 
  private:
+  SegmentHeader* header() { return static_cast<SegmentHeader*>(seg_.get()); }
   SegmentLayout layout_;  // private copy: the header is rank-writable
+  std::atomic<uint32_t> flags_{0};  // what nm_flags should say
   ReadGrants read_grants_;
   NmJob() = default;
   JobSpec spec_;

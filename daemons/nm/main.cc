@@ -5,6 +5,8 @@
 // Threads:
 //   main     the control stream with the MM (gRPC): register, peers, jobs
 //   bcs-sr   the strobe receiver and the helper roles (nic.h)
+//   bcs-bell the doorbell: tells the MM when every local rank blocks, or
+//            when a rank posts while the node is parked (doorbell.h)
 //   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
 #include <fcntl.h>
 #include <grpcpp/create_channel_posix.h>
@@ -411,6 +413,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         spec.rank_node.assign(sj.rank_node().begin(), sj.rank_node().end());
         spec.slice_ns = sj.slice().slice_ns();
         spec.chunk_bytes = sj.slice().chunk_bytes();
+        spec.fixed_strobe = sj.slice().fixed();
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;
         auto* js = r.mutable_job_started();

@@ -2,6 +2,8 @@
 // each microphase and reports to the MM. The roles live in roles/.
 #include "nic.h"
 
+#include "slice_plan.h"
+
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
@@ -54,7 +56,7 @@ void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32
 
 // ------------------------------------------------------------ strobe receiver
 Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness)
-    : fabric_(fabric), self_(self), liveness_(liveness) {
+    : fabric_(fabric), self_(self), liveness_(liveness), doorbell_(fabric, epoch_, parked_) {
   // Remote reads are served from inside progress, whatever this node is
   // waiting for (two nodes may read from each other in one microphase).
   // Each one served is also signalled on kEvDmaServed, which the P2P
@@ -97,6 +99,7 @@ core::Status Nic::wait(core::EventId ev, core::Message* m, std::chrono::nanoseco
 }
 
 void Nic::set_job(std::shared_ptr<NmJob> job) {
+  doorbell_.set_job(job);
   std::lock_guard lk(job_mu_);
   pending_job_ = std::move(job);
 }
@@ -130,20 +133,94 @@ void Nic::run() {
       spdlog::error("strobe receiver: {}", core::status_str(s));
       return;
     }
-    wire::Report rep;
+    wire::FusedReport f;
     wire::Strobe strobe;
     try {
       strobe = wire::decode_strobe(m.data);
-      rep = on_strobe(strobe);
+      if (strobe.fused && strobe.phase == Phase::dem)
+        f = run_fused(strobe);
+      else
+        f.parts.push_back(on_strobe(strobe));
     } catch (const std::exception& e) {
       spdlog::error("strobe receiver: {}", e.what());
-      rep.errors = 1;
+      f.parts.emplace_back().fail(e.what());
     }
+    wire::Report& rep = f.parts.back();
     rep.slice = strobe.slice;
-    rep.phase = strobe.phase;
-    auto enc = wire::encode(rep);
-    fabric_.var_set(wire::kVarPhase, wire::phase_value(strobe.slice, strobe.phase), {0}, enc);
+    if (f.parts.size() == 1) rep.phase = strobe.phase;
+    const int64_t done = wire::phase_value(strobe.slice, rep.phase);
+    // The epoch first, then the scan (see Doorbell::check): a rank this
+    // scan misses blocks after the store, and its bell carries this epoch.
+    epoch_.store(static_cast<uint64_t>(done), std::memory_order_seq_cst);
+    rep.all_blocked = !st_ || st_->ranks.job()->all_blocked();
+    auto enc = strobe.fused ? wire::encode(f) : wire::encode(rep);
+    fabric_.var_set(wire::kVarPhase, done, {0}, enc);
   }
+}
+
+// Parking: the node tells the strobe sender it has nothing to do, and asks
+// its ranks to ring the doorbell when they post (kNmParked). If every node
+// parks, the strobe sender stops strobing until one rings: an idle job costs
+// the daemons nothing. The flag is set before the rings are read again, and
+// a rank publishes its head before it reads the flag, so a post racing with
+// parking is either seen here (no parking) or rings.
+void Nic::park_if_idle(uint64_t slice, wire::Report& rep) {
+  const auto& job = st_->ranks.job();
+  if (job->spec().fixed_strobe) return;
+  if (rep.drained || rep.coll_drained || rep.transfers_pending) return;
+  for (const auto& l : rep.coll)
+    if (l.busy_bbm || l.busy_rm) return;  // a collective still in its rounds
+  parked_.store(static_cast<uint64_t>(wire::phase_value(slice, Phase::dem)),
+                std::memory_order_seq_cst);
+  job->set_nm_flag(kNmParked, true);
+  if (job->rings_empty()) {
+    rep.parked = true;
+  } else {
+    unpark();
+  }
+}
+
+void Nic::unpark() {
+  if (!parked_.load(std::memory_order_relaxed)) return;
+  parked_.store(0, std::memory_order_seq_cst);
+  if (st_) st_->ranks.job()->set_nm_flag(kNmParked, false);
+}
+
+// A job with one node needs no global synchronisation between microphases
+// (every "all nodes finished" holds as soon as this node finished), so the
+// node runs the whole slice on the DEM strobe: the same roles in the same
+// order, with the strobe sender's decisions (slice_plan.h) taken here. One
+// round trip per slice instead of up to five.
+wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
+  using clock = std::chrono::steady_clock;
+  wire::FusedReport f;
+  wire::Strobe m = s;
+  auto run = [&](Phase p) {
+    m.phase = p;
+    const auto t0 = clock::now();
+    wire::Report r = on_strobe(m);
+    r.slice = s.slice;
+    r.phase = p;
+    f.ns.push_back(static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()));
+    f.parts.push_back(std::move(r));
+    return f.parts.back().errors == 0;
+  };
+  if (!run(Phase::dem) || !st_) return f;
+  std::map<int32_t, uint64_t>& released = st_->released;
+  const mm::DemPlan dem = mm::plan_after_dem({f.parts.back()}, self_, released);
+  m.expect_batches = dem.expect_batches;
+  m.coll_release = dem.coll_release;
+  if (dem.run_msm) {
+    if (!run(Phase::msm)) return f;
+    const mm::MsmPlan msm = mm::plan_after_msm({f.parts.back()}, self_);
+    m.expect_gets = msm.expect_gets;
+    if (msm.chunks && !run(Phase::p2p)) return f;
+  }
+  if (dem.run_bbm && !run(Phase::bbm)) return f;
+  if (dem.run_rm && !run(Phase::rm)) return f;
+  for (const auto& r : dem.coll_release) released[r.context] = r.level;
+  return f;
 }
 
 wire::Report Nic::on_strobe(const wire::Strobe& s) {
@@ -154,9 +231,15 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
   NodeJobState* st = st_.get();
   switch (s.phase) {
     case Phase::dem: {
-      if (!st) return {};
+      unpark();
+      if (!st) {
+        wire::Report rep;
+        rep.parked = true;  // no rank here: nothing can post
+        return rep;
+      }
       auto rep = st->bs.run(s.slice, st->ranks, *this, st->br, st->coll);
       rep.transfers_pending = static_cast<uint32_t>(st->br.scheduler().in_flight());
+      park_if_idle(s.slice, rep);
       return rep;
     }
     case Phase::msm:

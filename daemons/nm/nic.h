@@ -21,10 +21,12 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 
 #include "bcs/core.h"
+#include "doorbell.h"
 #include "job.h"
 #include "roles/buffer_receiver.h"
 #include "roles/buffer_sender.h"
@@ -80,6 +82,9 @@ struct NodeJobState {
   BufferReceiver br;
   DmaHelper dh;
   Collectives coll;  // the collective and reduce helpers' state
+  // Fused slices (one-node jobs): collectives released so far, per context,
+  // which the strobe sender tracks otherwise.
+  std::map<int32_t, uint64_t> released;
 };
 
 class Nic : private Net {
@@ -100,7 +105,12 @@ class Nic : private Net {
   core::Status wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) override;
 
   wire::Report on_strobe(const wire::Strobe& s);
+  wire::FusedReport run_fused(const wire::Strobe& s);
   void sync_job();
+
+  // DEM: with nothing to do on this node, arm the doorbell for posts.
+  void park_if_idle(uint64_t slice, wire::Report& rep);
+  void unpark();
 
   core::Fabric& fabric_;
   const uint32_t self_;
@@ -108,6 +118,10 @@ class Nic : private Net {
   std::mutex job_mu_;
   std::shared_ptr<NmJob> pending_job_;  // guarded by job_mu_
   std::unique_ptr<NodeJobState> st_;    // strobe receiver thread only
+  // Written by the strobe receiver, read by the doorbell.
+  std::atomic<uint64_t> epoch_{0};   // phase_value() of the last microphase finished
+  std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
+  Doorbell doorbell_;                // last: its thread reads the members above
 };
 
 }  // namespace bcs::nm

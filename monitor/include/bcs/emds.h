@@ -23,6 +23,8 @@ struct SliceRecord {
   uint32_t coll_descriptors = 0;  // of `descriptors`, how many were collectives
   uint32_t collectives = 0;  // collectives completed (summed over nodes) in BBM and RM
   uint64_t coll_bytes = 0;   // bytes written into ranks by collectives
+  uint64_t skipped = 0;      // periods skipped (strobe parked) before this slice
+  bool early = false;        // started before its period (every rank blocked)
 };
 
 struct PeriodSummary {
