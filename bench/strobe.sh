@@ -30,7 +30,8 @@ for slice in 100 250 500; do
   port=$(head -1 "$tmp/port")
   [ -n "$port" ] || { echo "bcs-mm did not start" >&2; exit 1; }
   for n in 1 2; do "$bin/bcs-nm" --manager "127.0.0.1:$port" --name "n$n" & pids+=($!); done
-  "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 60s -n 2 --nodes 2 sleep "$secs"
+  # --strobe fixed: an idle job would park the (default, adaptive) strobe.
+  "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 60s --strobe fixed -n 2 --nodes 2 sleep "$secs"
   "$bin/bcs" stats --manager "127.0.0.1:$port" --last 1000000 > "$tmp/stats"
   awk -v t="$slice" 'NR>1 && $2+0>0 {print $2}' "$tmp/stats" | sort -n > "$tmp/periods"
   awk -v t="$slice" '{a[NR]=$1} END{

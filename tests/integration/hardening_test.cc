@@ -21,6 +21,7 @@
 #include <thread>
 
 #include "harness.h"
+#include "standing.h"
 #include "story.h"
 
 using namespace std::chrono_literals;
@@ -28,60 +29,13 @@ using bcs::test::bcs_run;
 using bcs::test::bin;
 using bcs::test::describe;
 using bcs::test::prog;
+using bcs::test::Standing;
 using bcs::test::Story;
 using testing::HasSubstr;
 
+using bcs::test::it_prog;
+
 namespace {
-
-std::string it_prog(const std::string& name) {
-  return std::string(BCS_BIN_DIR) + "/../tests/integration/" + name;
-}
-
-// A standing cluster on loopback: bcs-mm and K bcs-nm started by the test.
-class Standing {
- public:
-  // With `socket` (a path), the manager also listens there and the node
-  // managers connect through it.
-  explicit Standing(int nodes, std::vector<std::string> mm_extra = {},
-                    std::map<std::string, std::string> env = {}, std::string socket = {}) {
-    std::vector<std::string> argv{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"};
-    if (!socket.empty()) argv.insert(argv.end(), {"--socket", socket});
-    argv.insert(argv.end(), mm_extra.begin(), mm_extra.end());
-    mm = std::make_unique<bcs::test::Background>(argv, env);
-    const std::string port = mm->ready_line(30s);
-    if (port.empty()) return;
-    addr = "127.0.0.1:" + port;
-    if (!socket.empty()) unix_addr = "unix:" + socket;
-    for (int i = 0; i < nodes; ++i)
-      nms.push_back(std::make_unique<bcs::test::Background>(
-          std::vector<std::string>{bin("bcs-nm"), "--manager", unix_addr.empty() ? addr : unix_addr,
-                                   "--name", "n" + std::to_string(i + 1)},
-          env));
-  }
-  bool up() const { return !addr.empty(); }
-  std::vector<pid_t> pids() const {
-    std::vector<pid_t> p{mm->pid()};
-    for (auto& n : nms) p.push_back(n->pid());
-    return p;
-  }
-  // `bcs run --manager` on this cluster.
-  bcs::test::RunResult run(std::vector<std::string> args,
-                           bcs::test::OutputHook hook = {}) const {
-    args.insert(args.begin(), {"--manager", addr});
-    return bcs_run(args, 90s, {}, std::move(hook));
-  }
-  // Every daemon still running, then stopped cleanly.
-  void expect_alive_then_stop() {
-    for (auto& n : nms) EXPECT_EQ(kill(n->pid(), 0), 0) << "a node manager died";
-    EXPECT_EQ(kill(mm->pid(), 0), 0) << "the machine manager died";
-    for (auto& n : nms) EXPECT_EQ(n->stop(), 0);
-    EXPECT_EQ(mm->stop(), 0);
-  }
-
-  std::unique_ptr<bcs::test::Background> mm;
-  std::vector<std::unique_ptr<bcs::test::Background>> nms;
-  std::string addr, unix_addr;
-};
 
 // True once `pid` has exited (or never existed), waiting on a pidfd at most
 // `limit`: a bound against hangs, not a timing assertion.

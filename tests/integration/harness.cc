@@ -108,6 +108,9 @@ std::string read_file(const std::string& path) {
 
 std::string bin(const std::string& name) { return std::string(BCS_BIN_DIR) + "/" + name; }
 std::string prog(const std::string& name) { return std::string(BCS_PROG_DIR) + "/" + name; }
+std::string it_prog(const std::string& name) {
+  return std::string(BCS_BIN_DIR) + "/../tests/integration/" + name;
+}
 
 const std::string& marker() {
   static const std::string m = [] {

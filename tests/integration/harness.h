@@ -29,6 +29,8 @@ struct RunResult {
 std::string bin(const std::string& name);
 // Absolute path of a test program (prog_ring, ...).
 std::string prog(const std::string& name);
+// Absolute path of a program of the integration stories (it_block, ...).
+std::string it_prog(const std::string& name);
 
 // The marker of this test process (unique per process).
 const std::string& marker();

@@ -1,0 +1,64 @@
+// A standing cluster for integration stories: bcs-mm on loopback and K
+// bcs-nm registered with it, started by the test and stopped by PID.
+#pragma once
+
+#include <signal.h>
+
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+
+namespace bcs::test {
+
+// A standing cluster on loopback: bcs-mm and K bcs-nm started by the test.
+class Standing {
+ public:
+  // With `socket` (a path), the manager also listens there and the node
+  // managers connect through it.
+  explicit Standing(int nodes, std::vector<std::string> mm_extra = {},
+                    std::map<std::string, std::string> env = {}, std::string socket = {}) {
+    using namespace std::chrono_literals;
+    std::vector<std::string> argv{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"};
+    if (!socket.empty()) argv.insert(argv.end(), {"--socket", socket});
+    argv.insert(argv.end(), mm_extra.begin(), mm_extra.end());
+    mm = std::make_unique<Background>(argv, env);
+    const std::string port = mm->ready_line(30s);
+    if (port.empty()) return;
+    addr = "127.0.0.1:" + port;
+    if (!socket.empty()) unix_addr = "unix:" + socket;
+    for (int i = 0; i < nodes; ++i)
+      nms.push_back(std::make_unique<Background>(
+          std::vector<std::string>{bin("bcs-nm"), "--manager", unix_addr.empty() ? addr : unix_addr,
+                                   "--name", "n" + std::to_string(i + 1)},
+          env));
+  }
+  bool up() const { return !addr.empty(); }
+  std::vector<pid_t> pids() const {
+    std::vector<pid_t> p{mm->pid()};
+    for (auto& n : nms) p.push_back(n->pid());
+    return p;
+  }
+  // `bcs run --manager` on this cluster.
+  RunResult run(std::vector<std::string> args, OutputHook hook = {}) const {
+    args.insert(args.begin(), {"--manager", addr});
+    return bcs_run(args, std::chrono::seconds(90), {}, std::move(hook));
+  }
+  // Every daemon still running, then stopped cleanly.
+  void expect_alive_then_stop() {
+    for (auto& n : nms) EXPECT_EQ(kill(n->pid(), 0), 0) << "a node manager died";
+    EXPECT_EQ(kill(mm->pid(), 0), 0) << "the machine manager died";
+    for (auto& n : nms) EXPECT_EQ(n->stop(), 0);
+    EXPECT_EQ(mm->stop(), 0);
+  }
+
+  std::unique_ptr<Background> mm;
+  std::vector<std::unique_ptr<Background>> nms;
+  std::string addr, unix_addr;
+};
+
+}  // namespace bcs::test

@@ -1,0 +1,122 @@
+// Stories of issue 8: how the strobe paces slices. The daemons' work is
+// counted in slices actually strobed (each one at least a round trip to
+// every node manager), read from the manager's Monitor service, never in
+// wall-clock time.
+//
+// - A job whose ranks compute (sleep, outside MPI) parks the strobe: the
+//   periods pass without a single round trip, and the statistics say how
+//   many were skipped. With --strobe fixed (the paper's) every period is a
+//   slice: the same count that shows parking, shows its absence.
+// - When every rank is blocked in MPI the next slice starts at once
+//   ("early"); with --strobe fixed none does.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "bcs.grpc.pb.h"
+#include "harness.h"
+#include "standing.h"
+#include "story.h"
+
+using namespace std::chrono_literals;
+using bcs::test::describe;
+using bcs::test::it_prog;
+using bcs::test::prog;
+using bcs::test::Standing;
+namespace pb = bcs::v1;
+
+namespace {
+
+// What the manager recorded: slices strobed, started early, periods skipped.
+struct Pace {
+  uint64_t strobed = 0, early = 0, skipped = 0;
+};
+
+Pace pace_of(const Standing& c) {
+  auto stub = pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  pb::SlicesRequest req;
+  req.set_last(1u << 16);
+  pb::SlicesReply rep;
+  const auto st = stub->Slices(&ctx, req, &rep);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  // A fresh cluster: every slice it ever strobed is in the window.
+  EXPECT_EQ(static_cast<uint64_t>(rep.slices_size()), rep.total_slices());
+  Pace p;
+  for (const auto& s : rep.slices()) {
+    p.strobed++;
+    p.skipped += s.skipped();
+    p.early += s.early() && !s.skipped();
+  }
+  return p;
+}
+
+// Parameter: how many node managers (1: fused slices; 2: microphase by
+// microphase).
+class StrobeStory : public bcs::test::Story, public testing::WithParamInterface<int> {
+ protected:
+  std::string nodes() const { return std::to_string(GetParam()); }
+};
+
+TEST_P(StrobeStory, RanksThatComputeLeaveTheDaemonsIdle) {
+  Standing c(GetParam());
+  ASSERT_TRUE(c.up());
+  // Two seconds of computing: 4,000 periods of 500 us.
+  auto r = c.run({"-n", "2", "--nodes", nodes(), it_prog("it_idle"), "2"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_NE(r.out.find("idle ok"), std::string::npos);
+  const Pace p = pace_of(c);
+  // Parked: a few slices for MPI_Init, the barriers and MPI_Finalize, and
+  // one every 100 ms while parked (the re-check against a lost bell).
+  EXPECT_GT(p.skipped, 10 * p.strobed) << p.strobed << " slices strobed, " << p.skipped
+                                        << " periods skipped";
+  c.expect_alive_then_stop();
+}
+
+TEST_P(StrobeStory, TheFixedStrobeStrobesEveryPeriod) {
+  Standing c(GetParam(), {"--strobe", "fixed"});
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"-n", "2", "--nodes", nodes(), it_prog("it_idle"), "0.5"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const Pace p = pace_of(c);
+  EXPECT_EQ(p.skipped, 0u);
+  EXPECT_EQ(p.early, 0u);
+  // 0.5 s of computing alone is 1,000 periods.
+  EXPECT_GT(p.strobed, 500u);
+  c.expect_alive_then_stop();
+}
+
+TEST_P(StrobeStory, WhenEveryRankIsBlockedTheNextSliceStartsAtOnce) {
+  Standing c(GetParam());
+  ASSERT_TRUE(c.up());
+  // 8-byte ping-pong: each rank blocks in MPI_Recv while the other's
+  // message is on its way. 5 ms slices: a loaded machine's microphases
+  // never fill the period, so the early starts are the strobe's doing.
+  auto r = c.run({"--slice", "5ms", "-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench",
+                  "200", "8"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const Pace p = pace_of(c);
+  // 400 messages: most slices that carried one started early.
+  EXPECT_GT(p.early, 200u) << p.strobed << " slices strobed";
+  c.expect_alive_then_stop();
+}
+
+TEST_P(StrobeStory, PerJobFixedStrobeNeverStartsEarly) {
+  Standing c(GetParam());
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"--strobe", "fixed", "--slice", "5ms", "-n", "2", "--nodes", nodes(),
+                  prog("prog_pingpong"), "--bench", "20", "8"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const Pace p = pace_of(c);
+  EXPECT_EQ(p.early, 0u);
+  EXPECT_EQ(p.skipped, 0u);
+  c.expect_alive_then_stop();
+}
+
+INSTANTIATE_TEST_SUITE_P(NodeManagers, StrobeStory, testing::Values(1, 2),
+                         [](const auto& i) { return std::to_string(i.param) + "nm"; });
+
+}  // namespace
