@@ -288,21 +288,23 @@ size_t Matcher::posted_count() const {
 // ------------------------------------------------------------ ChunkScheduler
 
 void ChunkScheduler::add(Match m) {
-  Transfer t{next_id_++, std::move(m)};
-  transfers_.push_back(std::move(t));
+  const PairKey key{m.send.src, m.recv.rank};
+  pairs_[key].push_back(Transfer{next_id_++, std::move(m)});
+  ++count_;
 }
 
-std::vector<Chunk> ChunkScheduler::schedule_slice() {
-  std::vector<Chunk> out;
+uint64_t ChunkScheduler::serve(std::deque<Transfer>& q, uint64_t limit, uint64_t& left,
+                               std::vector<Chunk>& out) {
   // Budget 0 means "no limit": chunking is then switched off.
   const bool unlimited = budget_ == 0;
-  uint64_t left = budget_;
-  for (Transfer& t : transfers_) {
+  uint64_t spent = 0;
+  for (Transfer& t : q) {
     // Fully scheduled but not yet finished (finish_slice() not called since):
     // nothing left to move for it.
     if (t.scheduled_last) continue;
     const uint64_t total = t.match.bytes;
     const uint64_t remaining = total - t.done;
+    const uint64_t room = std::min(left, limit - spent);
     Chunk c;
     c.transfer = t.id;
     c.match = &t.match;
@@ -314,35 +316,77 @@ std::vector<Chunk> ChunkScheduler::schedule_slice() {
     } else if (unlimited) {
       c.len = remaining;
     } else if (t.match.send.is_inline) {
-      // Inline payloads travel whole. One that does not fit waits for the
-      // next slice (FIFO: nothing behind it overtakes), unless the slice is
-      // still empty, so that a budget smaller than one inline message can
-      // never stall the queue.
-      if (remaining > left && !out.empty()) break;
+      // Inline payloads travel whole (see the class comment).
+      if (remaining > room && !out.empty()) break;
       c.len = remaining;
-      left -= std::min(left, remaining);
     } else {
-      if (left == 0) break;
-      c.len = std::min(left, remaining);
-      left -= c.len;
+      if (room == 0) break;
+      c.len = std::min(room, remaining);
+    }
+    if (!unlimited) {
+      left -= std::min(left, c.len);
+      spent += c.len;
     }
     t.done += c.len;
     c.last = t.done == total;
     t.scheduled_last = c.last;
     out.push_back(c);
-    // A partially scheduled transfer used up the budget; stop here so that
-    // later transfers do not overtake it.
+    // Partial: the pair's next transfer must not overtake it.
     if (!c.last) break;
   }
+  return spent;
+}
+
+std::vector<Chunk> ChunkScheduler::schedule_slice() {
+  std::vector<Chunk> out;
+  // The pairs with something left to schedule, round-robin from next_first_.
+  std::vector<std::deque<Transfer>*> active;
+  auto has_work = [](const std::deque<Transfer>& q) {
+    for (const auto& t : q)
+      if (!t.scheduled_last) return true;
+    return false;
+  };
+  auto start = pairs_.lower_bound(next_first_);
+  for (auto it = start; it != pairs_.end(); ++it)
+    if (has_work(it->second)) active.push_back(&it->second);
+  for (auto it = pairs_.begin(); it != start; ++it)
+    if (has_work(it->second)) active.push_back(&it->second);
+  if (active.empty()) return out;
+  // Next slice, the pair after this slice's first goes first.
+  auto first = start;
+  while (first != pairs_.end() && !has_work(first->second)) ++first;
+  if (first == pairs_.end()) first = pairs_.begin();
+  while (!has_work(first->second)) ++first;
+  next_first_ = std::next(first) == pairs_.end() ? PairKey{INT32_MIN, INT32_MIN}
+                                                  : std::next(first)->first;
+
+  uint64_t left = budget_;
+  const uint64_t share =
+      budget_ == 0 ? UINT64_MAX : std::max<uint64_t>(1, budget_ / active.size());
+  // Round one: an equal share each. Round two: what is left, in the same
+  // order (a pair that needed less than its share leaves it to the others).
+  for (auto* q : active) serve(*q, share, left, out);
+  if (budget_ != 0)
+    for (auto* q : active) {
+      if (left == 0) break;
+      serve(*q, UINT64_MAX, left, out);
+    }
   return out;
 }
 
 void ChunkScheduler::finish_slice() {
-  // schedule_slice() never lets a transfer complete before an older one
-  // (it stops at the first partial one), so finished transfers are always a
-  // prefix. Popping from the front keeps the Match pointers of the others
-  // valid, as Chunk promises.
-  while (!transfers_.empty() && transfers_.front().scheduled_last) transfers_.pop_front();
+  // Within a pair transfers finish in order, so the finished ones are a
+  // prefix of its queue. Popping from the front (and erasing emptied pairs
+  // from the map) keeps the Match pointers of the others valid, as Chunk
+  // promises.
+  for (auto it = pairs_.begin(); it != pairs_.end();) {
+    auto& q = it->second;
+    while (!q.empty() && q.front().scheduled_last) {
+      q.pop_front();
+      --count_;
+    }
+    it = q.empty() ? pairs_.erase(it) : std::next(it);
+  }
 }
 
 }  // namespace bcs

@@ -134,6 +134,10 @@ INSTANTIATE_TEST_SUITE_P(
         // More than 2 GiB in one message (a derived type of INT_MAX chars
         // plus a remainder), every byte checked: cross-memory, and to self.
         Case{"bigmsg", 2, 1, {}}, Case{"bigmsg", 1, 1, {}},
+        // Fair chunking: 8 bytes are not held behind another pair's 1 GiB
+        // (on one node, and with both senders on one node and the receiver
+        // on the other).
+        Case{"fair", 3, 1, {}}, Case{"fair", 3, 2, {}},
         // Load without loss: windows of small Isend/Irecv, barriers, an
         // all-to-all by point-to-point over 16 ranks (tests/programs/load.c;
         // with large counts it is the sanitizer load run).

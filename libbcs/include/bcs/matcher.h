@@ -9,10 +9,12 @@
 // its post order.
 #pragma once
 
+#include <climits>
 #include <cstdint>
 #include <deque>
 #include <map>
 #include <tuple>
+#include <utility>
 #include <vector>
 
 #include "bcs/layout.h"
@@ -166,10 +168,23 @@ struct Chunk {
   bool last = false;  // completing this chunk completes the transfer
 };
 
-// Cuts matched transfers into per-slice chunks under a byte budget. FIFO:
-// transfers are served in the order they were added; each slice the budget
-// is spent from the oldest unfinished transfer on. A zero-byte transfer is
-// one empty chunk that costs nothing. Inline transfers are one chunk.
+// Cuts matched transfers into per-slice chunks under a byte budget.
+//
+// Fair between pairs, FIFO within one: transfers are queued per (sender,
+// receiver) pair, and a pair's transfers move strictly one after the other
+// (MPI's non-overtaking rule, and a transfer never finishes before an older
+// one of its pair). Each slice the pairs with work are visited round-robin,
+// starting one further every slice: first each gets up to an equal share of
+// the budget, then what is left goes round again. So a small message is
+// never held behind another pair's large transfer for more than its own
+// slice, whatever the arrival order (a 1 GiB transfer and an 8-byte one
+// both make progress in the very next slice). The order depends only on
+// what was added, never on timing: matching stays deterministic.
+//
+// A zero-byte transfer is one empty chunk that costs nothing. Inline
+// transfers are one chunk each, and one larger than what is left waits for
+// the next slice, unless nothing at all was scheduled yet in this one (a
+// budget smaller than one inline message never stalls the queue).
 class ChunkScheduler {
  public:
   explicit ChunkScheduler(uint64_t budget_bytes) : budget_(budget_bytes) {}
@@ -182,8 +197,8 @@ class ChunkScheduler {
   // Forget transfers whose last chunk has been scheduled (call after the P2P
   // microphase carried out the chunks of schedule_slice()).
   void finish_slice();
-  bool idle() const { return transfers_.empty(); }
-  size_t in_flight() const { return transfers_.size(); }
+  bool idle() const { return count_ == 0; }
+  size_t in_flight() const { return count_; }
 
  private:
   struct Transfer {
@@ -192,9 +207,18 @@ class ChunkScheduler {
     uint64_t done = 0;  // bytes already scheduled
     bool scheduled_last = false;
   };
+  using PairKey = std::pair<int32_t, int32_t>;  // (sender, receiver) world ranks
+  // Schedules from the front of one pair's queue, at most `limit` bytes
+  // (and what `left` allows); returns the bytes spent.
+  uint64_t serve(std::deque<Transfer>& q, uint64_t limit, uint64_t& left,
+                 std::vector<Chunk>& out);
   uint64_t budget_;
   uint64_t next_id_ = 0;
-  std::deque<Transfer> transfers_;
+  size_t count_ = 0;
+  // std::map: iteration in key order (deterministic), and its nodes never
+  // move, so Chunk::match stays valid while pairs come and go.
+  std::map<PairKey, std::deque<Transfer>> pairs_;
+  PairKey next_first_{INT32_MIN, INT32_MIN};  // round-robin: the pair served first
 };
 
 }  // namespace bcs

@@ -1,5 +1,6 @@
 // ChunkScheduler (matcher.h): cutting matched transfers into per-slice chunks.
 #include <map>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -330,6 +331,8 @@ TEST(ChunkTest, RandomWorkloadCoversEveryByteOnce) {
   ChunkScheduler cs(1000);
   std::map<uint64_t, uint64_t> size_of, next_off;
   std::map<uint64_t, bool> finished;
+  std::map<uint64_t, std::pair<int32_t, int32_t>> pair_of;
+  std::map<std::pair<int32_t, int32_t>, uint64_t> last_started;  // per pair
   uint64_t added = 0;
   for (int slice = 0; slice < 2000 && (added < 500 || !cs.idle()); ++slice) {
     if (added < 500) {
@@ -337,7 +340,11 @@ TEST(ChunkTest, RandomWorkloadCoversEveryByteOnce) {
         const bool inl = rnd(4) == 0;
         const uint64_t bytes = inl ? rnd(193) : (rnd(5) == 0 ? 0 : rnd(5000));
         size_of[added] = bytes;
-        cs.add(transfer(bytes, static_cast<int32_t>(added), inl));
+        Match m = transfer(bytes, static_cast<int32_t>(added), inl);
+        m.send.src = static_cast<int32_t>(rnd(3));  // three senders, two receivers
+        m.recv.rank = static_cast<int32_t>(rnd(2));
+        pair_of[added] = {m.send.src, m.recv.rank};
+        cs.add(m);
         ++added;
       }
     }
@@ -351,6 +358,14 @@ TEST(ChunkTest, RandomWorkloadCoversEveryByteOnce) {
     for (const Chunk& c : ch) {
       ASSERT_FALSE(finished[c.transfer]);
       ASSERT_EQ(c.offset, next_off[c.transfer]);
+      if (c.first) {
+        // A pair's transfer starts only once the pair's previous one is done.
+        auto& prev = last_started[pair_of[c.transfer]];
+        if (prev) {
+          ASSERT_TRUE(finished[prev - 1]) << "transfer " << c.transfer;
+        }
+        prev = c.transfer + 1;
+      }
       ASSERT_EQ(c.first, c.offset == 0);
       ASSERT_EQ(static_cast<uint64_t>(c.match->send.tag), c.transfer);
       next_off[c.transfer] += c.len;
@@ -372,6 +387,104 @@ TEST(ChunkTest, RandomWorkloadCoversEveryByteOnce) {
     EXPECT_TRUE(finished[id]) << "transfer " << id;
     EXPECT_EQ(next_off[id], bytes);
   }
+}
+
+// ---- fairness between (sender, receiver) pairs
+
+Match pair_transfer(int32_t src, int32_t dst, uint64_t bytes, int32_t tag) {
+  Match m = transfer(bytes, tag);
+  m.send.src = src;
+  m.send.dst = dst;
+  m.recv.rank = dst;
+  return m;
+}
+
+// Issue 8: behind one 1 GiB transfer into a node, an unrelated 8-byte
+// message must not wait for the gigabyte.
+TEST(ChunkFairness, ASmallMessageIsNotScheduledBehindAnotherPairsLargeTransfer) {
+  ChunkScheduler cs(2 * MiB);
+  cs.add(pair_transfer(0, 1, 1024 * MiB, 1));
+  auto first = cs.schedule_slice();  // the gigabyte is under way
+  cs.finish_slice();
+  ASSERT_EQ(first.size(), 1u);
+  cs.add(pair_transfer(2, 1, 8, 2));
+  auto ch = cs.schedule_slice();
+  bool small_done = false;
+  for (const Chunk& c : ch)
+    if (c.match->send.tag == 2) small_done = c.first && c.last && c.len == 8;
+  EXPECT_TRUE(small_done) << "the 8-byte message waits behind the 1 GiB transfer";
+  // And the large one still moves in the same slice.
+  uint64_t large = 0;
+  for (const Chunk& c : ch)
+    if (c.match->send.tag == 1) large += c.len;
+  EXPECT_EQ(large, 2 * MiB - 8);
+}
+
+TEST(ChunkFairness, TwoLargeTransfersShareEachSliceEqually) {
+  ChunkScheduler cs(100);
+  cs.add(pair_transfer(0, 1, 1000, 1));
+  cs.add(pair_transfer(2, 1, 1000, 2));
+  for (int slice = 0; slice < 5; ++slice) {
+    auto ch = cs.schedule_slice();
+    std::map<int32_t, uint64_t> got;
+    for (const Chunk& c : ch) got[c.match->send.tag] += c.len;
+    EXPECT_EQ(got[1], 50u) << "slice " << slice;
+    EXPECT_EQ(got[2], 50u) << "slice " << slice;
+    cs.finish_slice();
+  }
+}
+
+// A budget smaller than the number of pairs: the first pair rotates, so no
+// pair starves.
+TEST(ChunkFairness, TheFirstPairRotatesSoNoPairStarves) {
+  ChunkScheduler cs(2);
+  for (int32_t p = 0; p < 3; ++p) cs.add(pair_transfer(p, 9, 10, p));
+  std::map<int32_t, uint64_t> got;
+  for (int slice = 0; slice < 3; ++slice) {
+    for (const Chunk& c : cs.schedule_slice()) got[c.match->send.tag] += c.len;
+    cs.finish_slice();
+  }
+  for (int32_t p = 0; p < 3; ++p) EXPECT_EQ(got[p], 2u) << "pair " << p;
+}
+
+// Fair between pairs never reorders one pair's transfers (non-overtaking).
+TEST(ChunkFairness, WithinAPairTransfersStillFinishInOrder) {
+  ChunkScheduler cs(60);
+  cs.add(pair_transfer(0, 1, 100, 1));
+  cs.add(pair_transfer(0, 1, 10, 2));
+  cs.add(pair_transfer(3, 1, 10, 3));
+  std::vector<int32_t> finished;
+  for (int slice = 0; slice < 10 && !cs.idle(); ++slice) {
+    for (const Chunk& c : cs.schedule_slice())
+      if (c.last) finished.push_back(c.match->send.tag);
+    cs.finish_slice();
+  }
+  EXPECT_TRUE(cs.idle());
+  // Pair (3,1) is done in the first slice; pair (0,1) keeps 1 before 2.
+  EXPECT_EQ(finished, (std::vector<int32_t>{3, 1, 2}));
+}
+
+// The same additions always give the same chunks (determinism of the
+// slice schedule), here with many pairs and random sizes.
+TEST(ChunkFairness, TheScheduleDependsOnlyOnWhatWasAdded) {
+  auto run = [] {
+    uint64_t state = 99;
+    auto rnd = [&](uint64_t n) {
+      state = state * 6364136223846793005ull + 1442695040888963407ull;
+      return (state >> 33) % n;
+    };
+    ChunkScheduler cs(500);
+    std::vector<std::tuple<uint64_t, uint64_t, uint64_t>> log;
+    for (int slice = 0; slice < 200; ++slice) {
+      for (uint64_t k = rnd(3); k > 0; --k)
+        cs.add(pair_transfer(static_cast<int32_t>(rnd(4)), static_cast<int32_t>(rnd(2)),
+                             rnd(2000), slice));
+      for (const Chunk& c : cs.schedule_slice()) log.emplace_back(c.transfer, c.offset, c.len);
+      cs.finish_slice();
+    }
+    return log;
+  };
+  EXPECT_EQ(run(), run());
 }
 
 }  // namespace
