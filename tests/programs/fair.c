@@ -58,7 +58,7 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Send(&small_value, 1, MPI_UINT64_T, 1, 3, MPI_COMM_WORLD));
   }
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
-  if (rank == 0) printf("fair ok\n");
+  if (rank == 0) printf("fair ok (%d ranks)\n", size);
   MPI_Finalize();
   return 0;
 }
