@@ -13,6 +13,7 @@ here=$(cd "$(dirname "$0")/.." && pwd)
 build=${1:-$here/build}
 iters=${2:-200}
 slice=${BCS_BENCH_SLICE:-500us}
+strobe=${BCS_BENCH_STROBE:-adaptive}
 sizes=(8 65536 1048576 16777216)
 bcs=$build/bin/bcs
 pp=$build/bin/prog_pingpong
@@ -23,7 +24,8 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 
 run_bcs() {  # nodes -> file
-  timeout 600 "$bcs" run --timeout 550s -n 2 --nodes "$1" --slice "$slice" "$pp" --bench "$iters" "${sizes[@]}" > "$2"
+  timeout 600 "$bcs" run --timeout 550s -n 2 --nodes "$1" --slice "$slice" --strobe "$strobe" "$pp" \
+    --bench "$iters" "${sizes[@]}" > "$2"
 }
 run_bcs 1 "$tmp/bcs1"
 run_bcs 2 "$tmp/bcs2"
@@ -36,7 +38,7 @@ if command -v mpicc.openmpi >/dev/null && command -v mpirun.openmpi >/dev/null; 
     "$tmp/pp_ompi" --bench "$iters" "${sizes[@]}" > "$tmp/ompi" 2>/dev/null && have_ompi=1
 fi
 
-printf '# ping-pong, half round trip, %s iterations, slice %s\n' "$iters" "$slice"
+printf '# ping-pong, half round trip, %s iterations, slice %s, %s strobe\n' "$iters" "$slice" "$strobe"
 printf '%10s %12s %8s %12s %8s %12s %10s %10s\n' size bcs-1nm-us slices bcs-2nm-us slices ompi-us ratio-1nm ratio-2nm
 for s in "${sizes[@]}"; do
   b1=$(awk -v s="$s" '$1==s{print $2}' "$tmp/bcs1")

@@ -24,7 +24,8 @@ printf '%8s %8s %10s %10s %10s %10s\n' target slices p50_us p99_us max_us p99/ta
 for slice in 100 250 500; do
   pids=()
   : > "$tmp/port"
-  "$bin/bcs-mm" --listen 127.0.0.1:0 --ready-fd 3 --slice "${slice}us" 3>"$tmp/port" &
+  # shellcheck disable=SC2086 # BCS_BENCH_MM_ARGS: extra manager options, split on spaces
+  "$bin/bcs-mm" --listen 127.0.0.1:0 --ready-fd 3 --slice "${slice}us" ${BCS_BENCH_MM_ARGS:-} 3>"$tmp/port" &
   pids+=($!)
   for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
   port=$(head -1 "$tmp/port")
