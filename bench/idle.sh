@@ -18,13 +18,8 @@ repeat=${BCS_BENCH_REPEAT:-5}
 window=${BCS_BENCH_WINDOW:-3}
 bin=$build/bin
 tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=bench/cluster.sh
+. "$here/bench/cluster.sh"
 
 "$bin/mpicc" -O2 -o "$tmp/compute_bcs" "$here/bench/compute.c"
 have_ompi=0
@@ -39,27 +34,10 @@ hz=$(getconf CLK_TCK)
 stats() { sort -n | awk '{a[NR]=$1} END{ if (!NR) {print "-"; exit}
   printf "%.3f (%.3f-%.3f)", a[int((NR+1)/2)], a[1], a[NR] }'; }
 
-# A standing cluster (1 node manager) for the daemon-CPU window.
-start_cluster() {  # mode
-  pids=()
-  : > "$tmp/port"
-  "$bin/bcs-mm" --listen 127.0.0.1:0 --ready-fd 3 --strobe "$1" 3>"$tmp/port" 2>/dev/null &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
-  port=$(head -1 "$tmp/port")
-  "$bin/bcs-nm" --manager "127.0.0.1:$port" --name n1 2>/dev/null &
-  pids+=($!)
-}
-stop_cluster() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  pids=()
-}
-
 # Daemon CPU (% of one core) while both ranks sleep, sampled over `window`
 # seconds once rank 0 said it sleeps.
 daemon_cpu() {  # mode
-  start_cluster "$1"
+  cluster_start 1 --strobe "$1"
   local mm=${pids[0]} nm=${pids[1]}
   for _ in $(seq "$repeat"); do
     : > "$tmp/out"
@@ -74,7 +52,7 @@ daemon_cpu() {  # mode
     wait "$job"
     awk -v d=$((b - a)) -v hz="$hz" -v w="$window" 'BEGIN{printf "%.2f\n", 100 * d / hz / w}'
   done | stats
-  stop_cluster
+  cluster_stop
 }
 
 compute_bcs() {  # mode

@@ -11,26 +11,14 @@ build=${1:-$here/build}
 secs=${2:-3}
 bin=$build/bin
 tmp=$(mktemp -d)
-pids=()
-cleanup() {
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
-  rm -rf "$tmp"
-}
-trap cleanup EXIT
+# shellcheck source=bench/cluster.sh
+. "$here/bench/cluster.sh"
 
 printf '# achieved slice period with 2 node managers, %ss per run\n' "$secs"
 printf '%8s %8s %10s %10s %10s %10s\n' target slices p50_us p99_us max_us p99/target
 for slice in 100 250 500; do
-  pids=()
-  : > "$tmp/port"
   # shellcheck disable=SC2086 # BCS_BENCH_MM_ARGS: extra manager options, split on spaces
-  "$bin/bcs-mm" --listen 127.0.0.1:0 --ready-fd 3 --slice "${slice}us" ${BCS_BENCH_MM_ARGS:-} 3>"$tmp/port" &
-  pids+=($!)
-  for _ in $(seq 100); do [ -s "$tmp/port" ] && break; sleep 0.1; done
-  port=$(head -1 "$tmp/port")
-  [ -n "$port" ] || { echo "bcs-mm did not start" >&2; exit 1; }
-  for n in 1 2; do "$bin/bcs-nm" --manager "127.0.0.1:$port" --name "n$n" & pids+=($!); done
+  cluster_start 2 --slice "${slice}us" ${BCS_BENCH_MM_ARGS:-}
   # --strobe fixed: an idle job would park the (default, adaptive) strobe.
   "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 60s --strobe fixed -n 2 --nodes 2 sleep "$secs"
   "$bin/bcs" stats --manager "127.0.0.1:$port" --last 1000000 > "$tmp/stats"
@@ -40,6 +28,5 @@ for slice in 100 250 500; do
       p50=a[int(0.50*(NR-1)+1.5)]; p99=a[int(0.99*(NR-1)+1.5)]; mx=a[NR];
       if (p50=="") p50=a[NR]; if (p99=="") p99=a[NR];
       printf "%8s %8d %10.1f %10.1f %10.1f %10.3f\n", t"us", NR, p50, p99, mx, p99/t }' "$tmp/periods"
-  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
-  for p in "${pids[@]}"; do wait "$p" 2>/dev/null || true; done
+  cluster_stop
 done
