@@ -10,7 +10,6 @@
 
 #include <cstdlib>
 #include <cstring>
-#include <fstream>
 
 #include "fd.h"
 
@@ -190,16 +189,6 @@ std::optional<std::string> fabric_devices_for_manager(const Endpoint& manager,
   auto i = interface_toward(manager.host);
   if (!i && why) *why = "no network interface of this host reaches " + manager.host;
   return i;
-}
-
-std::string host_id() {
-  std::ifstream f("/proc/sys/kernel/random/boot_id");
-  std::string boot;
-  if (!(f >> boot) || boot.empty()) return {};
-  char ns[64] = {};
-  const ssize_t n = ::readlink("/proc/self/ns/net", ns, sizeof ns - 1);
-  if (n <= 0) return {};
-  return boot + "/" + std::string(ns, static_cast<size_t>(n));
 }
 
 }  // namespace bcs

@@ -30,12 +30,6 @@ std::optional<Endpoint> parse_endpoint(std::string_view s, std::string* why = nu
 // The host names a loopback address: 127.0.0.0/8, ::1, ::ffff:127.x.y.z or
 // "localhost".
 bool is_loopback_host(std::string_view host);
-
-// This process's host for the fabric: the kernel's boot id and the network
-// namespace. Two daemons with the same one can use UCX shared memory (and
-// cross-memory attach) between them; a network-namespace "host" stays apart,
-// as a real one would. Empty if unknown (then nothing is shared).
-std::string host_id();
 // The host is a wildcard (0.0.0.0, ::, [::], empty): every interface.
 bool is_wildcard_host(std::string_view host);
 

@@ -231,7 +231,7 @@ int main(int argc, char** argv) {
   }
   // The MM watches its own phase variable too: connect to self.
   auto self_addr = fabric->address();
-  fabric->connect(0, self_addr, /*same_host=*/true);
+  fabric->connect(0, self_addr);
 
   {
     mm::Manager manager(cfg, *fabric);

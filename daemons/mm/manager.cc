@@ -109,14 +109,12 @@ void Manager::broadcast_peers_locked() {
   auto addr = fabric_.address();
   self->set_ucx_address(addr.data(), addr.size());
   self->set_hostname("manager");
-  self->set_host_id(host_id_);
   for (auto& [id, n] : nodes_) {
     if (!n->fabric_ready) continue;
     auto* mem = p->add_members();
     mem->set_node_id(id);
     mem->set_ucx_address(n->ucx_address);
     mem->set_hostname(n->hostname);
-    mem->set_host_id(n->host_id);
   }
   for (auto& [id, n] : nodes_)
     if (n->fabric_ready) queue_locked(n, m);
@@ -141,7 +139,6 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
   node->stream = stream;
   node->name = msg.register_().name();
   node->hostname = msg.register_().hostname();
-  node->host_id = msg.register_().host_id();
   node->pid = msg.register_().pid();
   {
     std::lock_guard lk(mu_);
@@ -161,8 +158,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
       case v1::NodeMsg::kFabricReady: {
         node->ucx_address = msg.fabric_ready().ucx_address();
         const auto& a = node->ucx_address;
-        auto s = fabric_.connect(node->id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
-                                 !host_id_.empty() && node->host_id == host_id_);
+        auto s = fabric_.connect(node->id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
         if (s != core::Status::ok) {
           spdlog::error("cannot connect to node {}: {}", node->id, core::status_str(s));
           break;

@@ -20,7 +20,6 @@
 #include "bcs/core.h"
 #include "bcs/emds.h"
 #include "callers.h"
-#include "net.h"
 
 namespace bcs::mm {
 
@@ -51,7 +50,6 @@ using NodeStream = grpc::ServerReaderWriter<v1::ManagerMsg, v1::NodeMsg>;
 struct Node {
   uint32_t id = 0;
   std::string name, hostname;
-  std::string host_id;  // Register.host_id
   uint32_t pid = 0;
   NodeStream* stream = nullptr;
   std::mutex write_mu;
@@ -177,7 +175,6 @@ class Manager {
   UnixSessions unix_;
   std::atomic<uint16_t> tcp_port_{0};
   monitor::EmdsRecorder emds_;
-  const std::string host_id_ = host_id();  // see Register.host_id
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -344,8 +344,6 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
 
   v1::NodeMsg reg;
   reg.mutable_register_()->set_hostname(hostname());
-  const std::string my_host = host_id();
-  reg.mutable_register_()->set_host_id(my_host);
   reg.mutable_register_()->set_name(name);
   reg.mutable_register_()->set_cores(std::thread::hardware_concurrency());
   reg.mutable_register_()->set_pid(static_cast<uint32_t>(::getpid()));
@@ -394,8 +392,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           const auto& a = mem.ucx_address();
           if (fabric->connected(mem.node_id())) continue;
           auto s = fabric->connect(mem.node_id(),
-                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
-                                   !my_host.empty() && mem.host_id() == my_host);
+                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
           if (s != core::Status::ok)
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
         }

@@ -97,15 +97,7 @@ class Fabric {
   std::vector<uint8_t> address() const;
   // Create (or replace) the endpoint to `peer`. Connecting to self is allowed
   // (messages to self are delivered through UCX's self transport).
-  //
-  // `same_host`: the peer runs on this host, and whoever calls knows when it
-  // dies by other means (the daemons' control streams). The endpoint then
-  // goes without UCX's peer error handling, because UCX 1.13 offers its
-  // shared-memory transports (posix, sysv, cma) only to such endpoints;
-  // a dead peer is then noticed by the send timeout at the latest. Between
-  // hosts, peer error handling is kept (a dead peer is an error return).
-  // BCS_CORE_ERR_MODE=peer|none overrides both ways, for experiments.
-  Status connect(NodeId peer, std::span<const uint8_t> address, bool same_host = false);
+  Status connect(NodeId peer, std::span<const uint8_t> address);
   void disconnect(NodeId peer);
   bool connected(NodeId peer) const;
 
