@@ -5,7 +5,8 @@
 #   bench/coll.sh [BUILD_DIR] [ITERS]
 #
 # bench/coll_bench.c is built with "$BUILD_DIR/bin/mpicc" and mpicc.openmpi.
-# bcs runs with one node manager (1nm) and with two (2nm); BCS_BENCH_SLICE
+# bcs runs with one node manager (1nm) and with two (2nm), with the strobe
+# BCS_BENCH_STROBE (adaptive by default, or fixed); BCS_BENCH_SLICE
 # sets the slice (default 500us). Prints three tables:
 #   (a) MPI_Allreduce of 8 B and 64 KiB: median per-iteration latency (max
 #       over ranks), in us and in slices, and the ratio bcs / Open MPI;
@@ -81,7 +82,8 @@ run() {  # config mode args...
   case $cfg in
     bcs1|bcs2)
       timeout "$tmo" "$bcs" run --timeout "$((tmo - 10))s" -n $np --nodes "${cfg#bcs}" \
-        --slice "$slice" "$tmp/coll_bcs" "$@" >>"$tmp/$cfg" 2>"$tmp/err" || rc=$? ;;
+        --slice "$slice" --strobe "${BCS_BENCH_STROBE:-adaptive}" "$tmp/coll_bcs" "$@" \
+        >>"$tmp/$cfg" 2>"$tmp/err" || rc=$? ;;
     ompi)
       # Open MPI's default on one host: ob1 + vader shared memory (with CMA).
       timeout "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np $np \

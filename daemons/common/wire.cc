@@ -55,6 +55,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   put_u32s(w, s.expect_gets);
   put_release(w, s.coll_release);
   w.put<uint8_t>(s.fused);
+  w.put<uint8_t>(s.may_park);
   return std::move(w.bytes());
 }
 
@@ -68,6 +69,7 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.expect_gets = get_u32s(r);
   s.coll_release = get_release(r);
   s.fused = r.get<uint8_t>() != 0;
+  s.may_park = r.get<uint8_t>() != 0;
   return s;
 }
 

@@ -129,6 +129,9 @@ struct Strobe {
   // DEM of a job with one node: the node runs the whole slice on this one
   // strobe, deciding the later microphases itself (FusedReport).
   bool fused = false;
+  // DEM: the strobe has found nothing to do for a while; a node with
+  // nothing to do may park (arm its doorbell for posts).
+  bool may_park = false;
 };
 std::vector<uint8_t> encode(const Strobe& s);
 Strobe decode_strobe(std::span<const uint8_t> b);

@@ -62,6 +62,12 @@ uint64_t now_ns() {
 // empty message there, so a SIGTERM need not wait out a 10 s slice.
 namespace {
 constexpr uint64_t kParkRecheckNs = 100'000'000;
+// Slices with nothing to do anywhere before the strobe may park. A parked
+// node makes every post ring its doorbell (a system call that wakes a
+// thread), so short gaps between communications (a rank computing for a
+// millisecond, skew before a collective) keep the period and cost the
+// ranks nothing; only an idle stretch longer than this parks.
+constexpr uint32_t kParkAfterEmpty = 8;
 }  // namespace
 
 struct Manager::Pacing {
@@ -71,6 +77,7 @@ struct Manager::Pacing {
   bool parked = false;
   uint64_t parked_at = 0;
   bool rung = false;  // parked, and a node rang for work
+  uint32_t empty_run = 0;  // consecutive slices with nothing to do
   // Blocked since the last microphase of the previous slice (phase value
   // `end_value`), per node of the job: from its report or a later bell.
   int64_t end_value = 0;
@@ -318,6 +325,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     s.slice = rec.slice;
     s.job = j.id;
     s.phase = Phase::dem;
+    s.may_park = pace.adaptive && pace.empty_run + 1 >= kParkAfterEmpty;
     // What the slice's microphases found, for the record and the pacing.
     bool all_parked = true, nothing_to_do = true;
     std::map<uint32_t, bool> blocked_after;  // per node, after its last microphase
@@ -438,7 +446,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       // count too (wait_for_slice).
       pace.end_value = wire::phase_value(s.slice, last);
       pace.blocked = std::move(blocked_after);
-      if (nothing_to_do && all_parked) {
+      pace.empty_run = nothing_to_do ? pace.empty_run + 1 : 0;
+      if (nothing_to_do && all_parked && s.may_park) {
         pace.parked = true;
         pace.parked_at = now;
       }

@@ -239,7 +239,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
       }
       auto rep = st->bs.run(s.slice, st->ranks, *this, st->br, st->coll);
       rep.transfers_pending = static_cast<uint32_t>(st->br.scheduler().in_flight());
-      park_if_idle(s.slice, rep);
+      if (s.may_park) park_if_idle(s.slice, rep);
       return rep;
     }
     case Phase::msm:
