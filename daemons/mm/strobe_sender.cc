@@ -15,6 +15,7 @@
 
 #include <algorithm>
 #include <map>
+#include <set>
 
 #include "manager.h"
 #include "slice_plan.h"
@@ -48,8 +49,8 @@ uint64_t now_ns() {
 //             doorbell since), so nothing will be posted until the runtime
 //             completes something, and waiting for the period would only
 //             add latency. The period still bounds every slice from above.
-//   unparked  the last slice found nothing to do on any node and every node
-//             armed its doorbell: the strobe parks (no round trips at all)
+//   unparked  kParkAfterEmpty slices in a row found nothing to do on any
+//             node and every node armed its doorbell: the strobe parks (no round trips at all)
 //             until a rank posts and its node rings, and that slice starts
 //             at once. The periods skipped are counted, and slice numbers
 //             advance by them, so numbering stays global and monotonic. A
@@ -81,13 +82,9 @@ struct Manager::Pacing {
   // Blocked since the last microphase of the previous slice (phase value
   // `end_value`), per node of the job: from its report or a later bell.
   int64_t end_value = 0;
-  std::map<uint32_t, bool> blocked;
+  std::set<uint32_t> blocked;
   bool all_blocked(const std::vector<uint32_t>& nodes) const {
-    for (uint32_t n : nodes) {
-      auto it = blocked.find(n);
-      if (it == blocked.end() || !it->second) return false;
-    }
-    return true;
+    return std::all_of(nodes.begin(), nodes.end(), [&](uint32_t n) { return blocked.count(n); });
   }
 };
 
@@ -121,7 +118,7 @@ Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
     if (b.kind == wire::BellKind::work) {
       p.rung = p.rung || p.parked;
     } else if (static_cast<int64_t>(b.epoch) >= p.end_value) {
-      p.blocked[m.from] = true;
+      p.blocked.insert(m.from);
     }
   }
 }
@@ -261,23 +258,18 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   bool ok = true;
 
   // A node that failed its own part of a microphase (a batch or bundle that
-  // never came or did not decode, a remote read that failed) lost work the
-  // ranks wait for: the job fails at once, naming the node, the microphase
-  // and the cause, instead of hanging until the watchdog.
-  auto node_failed = [&](uint64_t slice, Phase phase) {
-    for (const auto& v : snap) {
-      const auto rep = wire::decode_report(v.attachment);
-      if (rep.errors == 0) continue;
-      std::lock_guard lk(mu_);
-      const auto it = nodes_.find(v.node);
-      const std::string who =
-          it == nodes_.end() ? "node " + std::to_string(v.node) : "node " + it->second->name;
-      fail_job_locked(j, 1,
-                      who + ": microphase " + wire::phase_name(phase) + " of slice " +
-                          std::to_string(slice) + " failed: " + rep.error);
-      return true;
-    }
-    return false;
+  // never came or did not decode, a remote read that failed, or a report
+  // that does not decode here) lost work the ranks wait for: the job fails
+  // at once, naming the node, the microphase and the cause, instead of
+  // hanging until the watchdog.
+  auto fail_node = [&](uint32_t node, uint64_t slice, Phase phase, const std::string& why) {
+    std::lock_guard lk(mu_);
+    const auto it = nodes_.find(node);
+    const std::string who =
+        it == nodes_.end() ? "node " + std::to_string(node) : "node " + it->second->name;
+    fail_job_locked(j, 1,
+                    who + ": microphase " + wire::phase_name(phase) + " of slice " +
+                        std::to_string(slice) + " failed: " + why);
   };
 
   auto strobe = [&](const wire::Strobe& s) {
@@ -328,7 +320,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     s.may_park = pace.adaptive && pace.empty_run + 1 >= kParkAfterEmpty;
     // What the slice's microphases found, for the record and the pacing.
     bool all_parked = true, nothing_to_do = true;
-    std::map<uint32_t, bool> blocked_after;  // per node, after its last microphase
+    std::set<uint32_t> blocked_after;  // nodes blocked after their last microphase
     auto account = [&](Phase p, const std::vector<wire::Report>& reps) {
       for (const auto& r : reps) {
         switch (p) {
@@ -349,19 +341,30 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       if (p != Phase::dem) nothing_to_do = false;
       last = p;
     };
-    auto reports = [&] {
-      std::vector<wire::Report> reps;
-      for (auto& v : snap) reps.push_back(wire::decode_report(v.attachment));
-      return reps;
-    };
-    // Runs microphase `phase` on every node: strobe, wait, check.
+    // Runs microphase `phase` on every node: strobe, wait, then the nodes'
+    // reports, decoded once (a node's bytes are input: one that does not
+    // decode fails the job like a failure it reports).
+    std::vector<wire::Report> reps;
     auto microphase = [&](Phase phase) {
       const auto k = static_cast<uint8_t>(phase);
       s.phase = phase;
       const uint64_t t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) return false;
-      if (node_failed(s.slice, phase)) return ok = false;
+      reps.clear();
+      for (const auto& v : snap) {
+        try {
+          reps.push_back(wire::decode_report(v.attachment));
+        } catch (const std::exception& e) {
+          fail_node(v.node, s.slice, phase, std::string("malformed report: ") + e.what());
+          return ok = false;
+        }
+        if (reps.back().errors) {
+          fail_node(v.node, s.slice, phase, reps.back().error);
+          return ok = false;
+        }
+      }
       rec.phase_ns[k] = now_ns() - t;
+      account(phase, reps);
       return true;
     };
 
@@ -375,33 +378,23 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       } catch (const std::exception& e) {
         f.parts.emplace_back().fail(std::string("malformed report: ") + e.what());
       }
-      const wire::Report* failed = nullptr;
-      for (size_t i = 0; i < f.parts.size(); ++i) {
+      for (size_t i = 0; ok && i < f.parts.size(); ++i) {
         const auto& part = f.parts[i];
         const auto k = static_cast<size_t>(part.phase);
-        if (part.errors || k > 4) {
-          failed = &part;
-          break;
+        if (k > 4 || part.errors) {
+          fail_node(j.nodes[0], s.slice, part.phase,
+                    k > 4 ? "malformed report: unknown microphase" : part.error);
+          ok = false;
+        } else {
+          rec.phase_ns[k] = f.ns[i];
+          account(part.phase, {part});
         }
-        rec.phase_ns[k] = f.ns[i];
-        account(part.phase, {part});
       }
-      if (failed) {
-        std::lock_guard lk(mu_);
-        const auto it = nodes_.find(j.nodes[0]);
-        fail_job_locked(j, 1,
-                        "node " + (it == nodes_.end() ? std::to_string(j.nodes[0]) : it->second->name) +
-                            ": microphase " + wire::phase_name(failed->phase) + " of slice " +
-                            std::to_string(s.slice) + " failed: " + failed->error);
-        ok = false;
-        break;
-      }
-      blocked_after[j.nodes[0]] = f.parts.back().all_blocked;
+      if (!ok) break;
+      if (f.parts.back().all_blocked) blocked_after.insert(j.nodes[0]);
     } else {
       // DEM (the strobe itself).
       if (!microphase(Phase::dem)) break;
-      std::vector<wire::Report> reps = reports();
-      account(Phase::dem, reps);
       const DemPlan dem = plan_after_dem(reps, max_node, released);
       s.expect_batches = dem.expect_batches;
       s.coll_release = dem.coll_release;
@@ -411,8 +404,6 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       uint32_t chunks = 0;
       if (dem.run_msm) {
         if (!microphase(Phase::msm)) break;
-        reps = reports();
-        account(Phase::msm, reps);
         MsmPlan msm = plan_after_msm(reps, max_node);
         s.expect_gets = std::move(msm.expect_gets);
         chunks = msm.chunks;
@@ -420,7 +411,6 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       // P2P: only if the MSM scheduled chunks somewhere.
       if (chunks) {
         if (!microphase(Phase::p2p)) break;
-        account(Phase::p2p, reports());
       }
       // BBM (collective helper) and RM (reduce helper): collectives that every
       // member has posted; each microphase only if one of its kinds is due.
@@ -428,11 +418,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
            {std::pair{Phase::bbm, dem.run_bbm}, std::pair{Phase::rm, dem.run_rm}}) {
         if (!due) continue;
         if (!microphase(phase)) break;
-        account(phase, reports());
       }
       if (!ok) break;
       for (const auto& r : s.coll_release) released[r.context] = r.level;
-      for (const auto& v : snap) blocked_after[v.node] = wire::decode_report(v.attachment).all_blocked;
+      for (size_t i = 0; i < reps.size(); ++i)
+        if (reps[i].all_blocked) blocked_after.insert(snap[i].node);
     }
     emds_.record(rec);
 
