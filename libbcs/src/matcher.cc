@@ -340,36 +340,34 @@ uint64_t ChunkScheduler::serve(std::deque<Transfer>& q, uint64_t limit, uint64_t
 std::vector<Chunk> ChunkScheduler::schedule_slice() {
   std::vector<Chunk> out;
   // The pairs with something left to schedule, round-robin from next_first_.
-  std::vector<std::deque<Transfer>*> active;
+  // (Only a fully scheduled prefix of a queue can lack work, so the scan
+  // stops at its first unscheduled transfer.)
+  std::vector<decltype(pairs_)::iterator> active;
   auto has_work = [](const std::deque<Transfer>& q) {
     for (const auto& t : q)
       if (!t.scheduled_last) return true;
     return false;
   };
-  auto start = pairs_.lower_bound(next_first_);
+  const auto start = pairs_.lower_bound(next_first_);
   for (auto it = start; it != pairs_.end(); ++it)
-    if (has_work(it->second)) active.push_back(&it->second);
+    if (has_work(it->second)) active.push_back(it);
   for (auto it = pairs_.begin(); it != start; ++it)
-    if (has_work(it->second)) active.push_back(&it->second);
+    if (has_work(it->second)) active.push_back(it);
   if (active.empty()) return out;
   // Next slice, the pair after this slice's first goes first.
-  auto first = start;
-  while (first != pairs_.end() && !has_work(first->second)) ++first;
-  if (first == pairs_.end()) first = pairs_.begin();
-  while (!has_work(first->second)) ++first;
-  next_first_ = std::next(first) == pairs_.end() ? PairKey{INT32_MIN, INT32_MIN}
-                                                  : std::next(first)->first;
+  const auto after = std::next(active.front());
+  next_first_ = after == pairs_.end() ? PairKey{INT32_MIN, INT32_MIN} : after->first;
 
   uint64_t left = budget_;
   const uint64_t share =
       budget_ == 0 ? UINT64_MAX : std::max<uint64_t>(1, budget_ / active.size());
   // Round one: an equal share each. Round two: what is left, in the same
   // order (a pair that needed less than its share leaves it to the others).
-  for (auto* q : active) serve(*q, share, left, out);
+  for (auto it : active) serve(it->second, share, left, out);
   if (budget_ != 0)
-    for (auto* q : active) {
+    for (auto it : active) {
       if (left == 0) break;
-      serve(*q, UINT64_MAX, left, out);
+      serve(it->second, UINT64_MAX, left, out);
     }
   return out;
 }
