@@ -1,0 +1,126 @@
+// The rank side of the job segment: request slots, posting and waiting
+// (rank.h).
+#include "rank.h"
+
+#include <sched.h>
+
+#include <atomic>
+#include <cstring>
+
+namespace bcs::rank_side {
+
+bool valid_request(bcs_request_t r) {
+  auto& s = st();
+  return r >= 0 && static_cast<uint32_t>(r) < s.view.request_slots &&
+         slot(static_cast<uint32_t>(r)).state.load(std::memory_order_acquire) !=
+             static_cast<uint32_t>(ReqState::free);
+}
+
+size_t drop_answered_iprobes();
+
+bool alloc_slot(DescKind kind, uint32_t* idx) {
+  auto& s = st();
+  if (s.free_slots.empty() && drop_answered_iprobes() == 0) return false;
+  *idx = s.free_slots.back();
+  s.free_slots.pop_back();
+  RequestSlot& r = slot(*idx);
+  r.error = 0;
+  r.source = 0;
+  r.tag = 0;
+  r.bytes = 0;
+  r.found = 0;
+  r.kind = static_cast<uint32_t>(kind);
+  // The NM only looks at a slot after the descriptor naming it was published
+  // by the ring's release store, so relaxed is enough here.
+  r.state.store(static_cast<uint32_t>(ReqState::pending), std::memory_order_relaxed);
+  return true;
+}
+
+void release_slot(uint32_t idx) {
+  slot(idx).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
+  st().free_slots.push_back(idx);
+}
+
+// Frees the slots of non-blocking probes the node manager has answered;
+// returns how many.
+size_t drop_answered_iprobes() {
+  auto& s = st();
+  size_t n = 0;
+  for (auto it = s.iprobes.begin(); it != s.iprobes.end();) {
+    if (slot_done(it->second)) {
+      release_slot(it->second);
+      it = s.iprobes.erase(it);
+      ++n;
+    } else {
+      ++it;
+    }
+  }
+  return n;
+}
+
+// Completion done by the rank itself (inline sends, one-member collectives,
+// application bypass).
+void complete_locally(uint32_t idx, uint64_t bytes) {
+  RequestSlot& r = slot(idx);
+  r.error = 0;
+  r.source = st().rank;
+  r.tag = 0;
+  r.bytes = bytes;
+  r.state.store(static_cast<uint32_t>(ReqState::done), std::memory_order_release);
+}
+
+void fill_status(uint32_t idx, bcs_msg_status_t* out) {
+  if (!out) return;
+  const RequestSlot& r = slot(idx);
+  out->source = r.source;
+  out->tag = r.tag;
+  out->bytes = r.bytes;
+  out->error = r.error;
+}
+
+void empty_status(bcs_msg_status_t* out) {
+  if (!out) return;
+  out->source = BCS_ANY_SOURCE;
+  out->tag = BCS_ANY_TAG;
+  out->bytes = 0;
+  out->error = BCS_OK;
+}
+
+// A polling caller (MPI_Test / MPI_Iprobe loops) found nothing: give the CPU
+// to the node manager, which may share it with us.
+void polled_nothing() { sched_yield(); }
+
+// Posts `d`, sleeping while the ring is full (the NM frees slots at every
+// strobe and wakes waiting ranks). Nothing is ever dropped.
+void post(Descriptor& d) {
+  auto& s = st();
+  d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
+  if (bcs::ring_try_post(s.view, d)) {
+    // A parked strobe (nothing to do anywhere) wakes only when rung. The NM
+    // sets kNmParked, then re-reads the rings; we publish the head, then
+    // read the flag: with both fences one of us sees the other.
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+    if (s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmParked)
+      bcs::segment_ring_bell(&s.header->bell);
+    return;
+  }
+  auto* ctl = s.view.ctl;
+  const uint32_t slots = s.view.ring_slots;
+  wait_until([&] {
+    return ctl->head.load(std::memory_order_relaxed) - ctl->tail.load(std::memory_order_acquire) <
+           slots;
+  });
+  const bool ok = bcs::ring_try_post(s.view, d);
+  (void)ok;  // single producer: space seen above cannot vanish
+}
+
+// Waits for `idx`, copies its status, frees it; returns the request's error.
+bcs_status_t finish_blocking(uint32_t idx, bcs_msg_status_t* out) {
+  wait_until([&] { return slot_done(idx); });
+  fill_status(idx, out);
+  const auto err = static_cast<bcs_status_t>(slot(idx).error);
+  release_slot(idx);
+  return err;
+}
+
+}  // namespace bcs::rank_side

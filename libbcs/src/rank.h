@@ -1,0 +1,167 @@
+// The rank side of the job segment, shared by the BCS API's files
+// (api.cc: init, point-to-point, requests; coll.cc: collectives): the
+// rank's state, its request slots, and the posting and waiting protocol
+// with its node manager (the ring, the futex, the doorbell). Internal to
+// libbcs.
+//
+// Threading: the MPI shim provides at most MPI_THREAD_SERIALIZED, so the
+// rank-local state (free list, counters) needs no lock: calls never
+// overlap, and the application's own serialisation orders memory between
+// threads.
+#pragma once
+
+#include <sys/mman.h>
+
+#include <cstddef>
+#include <cstdint>
+#include <cstring>
+#include <map>
+#include <tuple>
+#include <vector>
+
+#include "bcs/bcs.h"
+#include "bcs/segment.h"
+
+namespace bcs::rank_side {
+
+using bcs::DescKind;
+using bcs::Descriptor;
+using bcs::ReqState;
+using bcs::RequestSlot;
+
+// A lost wake-up (which the protocol should make impossible) must never hang
+// a rank forever: every futex sleep re-checks after this long.
+constexpr uint64_t kWaitSliceNs = 100'000'000;
+
+// Owns the mapping of the job's segment.
+class Mapping {
+ public:
+  Mapping() = default;
+  Mapping(const Mapping&) = delete;
+  Mapping& operator=(const Mapping&) = delete;
+  ~Mapping() { reset(); }
+
+  bool map(int fd, size_t len) {
+    void* p = mmap(nullptr, len, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p == MAP_FAILED) return false;
+    reset();
+    base_ = p;
+    len_ = len;
+    return true;
+  }
+  void reset() {
+    if (base_) munmap(base_, len_);
+    base_ = nullptr;
+    len_ = 0;
+  }
+  void* base() const { return base_; }
+
+ private:
+  void* base_ = nullptr;
+  size_t len_ = 0;
+};
+
+// Keys whose latest non-blocking probe keeps its slot (see bcs_probe).
+constexpr size_t kIprobeKeep = 64;
+
+struct IprobeKey {
+  int32_t source, tag, context;
+  bool operator<(const IprobeKey& o) const {
+    return std::tie(source, tag, context) < std::tie(o.source, o.tag, o.context);
+  }
+};
+
+struct State {
+  Mapping map;
+  bcs::RankView view;
+  bcs::SegmentHeader* header = nullptr;
+  bcs::SegmentLayout layout;  // as the header gave it (checked at init)
+  int32_t rank = 0;
+  int32_t size = 0;
+  uint64_t slice_ns = 0;
+  uint64_t post_seq = 0;
+  std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
+  std::vector<int32_t> send_dest;                  // per slot: the destination of a send
+  std::vector<uint64_t> send_seq;                  // per world rank: sends posted to it
+  std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
+  std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
+  bool initialized = false;
+};
+
+// The rank's one state (calls never overlap: see the file comment). Inline:
+// every call reaches it, and an inline function's static is one object.
+inline State& st() {
+  static State s;
+  return s;
+}
+
+
+// ------------------------------------------------------------ request slots
+// (The small ones inline: they sit on the post and wait paths.)
+inline bool one_rank_context(int32_t context) {
+  // MPI_COMM_SELF's point-to-point and collective contexts.
+  return context == bcs::kContextSelf || context == bcs::kContextSelf + 1;
+}
+inline RequestSlot& slot(uint32_t idx) { return st().view.requests[idx]; }
+inline bool slot_done(uint32_t idx) {
+  return slot(idx).state.load(std::memory_order_acquire) == static_cast<uint32_t>(ReqState::done);
+}
+bool valid_request(bcs_request_t r);
+bool alloc_slot(DescKind kind, uint32_t* idx);
+void release_slot(uint32_t idx);
+// Frees the slots of non-blocking probes the node manager has answered;
+// returns how many.
+size_t drop_answered_iprobes();
+// Completion done by the rank itself (inline sends, one-member collectives,
+// application bypass).
+void complete_locally(uint32_t idx, uint64_t bytes);
+void fill_status(uint32_t idx, bcs_msg_status_t* out);
+void empty_status(bcs_msg_status_t* out);
+
+// ------------------------------------------------------------ posting, waiting
+// Sleeps on the rank's futex until `ready()` holds. The order (read
+// wake_seq, announce `waiting`, re-check, sleep only if wake_seq is unchanged)
+// pairs with rank_wake() in the NM: a completion that lands after the
+// re-check changes wake_seq, so the futex refuses to sleep.
+template <typename Pred>
+void wait_until(Pred ready) {
+  auto* ctl = st().view.ctl;
+  while (!ready()) {
+    const uint32_t seen = ctl->wake_seq.load(std::memory_order_acquire);
+    ctl->waiting.store(1, std::memory_order_seq_cst);
+    if (ready()) {
+      ctl->waiting.store(0, std::memory_order_relaxed);
+      break;
+    }
+    // The last local rank to block tells the node manager, which may then
+    // start the next slice at once (work-conserving strobe). Every rank sets
+    // its flag before it looks at the others (seq_cst), so of two ranks
+    // blocking together at least one sees both and rings.
+    auto& s = st();
+    if ((s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmBellOnBlock) &&
+        bcs::segment_all_blocked(s.map.base(), s.layout))
+      bcs::segment_ring_bell(&s.header->bell);
+    bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
+    ctl->waiting.store(0, std::memory_order_relaxed);
+  }
+}
+
+// A polling caller (MPI_Test / MPI_Iprobe loops) found nothing: give the CPU
+// to the node manager, which may share it with us.
+void polled_nothing();
+// Posts `d`, sleeping while the ring is full (the NM frees slots at every
+// strobe and wakes waiting ranks). Nothing is ever dropped.
+void post(Descriptor& d);
+inline Descriptor make_desc(DescKind kind, int32_t context, int32_t peer, int32_t tag) {
+  Descriptor d;
+  std::memset(&d, 0, offsetof(Descriptor, payload));
+  d.kind = kind;
+  d.context = context;
+  d.peer = peer;
+  d.tag = tag;
+  return d;
+}
+// Waits for `idx`, copies its status, frees it; returns the request's error.
+bcs_status_t finish_blocking(uint32_t idx, bcs_msg_status_t* out);
+
+}  // namespace bcs::rank_side
