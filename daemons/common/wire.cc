@@ -56,6 +56,8 @@ std::vector<uint8_t> encode(const Strobe& s) {
   put_release(w, s.coll_release);
   w.put<uint8_t>(s.fused);
   w.put<uint8_t>(s.may_park);
+  w.put(s.lease_ns);
+  w.put(s.lease_slices);
   return std::move(w.bytes());
 }
 
@@ -70,6 +72,9 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.coll_release = get_release(r);
   s.fused = r.get<uint8_t>() != 0;
   s.may_park = r.get<uint8_t>() != 0;
+  s.lease_ns = r.get<uint64_t>();
+  s.lease_slices = r.get<uint32_t>();
+  if (s.lease_slices > kMaxLeaseSlices) throw std::runtime_error("strobe: lease too long");
   return s;
 }
 
@@ -122,6 +127,7 @@ std::vector<uint8_t> encode(const FusedReport& f) {
   w.put<uint32_t>(static_cast<uint32_t>(f.parts.size()));
   for (size_t i = 0; i < f.parts.size(); ++i) {
     w.put<uint64_t>(i < f.ns.size() ? f.ns[i] : 0);
+    w.put<uint64_t>(i < f.at.size() ? f.at[i] : 0);
     w.put_bytes(encode(f.parts[i]));
   }
   return std::move(w.bytes());
@@ -131,10 +137,12 @@ FusedReport decode_fused(std::span<const uint8_t> b) {
   Reader r(b);
   FusedReport f;
   const auto n = r.get<uint32_t>();
-  // One report per microphase: DEM, MSM, P2P, BBM, RM.
-  if (n == 0 || n > 5) throw std::runtime_error("fused report: bad number of parts");
+  // One report per microphase (DEM, MSM, P2P, BBM, RM) of each slice run.
+  if (n == 0 || n > 5 * (kMaxLeaseSlices + 1))
+    throw std::runtime_error("fused report: bad number of parts");
   for (uint32_t i = 0; i < n; ++i) {
     f.ns.push_back(r.get<uint64_t>());
+    f.at.push_back(r.get<uint64_t>());
     f.parts.push_back(decode_report(r.get_bytes()));
   }
   return f;

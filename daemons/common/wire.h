@@ -132,7 +132,17 @@ struct Strobe {
   // DEM: the strobe has found nothing to do for a while; a node with
   // nothing to do may park (arm its doorbell for posts).
   bool may_park = false;
+  // DEM of a fused slice: a lease. After the slice, while every local rank
+  // is blocked and the last slice did some work, the node may run up to
+  // `lease_slices` more slices (numbered on from `slice`) on its own, for at
+  // most `lease_ns` from this strobe; the fused report covers all of them.
+  // It saves the manager round trip per slice of a one-node job, whose
+  // strobe decides nothing but when a slice starts (see Pacing).
+  uint64_t lease_ns = 0;
+  uint32_t lease_slices = 0;
 };
+// A lease never covers more slices than this (it bounds the fused report).
+constexpr uint32_t kMaxLeaseSlices = 256;
 std::vector<uint8_t> encode(const Strobe& s);
 Strobe decode_strobe(std::span<const uint8_t> b);
 
@@ -177,8 +187,9 @@ Report decode_report(std::span<const uint8_t> b);
 // ---- NM -> MM: the reports of a fused slice (Strobe::fused), one per
 // microphase it ran, in order, with the time each took on the node.
 struct FusedReport {
-  std::vector<Report> parts;
-  std::vector<uint64_t> ns;
+  std::vector<Report> parts;  // in order: slice by slice, microphase by microphase
+  std::vector<uint64_t> ns;   // how long each part took
+  std::vector<uint64_t> at;   // when each part began, ns after the strobe arrived
 };
 std::vector<uint8_t> encode(const FusedReport& f);
 FusedReport decode_fused(std::span<const uint8_t> b);

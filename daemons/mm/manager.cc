@@ -739,6 +739,7 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_coll_bytes(r.coll_bytes);
     s->set_skipped(r.skipped);
     s->set_early(r.early);
+    s->set_leased(r.leased);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

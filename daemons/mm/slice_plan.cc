@@ -57,4 +57,36 @@ MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node) 
   return p;
 }
 
+FusedSlices split_fused(const wire::FusedReport& f, uint64_t first, uint32_t lease_slices) {
+  FusedSlices out;
+  uint64_t slice = first;
+  wire::Phase last = wire::Phase::dem;
+  for (size_t i = 0; i < f.parts.size(); ++i) {
+    const auto& p = f.parts[i];
+    const bool starts = p.phase == wire::Phase::dem;
+    if (static_cast<uint8_t>(p.phase) > static_cast<uint8_t>(wire::Phase::rm)) {
+      out.why = "malformed report: unknown microphase";
+    } else if (i == 0 ? p.slice != first || !starts
+                      : starts ? p.slice != slice + 1 : p.slice != slice || p.phase <= last) {
+      out.why = "malformed report: microphases out of order";
+    } else if (p.slice - first > lease_slices) {
+      out.why = "malformed report: more slices than the lease";
+    } else if (p.errors) {
+      out.why = p.error;
+    }
+    if (!out.why.empty()) {
+      out.bad = i;
+      return out;
+    }
+    if (starts) out.begins.push_back(i);
+    slice = p.slice;
+    last = p.phase;
+  }
+  if (f.parts.empty()) {
+    out.bad = 0;
+    out.why = "malformed report: no microphase";
+  }
+  return out;
+}
+
 }  // namespace bcs::mm

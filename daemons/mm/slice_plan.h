@@ -6,7 +6,9 @@
 #pragma once
 
 #include <cstdint>
+#include <cstddef>
 #include <map>
+#include <string>
 #include <vector>
 
 #include "wire.h"
@@ -38,5 +40,19 @@ struct MsmPlan {
   std::vector<uint32_t> expect_gets;
 };
 MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node);
+
+// A one-node job's fused report, cut into the slices it ran (the strobe's
+// slice `first`, then up to `lease_slices` more on the node's lease). The
+// node's bytes are input: each slice must start with its DEM, microphases
+// go forward within a slice, slices are consecutive and within the lease.
+// `begins`: index of each slice's first part. On the first part that breaks
+// a rule, or reports a failure of its own, `bad` is its index and `why`
+// says what; the parts before it are still cut.
+struct FusedSlices {
+  std::vector<size_t> begins;
+  size_t bad = SIZE_MAX;
+  std::string why;
+};
+FusedSlices split_fused(const wire::FusedReport& f, uint64_t first, uint32_t lease_slices);
 
 }  // namespace bcs::mm

@@ -69,6 +69,10 @@ constexpr uint64_t kParkRecheckNs = 100'000'000;
 // millisecond, skew before a collective) keep the period and cost the
 // ranks nothing; only an idle stretch longer than this parks.
 constexpr uint32_t kParkAfterEmpty = 8;
+// A one-node job's lease (Strobe::lease_ns) lasts one period, and never
+// longer than this, so a long --slice does not leave the manager without
+// news of the node for that long.
+constexpr uint64_t kMaxLeaseNs = 10'000'000;
 }  // namespace
 
 struct Manager::Pacing {
@@ -369,26 +373,44 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     };
 
     if (j.nodes.size() == 1 && pace.adaptive) {
-      // One node: it runs the whole slice on one strobe (Nic::run_fused).
+      // One node: it runs the whole slice on one strobe (Nic::run_fused),
+      // and, on a lease, the slices after it while all its ranks block.
       s.fused = true;
+      s.lease_ns = std::min(slice_ns, kMaxLeaseNs);
+      s.lease_slices = wire::kMaxLeaseSlices;
       if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
       wire::FusedReport f;
       try {
         f = wire::decode_fused(snap.at(0).attachment);
       } catch (const std::exception& e) {
         f.parts.emplace_back().fail(std::string("malformed report: ") + e.what());
+        f.parts.back().slice = s.slice;
       }
-      for (size_t i = 0; ok && i < f.parts.size(); ++i) {
+      // The parts, slice by slice (split_fused checks their order): each
+      // slice the node ran on its lease gets its own record.
+      const FusedSlices cut = split_fused(f, s.slice, s.lease_slices);
+      const size_t good = std::min(cut.bad, f.parts.size());
+      for (size_t i = 0; i < good; ++i) {
         const auto& part = f.parts[i];
-        const auto k = static_cast<size_t>(part.phase);
-        if (k > 4 || part.errors) {
-          fail_node(j.nodes[0], s.slice, part.phase,
-                    k > 4 ? "malformed report: unknown microphase" : part.error);
-          ok = false;
-        } else {
-          rec.phase_ns[k] = f.ns[i];
-          account(part.phase, {part});
+        if (i > 0 && part.phase == Phase::dem) {
+          emds_.record(rec);
+          const uint64_t at = start + (i < f.at.size() ? f.at[i] : 0);
+          rec = monitor::SliceRecord{};
+          rec.slice = s.slice = ++slice_;
+          rec.start_ns = at;
+          rec.period_ns = at - prev_start;
+          rec.early = rec.leased = true;
+          prev_start = at;
+          all_parked = nothing_to_do = true;
         }
+        rec.phase_ns[static_cast<size_t>(part.phase)] = i < f.ns.size() ? f.ns[i] : 0;
+        account(part.phase, {part});
+      }
+      if (cut.bad != SIZE_MAX) {
+        const wire::Report* part = cut.bad < f.parts.size() ? &f.parts[cut.bad] : nullptr;
+        fail_node(j.nodes[0], part ? part->slice : s.slice, part ? part->phase : Phase::dem,
+                  cut.why);
+        ok = false;
       }
       if (!ok) break;
       if (f.parts.back().all_blocked) blocked_after.insert(j.nodes[0]);

@@ -14,8 +14,8 @@ constexpr uint64_t kDoorbellRecheckNs = 100'000'000;
 }  // namespace
 
 Doorbell::Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& epoch,
-                   const std::atomic<uint64_t>& parked)
-    : fabric_(fabric), epoch_(epoch), parked_(parked) {
+                   const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing)
+    : fabric_(fabric), epoch_(epoch), parked_(parked), leasing_(leasing) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -28,6 +28,7 @@ Doorbell::~Doorbell() {
   }
   cv_.notify_all();
   if (j) segment_ring_bell(j->bell());
+  futex_wake_all(&leasing_);
   thread_.join();
 }
 
@@ -51,6 +52,12 @@ void Doorbell::run() {
       if (stop_) return;
       j = job_;
     }
+    // During a lease the strobe receiver watches the bell and nothing
+    // goes to the manager: sleep where a ring does not wake this thread.
+    if (leasing_.load(std::memory_order_seq_cst)) {
+      futex_wait(&leasing_, 1, kDoorbellRecheckNs);
+      continue;
+    }
     std::atomic<uint32_t>* word = j->bell();
     const uint32_t seen = word->load(std::memory_order_seq_cst);
     check(*j);
@@ -59,6 +66,7 @@ void Doorbell::run() {
 }
 
 void Doorbell::check(NmJob& job) {
+  if (leasing_.load(std::memory_order_seq_cst)) return;
   const uint64_t parked = parked_.load(std::memory_order_seq_cst);
   if (parked && parked != work_sent_ && !job.rings_empty()) {
     work_sent_ = parked;

@@ -34,9 +34,12 @@ class Doorbell {
  public:
   // `epoch`: phase_value() of the last microphase this node finished;
   // `parked`: the DEM phase value at which the node parked, 0 if it is not.
-  // Both are written by the strobe receiver.
+  // `leasing`: 1 while the strobe receiver runs a lease (Strobe::lease_ns)
+  // and watches the bell itself; the doorbell then sleeps on this word
+  // instead, and the strobe receiver wakes it when the lease ends.
+  // All three are written by the strobe receiver.
   Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& epoch,
-           const std::atomic<uint64_t>& parked);
+           const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing);
   ~Doorbell();
   Doorbell(const Doorbell&) = delete;
   Doorbell& operator=(const Doorbell&) = delete;
@@ -51,6 +54,7 @@ class Doorbell {
   core::Fabric& fabric_;
   const std::atomic<uint64_t>& epoch_;
   const std::atomic<uint64_t>& parked_;
+  std::atomic<uint32_t>& leasing_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<NmJob> job_;  // guarded by mu_

@@ -56,7 +56,7 @@ void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32
 
 // ------------------------------------------------------------ strobe receiver
 Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness)
-    : fabric_(fabric), self_(self), liveness_(liveness), doorbell_(fabric, epoch_, parked_) {
+    : fabric_(fabric), self_(self), liveness_(liveness), doorbell_(fabric, epoch_, parked_, leasing_) {
   // Remote reads are served from inside progress, whatever this node is
   // waiting for (two nodes may read from each other in one microphase).
   // Each one served is also signalled on kEvDmaServed, which the P2P
@@ -146,9 +146,10 @@ void Nic::run() {
       f.parts.emplace_back().fail(e.what());
     }
     wire::Report& rep = f.parts.back();
-    rep.slice = strobe.slice;
-    if (f.parts.size() == 1) rep.phase = strobe.phase;
-    const int64_t done = wire::phase_value(strobe.slice, rep.phase);
+    if (!strobe.fused) rep.phase = strobe.phase;
+    // A fused strobe's parts carry their own slices (a lease runs several).
+    if (rep.slice < strobe.slice) rep.slice = strobe.slice;
+    const int64_t done = wire::phase_value(rep.slice, rep.phase);
     // The epoch first, then the scan (see Doorbell::check): a rank this
     // scan misses blocks after the store, and its bell carries this epoch.
     epoch_.store(static_cast<uint64_t>(done), std::memory_order_seq_cst);
@@ -191,36 +192,104 @@ void Nic::unpark() {
 // node runs the whole slice on the DEM strobe: the same roles in the same
 // order, with the strobe sender's decisions (slice_plan.h) taken here. One
 // round trip per slice instead of up to five.
+//
+// The strobe may also grant a lease: the strobe sender of a one-node job
+// would start the next slice at once whenever every rank is blocked, so the
+// node does that itself, up to lease_slices more slices within lease_ns,
+// and reports them all together. A slice that found nothing to do ends the
+// lease (the strobe sender decides about parking), and so does the lease's
+// time, so the manager still hears from the node at least once a period.
+// The ranks' wait-to-slice path is then rank -> bell -> this thread: two
+// wake-ups, instead of the bell thread, the manager and back over the
+// network.
 wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
   using clock = std::chrono::steady_clock;
+  const auto t0 = clock::now();
+  const auto deadline = t0 + std::chrono::nanoseconds(s.lease_ns);
+  const uint32_t lease = std::min(s.lease_slices, wire::kMaxLeaseSlices);
   wire::FusedReport f;
   wire::Strobe m = s;
+  // However the lease ends (a role may throw), the doorbell takes over the
+  // bell again; Run() then stores the final epoch and scans.
+  struct LeaseEnd {
+    std::atomic<uint32_t>& leasing;
+    ~LeaseEnd() {
+      if (leasing.load(std::memory_order_relaxed)) {
+        leasing.store(0, std::memory_order_seq_cst);
+        futex_wake_all(&leasing);
+      }
+    }
+  } lease_end{leasing_};
+  for (uint32_t k = 0;; ++k) {
+    const size_t first = f.parts.size();
+    const bool ok = run_fused_slice(m, t0, f);
+    // What this node finished, for the doorbell once the lease ends (Run()
+    // stores it again before its own scan).
+    epoch_.store(static_cast<uint64_t>(wire::phase_value(m.slice, f.parts.back().phase)),
+                 std::memory_order_seq_cst);
+    if (!ok || !st_ || k >= lease) break;
+    // Only a DEM: nothing was drained, matched, moved or combined.
+    if (f.parts.size() - first == 1) break;
+    if (k == 0) leasing_.store(1, std::memory_order_seq_cst);
+    if (!wait_all_blocked(deadline)) break;
+    ++m.slice;
+    m.may_park = false;  // only the manager parks, after slices with nothing to do
+  }
+  return f;
+}
+
+bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point t0,
+                          wire::FusedReport& f) {
+  using clock = std::chrono::steady_clock;
+  using std::chrono::duration_cast;
+  using std::chrono::nanoseconds;
   auto run = [&](Phase p) {
     m.phase = p;
-    const auto t0 = clock::now();
+    const auto start = clock::now();
     wire::Report r = on_strobe(m);
-    r.slice = s.slice;
+    const auto end = clock::now();
+    r.slice = m.slice;
     r.phase = p;
-    f.ns.push_back(static_cast<uint64_t>(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count()));
+    f.at.push_back(static_cast<uint64_t>(duration_cast<nanoseconds>(start - t0).count()));
+    f.ns.push_back(static_cast<uint64_t>(duration_cast<nanoseconds>(end - start).count()));
     f.parts.push_back(std::move(r));
     return f.parts.back().errors == 0;
   };
-  if (!run(Phase::dem) || !st_) return f;
+  if (!run(Phase::dem)) return false;
+  if (!st_) return true;
   std::map<int32_t, uint64_t>& released = st_->released;
   const mm::DemPlan dem = mm::plan_after_dem({f.parts.back()}, self_, released);
   m.expect_batches = dem.expect_batches;
   m.coll_release = dem.coll_release;
   if (dem.run_msm) {
-    if (!run(Phase::msm)) return f;
+    if (!run(Phase::msm)) return false;
     const mm::MsmPlan msm = mm::plan_after_msm({f.parts.back()}, self_);
     m.expect_gets = msm.expect_gets;
-    if (msm.chunks && !run(Phase::p2p)) return f;
+    if (msm.chunks && !run(Phase::p2p)) return false;
   }
-  if (dem.run_bbm && !run(Phase::bbm)) return f;
-  if (dem.run_rm && !run(Phase::rm)) return f;
+  if (dem.run_bbm && !run(Phase::bbm)) return false;
+  if (dem.run_rm && !run(Phase::rm)) return false;
   for (const auto& r : dem.coll_release) released[r.context] = r.level;
-  return f;
+  return true;
+}
+
+bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {
+  using clock = std::chrono::steady_clock;
+  const auto& job = st_->ranks.job();
+  // Ranks ring only when asked to (a fixed strobe never leases).
+  if (!job->nm_flag(kNmBellOnBlock)) return false;
+  std::atomic<uint32_t>* bell = job->bell();
+  for (;;) {
+    // Read the bell, then scan: a rank that blocks after the scan rings,
+    // which changes the word, and the futex does not sleep.
+    const uint32_t seen = bell->load(std::memory_order_seq_cst);
+    if (job->all_blocked()) return true;
+    const auto now = clock::now();
+    if (now >= deadline) return false;
+    futex_wait(bell, seen,
+               static_cast<uint64_t>(
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count()));
+  }
 }
 
 wire::Report Nic::on_strobe(const wire::Strobe& s) {

@@ -106,6 +106,12 @@ class Nic : private Net {
 
   wire::Report on_strobe(const wire::Strobe& s);
   wire::FusedReport run_fused(const wire::Strobe& s);
+  // Runs one slice of a fused strobe into `f`; false on a failed microphase.
+  bool run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point t0,
+                       wire::FusedReport& f);
+  // Within a lease: sleeps on the job's bell until every local rank is
+  // blocked (true) or `deadline` passes (false).
+  bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
   void sync_job();
 
   // DEM: with nothing to do on this node, arm the doorbell for posts.
@@ -121,6 +127,7 @@ class Nic : private Net {
   // Written by the strobe receiver, read by the doorbell.
   std::atomic<uint64_t> epoch_{0};   // phase_value() of the last microphase finished
   std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
+  std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease
   Doorbell doorbell_;                // last: its thread reads the members above
 };
 

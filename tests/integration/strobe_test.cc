@@ -8,7 +8,9 @@
 //   many were skipped. With --strobe fixed (the paper's) every period is a
 //   slice: the same count that shows parking, shows its absence.
 // - When every rank is blocked in MPI the next slice starts at once
-//   ("early"); with --strobe fixed none does.
+//   ("early"); with --strobe fixed none does. A one-node job's node runs
+//   those slices itself, on the lease its strobe grants ("leased": no round
+//   trip to the manager); a job on two node managers never does.
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
@@ -29,9 +31,10 @@ namespace pb = bcs::v1;
 
 namespace {
 
-// What the manager recorded: slices strobed, started early, periods skipped.
+// What the manager recorded: slices run, started early, run on a node's
+// lease, periods skipped.
 struct Pace {
-  uint64_t strobed = 0, early = 0, skipped = 0;
+  uint64_t strobed = 0, early = 0, leased = 0, skipped = 0;
 };
 
 Pace pace_of(const Standing& c) {
@@ -50,6 +53,7 @@ Pace pace_of(const Standing& c) {
     p.strobed++;
     p.skipped += s.skipped();
     p.early += s.early() && !s.skipped();
+    p.leased += s.leased();
   }
   return p;
 }
@@ -101,6 +105,15 @@ TEST_P(StrobeStory, WhenEveryRankIsBlockedTheNextSliceStartsAtOnce) {
   const Pace p = pace_of(c);
   // 400 messages: most slices that carried one started early.
   EXPECT_GT(p.early, 200u) << p.strobed << " slices strobed";
+  if (GetParam() == 1) {
+    // Each message's slice follows one that did work with every rank
+    // blocked: the node runs it on its lease, and most of the 400 need no
+    // strobe at all.
+    EXPECT_GT(p.leased, 200u) << p.strobed << " slices, " << p.early << " early";
+    EXPECT_LE(p.leased, p.early);
+  } else {
+    EXPECT_EQ(p.leased, 0u) << "a job on two node managers has no lease";
+  }
   c.expect_alive_then_stop();
 }
 

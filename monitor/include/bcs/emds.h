@@ -25,6 +25,7 @@ struct SliceRecord {
   uint64_t coll_bytes = 0;   // bytes written into ranks by collectives
   uint64_t skipped = 0;      // periods skipped (strobe parked) before this slice
   bool early = false;        // started before its period (every rank blocked)
+  bool leased = false;       // run by a one-node job's node on its lease, without a strobe
 };
 
 struct PeriodSummary {

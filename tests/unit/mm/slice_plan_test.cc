@@ -126,5 +126,57 @@ TEST(SlicePlan, ReportsSurviveTheWire) {
   EXPECT_EQ(sb.coll_release[1].level, 2u);
 }
 
+// A one-node job's fused report (split_fused): the node's bytes are input.
+wire::Report part(uint64_t slice, wire::Phase phase) {
+  wire::Report r;
+  r.slice = slice;
+  r.phase = phase;
+  return r;
+}
+
+TEST(FusedReport, ALeaseIsCutIntoItsSlices) {
+  using wire::Phase;
+  wire::FusedReport f;
+  f.parts = {part(7, Phase::dem), part(7, Phase::msm), part(7, Phase::p2p),
+             part(8, Phase::dem), part(8, Phase::rm),  part(9, Phase::dem)};
+  const FusedSlices c = split_fused(f, 7, 2);
+  EXPECT_EQ(c.bad, SIZE_MAX) << c.why;
+  EXPECT_EQ(c.begins, (std::vector<size_t>{0, 3, 5}));
+}
+
+TEST(FusedReport, PartsOutOfOrderOrBeyondTheLeaseAreRefused) {
+  using wire::Phase;
+  auto bad = [](std::vector<wire::Report> parts, uint32_t lease) {
+    wire::FusedReport f;
+    f.parts = std::move(parts);
+    return split_fused(f, 7, lease);
+  };
+  // Not the strobe's slice, or not starting with its DEM.
+  EXPECT_EQ(bad({part(6, Phase::dem)}, 4).bad, 0u);
+  EXPECT_EQ(bad({part(7, Phase::msm)}, 4).bad, 0u);
+  // A microphase twice or backwards, a slice skipped or repeated.
+  EXPECT_EQ(bad({part(7, Phase::dem), part(7, Phase::msm), part(7, Phase::msm)}, 4).bad, 2u);
+  EXPECT_EQ(bad({part(7, Phase::dem), part(7, Phase::rm), part(7, Phase::bbm)}, 4).bad, 2u);
+  EXPECT_EQ(bad({part(7, Phase::dem), part(9, Phase::dem)}, 4).bad, 1u);
+  EXPECT_EQ(bad({part(7, Phase::dem), part(7, Phase::dem)}, 4).bad, 1u);
+  EXPECT_EQ(bad({part(7, Phase::dem), part(8, Phase::msm)}, 4).bad, 1u);
+  // More slices than the lease allowed (none: a strobe without a lease).
+  const FusedSlices over = bad({part(7, Phase::dem), part(8, Phase::dem)}, 0);
+  EXPECT_EQ(over.bad, 1u);
+  EXPECT_NE(over.why.find("lease"), std::string::npos);
+  // A microphase that does not exist.
+  EXPECT_EQ(bad({part(7, static_cast<Phase>(9))}, 4).bad, 0u);
+  // No part at all.
+  EXPECT_EQ(bad({}, 4).bad, 0u);
+  // A failure the node reports names its own cause; the slices before it
+  // are still cut.
+  auto failed = part(8, Phase::msm);
+  failed.fail("batch from node 2 never came");
+  const FusedSlices c = bad({part(7, Phase::dem), part(8, Phase::dem), failed}, 4);
+  EXPECT_EQ(c.bad, 2u);
+  EXPECT_EQ(c.why, "batch from node 2 never came");
+  EXPECT_EQ(c.begins, (std::vector<size_t>{0, 1}));
+}
+
 }  // namespace
 }  // namespace bcs::mm

@@ -80,6 +80,7 @@ TEST(Wire, AFusedReportKeepsItsMicrophasesInOrder) {
   f.parts.back().phase = Phase::p2p;
   f.parts.back().all_blocked = true;
   f.ns = {10, 20, 30};
+  f.at = {0, 11, 32};
   const FusedReport d = decode_fused(encode(f));
   ASSERT_EQ(d.parts.size(), 3u);
   EXPECT_EQ(d.parts[0].drained, 3u);
@@ -88,11 +89,28 @@ TEST(Wire, AFusedReportKeepsItsMicrophasesInOrder) {
   EXPECT_EQ(d.parts[2].bytes, 8u);
   EXPECT_TRUE(d.parts[2].all_blocked);
   EXPECT_EQ(d.ns, (std::vector<uint64_t>{10, 20, 30}));
-  // No microphase, or more than the five there are: refused.
+  EXPECT_EQ(d.at, (std::vector<uint64_t>{0, 11, 32}));
+  // No microphase, or more than five for each slice a lease may hold:
+  // refused before anything is decoded.
   EXPECT_THROW(decode_fused(encode(FusedReport{})), std::runtime_error);
-  FusedReport six;
-  six.parts.resize(6);
-  EXPECT_THROW(decode_fused(encode(six)), std::runtime_error);
+  FusedReport most;
+  most.parts.resize(5 * (kMaxLeaseSlices + 1));
+  EXPECT_EQ(decode_fused(encode(most)).parts.size(), most.parts.size());
+  most.parts.emplace_back();
+  EXPECT_THROW(decode_fused(encode(most)), std::runtime_error);
+}
+
+TEST(Wire, AStrobeCarriesItsLeaseAndALeaseTooLongIsRefused) {
+  Strobe s;
+  s.slice = 9;
+  s.fused = true;
+  s.lease_ns = 500'000;
+  s.lease_slices = kMaxLeaseSlices;
+  const Strobe d = decode_strobe(encode(s));
+  EXPECT_EQ(d.lease_ns, 500'000u);
+  EXPECT_EQ(d.lease_slices, kMaxLeaseSlices);
+  s.lease_slices = kMaxLeaseSlices + 1;
+  EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
 }
 
 TEST(Wire, ABellRoundTripsAndAnUnknownKindIsRefused) {
