@@ -95,7 +95,7 @@ void polled_nothing() { sched_yield(); }
 void post(Descriptor& d) {
   auto& s = st();
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
-  if (bcs::ring_try_post(s.view, d)) {
+  if (bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) {
     // A parked strobe (nothing to do anywhere) wakes only when rung. The NM
     // sets kNmParked, then re-reads the rings; we publish the head, then
     // read the flag: with both fences one of us sees the other.
@@ -110,7 +110,7 @@ void post(Descriptor& d) {
     return ctl->head.load(std::memory_order_relaxed) - ctl->tail.load(std::memory_order_acquire) <
            slots;
   });
-  const bool ok = bcs::ring_try_post(s.view, d);
+  const bool ok = bcs::ring_try_post(s.view, d, &s.ring_tail_seen);
   (void)ok;  // single producer: space seen above cannot vanish
 }
 

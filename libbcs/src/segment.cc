@@ -26,10 +26,16 @@ void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
 }
 
-bool ring_try_post(RankView& v, const Descriptor& d) {
+bool ring_try_post(RankView& v, const Descriptor& d, uint64_t* tail_seen) {
   const uint64_t head = v.ctl->head.load(std::memory_order_relaxed);
-  const uint64_t tail = v.ctl->tail.load(std::memory_order_acquire);
-  if (head - tail >= v.ring_slots) return false;
+  // A stale tail is safe: the consumer only moves it forward, and the
+  // slots below the value seen were released by the acquire that read it.
+  uint64_t tail = tail_seen ? *tail_seen : 0;
+  if (!tail_seen || head - tail >= v.ring_slots) {
+    tail = v.ctl->tail.load(std::memory_order_acquire);
+    if (tail_seen) *tail_seen = tail;
+    if (head - tail >= v.ring_slots) return false;
+  }
   Descriptor& slot = v.ring[head & (v.ring_slots - 1)];
   // Copy only what is used: the header, plus the inline bytes if any (a
   // collective's inline area starts with its CollArgs, a layout's with its

@@ -272,7 +272,11 @@ void segment_ring_bell(std::atomic<uint32_t>* bell);
 // ------------------------------------------------------------- ring ops
 // Single producer (the rank), single consumer (the NM).
 // ring_try_post copies `d` into the next slot; false when the ring is full.
-bool ring_try_post(RankView& v, const Descriptor& d);
+// `tail_seen` (optional, the producer's own memory): the consumer's tail as
+// last read. The tail is read again only when the ring looks full by it, so
+// a post does not pull the line the consumer writes on every call (a
+// cross-core cache miss that was a large part of a post after a wait).
+bool ring_try_post(RankView& v, const Descriptor& d, uint64_t* tail_seen = nullptr);
 // ring_drain hands every posted descriptor to `fn` in post order and frees
 // the slots; returns how many it drained. The head is the rank's to write:
 // one more than a ring ahead of the tail (or behind it) is garbage, and then
