@@ -353,6 +353,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   }
   req.set_slice_ns(o.slice_ns);
   req.set_chunk_bytes(o.chunk_bytes);
+  req.set_max_unexpected(o.max_unexpected);
   if (!o.strobe.empty())
     req.set_strobe(o.strobe == "fixed" ? v1::STROBE_FIXED : v1::STROBE_ADAPTIVE);
   req.set_wait_nodes_ms(kWaitNodesMs);
@@ -544,7 +545,7 @@ int show_stats(const StatsOptions& o) {
   std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
               "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
               "bytes", "colls", "late_us");
-  uint64_t early = 0, skipped = 0, leased = 0;
+  uint64_t early = 0, skipped = 0, leased = 0, held = 0;
   for (const auto& s : rep.slices()) {
     const std::string start = s.skipped()  ? "+" + std::to_string(s.skipped())
                               : s.leased() ? "lease"
@@ -552,6 +553,7 @@ int show_stats(const StatsOptions& o) {
                                            : "period";
     early += s.early() && !s.skipped();
     leased += s.leased();
+    held += s.held();
     skipped += s.skipped();
     std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
                 static_cast<unsigned long long>(s.slice()), us(s.period_ns()), start.c_str(),
@@ -561,10 +563,10 @@ int show_stats(const StatsOptions& o) {
   }
   std::printf(
       "(%d of %llu slices; %llu started early, %llu of them on a lease; %llu periods skipped "
-      "while parked)\n",
+      "while parked; %llu sends held back by --max-unexpected)\n",
       rep.slices_size(), static_cast<unsigned long long>(rep.total_slices()),
       static_cast<unsigned long long>(early), static_cast<unsigned long long>(leased),
-      static_cast<unsigned long long>(skipped));
+      static_cast<unsigned long long>(skipped), static_cast<unsigned long long>(held));
   // The figures an operator asks first: does the clock keep its period?
   // (Over the slices the clock started: early ones are not its doing.)
   std::vector<uint64_t> periods, late;

@@ -11,6 +11,7 @@
 #include <ostream>
 
 #include "launch.h"
+#include "job_limits.h"
 #include "token.h"
 #include "units.h"
 
@@ -165,6 +166,11 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       ->check(kSliceDuration);
   run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
       ->check(kSize);
+  run_cmd
+      ->add_option("--max-unexpected", run.max_unexpected,
+                   "Unmatched sends one receiver may have waiting before further sends to it "
+                   "wait in their senders' rings (default: the manager's, 65536)")
+      ->check(CLI::Range(uint64_t{1}, bcs::kMaxUnexpectedLimit));
   run_cmd
       ->add_option("--strobe", run.strobe,
                    "Slice pacing: adaptive (default: the next slice starts at once when every "

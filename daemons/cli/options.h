@@ -22,6 +22,7 @@ struct RunOptions {
   uint64_t slice_ns = 0;             // 0 = manager default
   std::string slice;                 // as typed, forwarded to an embedded bcs-mm
   uint64_t chunk_bytes = 0;          // 0 = manager default
+  uint64_t max_unexpected = 0;       // 0 = manager default
   std::string chunk;
   std::string strobe;                // --strobe adaptive|fixed; empty = manager default
   std::string liveness;              // --liveness-timeout for an embedded cluster

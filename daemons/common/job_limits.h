@@ -19,6 +19,10 @@ inline constexpr uint32_t kMaxRanksPerNode = 1024;
 // Ranks in a job: every node manager keeps the job's rank -> node map and
 // the manager one record per rank.
 inline constexpr uint32_t kMaxRanks = 65536;
+// Unmatched sends one receiver may have waiting at its node manager (each
+// a descriptor of up to a few hundred bytes there) before senders are held
+// back: 2^24 is gigabytes, the most a job may ask for.
+inline constexpr uint64_t kMaxUnexpectedLimit = 1u << 24;
 
 // Empty if `nranks` ranks fit on `nodes` node managers placed as the
 // manager places them (cyclic, or blocks of `ppn` dealt round the nodes),

@@ -15,6 +15,19 @@ std::vector<uint32_t> get_u32s(Reader& r) {
   return v;
 }
 
+void put_i32s(Writer& w, const std::vector<int32_t>& v) {
+  w.put<uint32_t>(static_cast<uint32_t>(v.size()));
+  for (auto x : v) w.put(x);
+}
+// Rank lists: never longer than the bytes that hold them.
+std::vector<int32_t> get_i32s(Reader& r) {
+  auto n = r.get<uint32_t>();
+  if (n > r.rest().size() / sizeof(int32_t)) throw std::runtime_error("wire: truncated rank list");
+  std::vector<int32_t> v(n);
+  for (auto& x : v) x = r.get<int32_t>();
+  return v;
+}
+
 void put_release(Writer& w, const std::vector<CollRelease>& v) {
   w.put<uint32_t>(static_cast<uint32_t>(v.size()));
   for (auto& x : v) {
@@ -58,6 +71,8 @@ std::vector<uint8_t> encode(const Strobe& s) {
   w.put<uint8_t>(s.may_park);
   w.put(s.lease_ns);
   w.put(s.lease_slices);
+  put_i32s(w, s.held);
+  w.put<uint8_t>(s.job_blocked);
   return std::move(w.bytes());
 }
 
@@ -75,6 +90,8 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.lease_ns = r.get<uint64_t>();
   s.lease_slices = r.get<uint32_t>();
   if (s.lease_slices > kMaxLeaseSlices) throw std::runtime_error("strobe: lease too long");
+  s.held = get_i32s(r);
+  s.job_blocked = r.get<uint8_t>() != 0;
   return s;
 }
 
@@ -87,8 +104,10 @@ std::vector<uint8_t> encode(const Report& x) {
   put_u32s(w, x.batches_to);
   put_levels(w, x.coll);
   w.put(x.transfers_pending);
+  w.put(x.held);
   w.put(x.matches);
   w.put(x.chunks);
+  put_i32s(w, x.full);
   put_u32s(w, x.gets_to);
   w.put(x.bytes);
   w.put(x.collectives);
@@ -109,8 +128,10 @@ Report decode_report(std::span<const uint8_t> b) {
   x.batches_to = get_u32s(r);
   x.coll = get_levels(r);
   x.transfers_pending = r.get<uint32_t>();
+  x.held = r.get<uint32_t>();
   x.matches = r.get<uint32_t>();
   x.chunks = r.get<uint32_t>();
+  x.full = get_i32s(r);
   x.gets_to = get_u32s(r);
   x.bytes = r.get<uint64_t>();
   x.collectives = r.get<uint32_t>();

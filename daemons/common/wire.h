@@ -140,6 +140,14 @@ struct Strobe {
   // strobe decides nothing but when a slice starts (see Pacing).
   uint64_t lease_ns = 0;
   uint32_t lease_slices = 0;
+  // DEM: receivers (world ranks, ascending) that have too many unexpected
+  // sends waiting (Report::full): sends to them stay in their senders'
+  // rings until they take some.
+  std::vector<int32_t> held;
+  // DEM: every rank of the job was blocked in MPI when the slice began (as
+  // far as the manager knows): a send held while this stays true is
+  // a deadlock the bound caused, not a slow receiver.
+  bool job_blocked = false;
 };
 // A lease never covers more slices than this (it bounds the fused report).
 constexpr uint32_t kMaxLeaseSlices = 256;
@@ -156,9 +164,11 @@ struct Report {
   std::vector<uint32_t> batches_to;      // batches sent, index = destination node id
   std::vector<CollLevel> coll;           // collectives, per context with local members
   uint32_t transfers_pending = 0;        // matched transfers not fully moved yet
+  uint32_t held = 0;                     // sends held in rings (their receivers are full)
   // MSM
   uint32_t matches = 0;
   uint32_t chunks = 0;            // chunks scheduled for this slice's P2P
+  std::vector<int32_t> full;      // local receivers at their unexpected-send limit
   std::vector<uint32_t> gets_to;  // remote reads it will send, index = node id
   // P2P
   uint64_t bytes = 0;  // bytes moved into local receivers (BBM/RM: bytes written by collectives)

@@ -13,6 +13,7 @@
 #include <string>
 
 #include "bcs.grpc.pb.h"
+#include "job_limits.h"
 #include "manager.h"
 #include "net.h"
 #include "signals.h"
@@ -77,6 +78,7 @@ int main(int argc, char** argv) {
   std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token_file,
               level = "warn";
   int ready_fd = -1;
+  uint64_t max_unexpected = bcs::mm::Config{}.max_unexpected;
   bool no_realtime = false;
   std::string liveness = "60s", watchdog = "120s";
   // Checked below with parse_endpoint: gRPC would take "host:70000" and
@@ -86,6 +88,11 @@ int main(int argc, char** argv) {
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
   app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
   app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")
+      ->capture_default_str();
+  app.add_option("--max-unexpected", max_unexpected,
+                 "unmatched sends one receiver may have waiting before sends to it are held "
+                 "in their senders' rings (jobs may choose with bcs run --max-unexpected)")
+      ->check(CLI::Range(uint64_t{1}, bcs::kMaxUnexpectedLimit))
       ->capture_default_str();
   app.add_option("--strobe-spin", spin,
                  "spin this long before each strobe for an exact period (0: sleep only)")
@@ -193,6 +200,7 @@ int main(int argc, char** argv) {
   cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
+  cfg.max_unexpected = max_unexpected;
   cfg.token = *token;
   std::string why;
   const auto where = parse_endpoint(listen, &why);

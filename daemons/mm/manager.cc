@@ -461,6 +461,9 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))
     return {grpc::StatusCode::INVALID_ARGUMENT, "the slice must be between 10us and 10s"};
+  if (req.max_unexpected() > kMaxUnexpectedLimit)
+    return {grpc::StatusCode::INVALID_ARGUMENT,
+            "max_unexpected must be at most " + std::to_string(kMaxUnexpectedLimit)};
   if (!v1::Strobe_IsValid(req.strobe()))
     return {grpc::StatusCode::INVALID_ARGUMENT, "unknown strobe mode " + std::to_string(req.strobe())};
   if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
@@ -568,6 +571,7 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   j->env = std::move(env);
   j->slice_ns = req.slice_ns() ? req.slice_ns() : cfg_.slice_ns;
   j->chunk_bytes = req.chunk_bytes() ? req.chunk_bytes() : cfg_.chunk_bytes;
+  j->max_unexpected = req.max_unexpected() ? req.max_unexpected() : cfg_.max_unexpected;
   j->fixed_strobe = req.strobe() == v1::STROBE_DEFAULT ? cfg_.fixed_strobe
                                                        : req.strobe() == v1::STROBE_FIXED;
   j->nodes = chosen;
@@ -740,6 +744,7 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_skipped(r.skipped);
     s->set_early(r.early);
     s->set_leased(r.leased);
+    s->set_held(r.held);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

@@ -26,6 +26,9 @@ namespace bcs::mm {
 struct Config {
   uint64_t slice_ns = 500'000;
   uint64_t chunk_bytes = 2u << 20;
+  // Unmatched sends one receiver may have waiting before sends to it are
+  // held in their senders' rings (--max-unexpected; per job bcs run).
+  uint64_t max_unexpected = 65536;
   // The strobe sender wakes this much before a slice starts and spins to
   // the exact time (see strobe_sender.cc). 0: sleep only.
   uint64_t strobe_spin_ns = 30'000;
@@ -80,7 +83,7 @@ struct Job {
   uid_t uid = 0;
   gid_t gid = 0;
   std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
-  uint64_t slice_ns = 0, chunk_bytes = 0;
+  uint64_t slice_ns = 0, chunk_bytes = 0, max_unexpected = 0;
   bool fixed_strobe = false;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id

@@ -179,6 +179,7 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     s->mutable_slice()->set_slice_ns(j->slice_ns);
     s->mutable_slice()->set_chunk_bytes(j->chunk_bytes);
     s->mutable_slice()->set_fixed(j->fixed_strobe);
+    s->mutable_slice()->set_max_unexpected(j->max_unexpected);
     s->set_uid(j->uid);
     s->set_gid(j->gid);
     for (uint32_t n : j->nodes)
@@ -258,6 +259,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
   uint64_t prev_start = 0;
   std::map<int32_t, uint64_t> released;  // per context: collectives released so far
+  // Per node: its receivers at their unexpected-send limit, from its last
+  // MSM report; the next DEM strobe tells every node to hold sends to them.
+  std::map<uint32_t, std::vector<int32_t>> full;
+  // Every node reported all its ranks blocked after the last slice.
+  bool job_blocked = false;
   std::vector<core::VarReplica> snap;
   bool ok = true;
 
@@ -313,6 +319,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     prev_start = start;
     // The period bounds this slice from above, counted from when it began.
     const uint64_t scheduled = how == Start::period ? pace.next : start;
+    const bool blocked_at_start = job_blocked || pace.all_blocked(j.nodes);
     pace.parked = pace.rung = false;
     pace.blocked.clear();
     Phase last = Phase::dem;
@@ -322,6 +329,9 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     s.job = j.id;
     s.phase = Phase::dem;
     s.may_park = pace.adaptive && pace.empty_run + 1 >= kParkAfterEmpty;
+    s.job_blocked = blocked_at_start;
+    s.held.clear();
+    for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());
     // What the slice's microphases found, for the record and the pacing.
     bool all_parked = true, nothing_to_do = true;
     std::set<uint32_t> blocked_after;  // nodes blocked after their last microphase
@@ -331,6 +341,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
           case Phase::dem:
             rec.descriptors += r.drained + r.coll_drained;
             rec.coll_descriptors += r.coll_drained;
+            rec.held += r.held;
             all_parked = all_parked && r.parked;
             break;
           case Phase::msm: rec.chunks += r.chunks; break;
@@ -426,6 +437,19 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       uint32_t chunks = 0;
       if (dem.run_msm) {
         if (!microphase(Phase::msm)) break;
+        // A node names only its own ranks as full.
+        for (size_t i = 0; ok && i < reps.size(); ++i) {
+          for (int32_t r : reps[i].full)
+            if (r < 0 || static_cast<size_t>(r) >= j.rank_node.size() ||
+                j.rank_node[r] != snap[i].node) {
+              fail_node(snap[i].node, s.slice, Phase::msm,
+                        "malformed report: rank " + std::to_string(r) + " is not on this node");
+              ok = false;
+              break;
+            }
+          full[snap[i].node] = std::move(reps[i].full);
+        }
+        if (!ok) break;
         MsmPlan msm = plan_after_msm(reps, max_node);
         s.expect_gets = std::move(msm.expect_gets);
         chunks = msm.chunks;
@@ -447,6 +471,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         if (reps[i].all_blocked) blocked_after.insert(snap[i].node);
     }
     emds_.record(rec);
+    job_blocked = blocked_after.size() == j.nodes.size();
 
     // Next strobe one period after this one started; if this slice
     // overran, at once (no burst of catch-up slices).

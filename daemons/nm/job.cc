@@ -480,7 +480,7 @@ void NmJob::set_nm_flag(uint32_t flag, bool on) {
 bool NmJob::rings_empty() {
   for (auto& r : ranks_) {
     const RankControl* c = view(*r).ctl;
-    if (c->head.load(std::memory_order_seq_cst) != c->tail.load(std::memory_order_relaxed))
+    if (c->head.load(std::memory_order_seq_cst) != r->seen_head.load(std::memory_order_relaxed))
       return false;
   }
   return true;

@@ -34,6 +34,9 @@ struct JobSpec {
   std::vector<uint32_t> rank_node;  // world rank -> fabric node id
   uint64_t slice_ns = 0;
   uint64_t chunk_bytes = 0;
+  // Sends that may wait unmatched for one receiver before its senders are
+  // held back (0: the node manager's default).
+  uint64_t max_unexpected = 0;
   // The paper's fixed strobe: ranks are not asked to ring the doorbell when
   // they block, and the node never parks.
   bool fixed_strobe = false;
@@ -66,6 +69,9 @@ struct LocalRank {
   bool dead = false;
   std::atomic<bool> killed_by_bcs{false};
   std::string corrupted;  // why the NM ended it (under NmJob::copy_mu), "" if it did not
+  // The ring head the buffer sender last read (what it held back included);
+  // written by the strobe receiver, read by the doorbell.
+  std::atomic<uint64_t> seen_head{0};
 };
 
 class NmJob {
@@ -99,8 +105,12 @@ class NmJob {
   // Every local rank asleep in a blocking call or done with MPI (the
   // private layout, not the header's).
   bool all_blocked() { return segment_all_blocked(seg_.get(), layout_); }
-  // No local rank has a descriptor the buffer sender has not taken.
+  // No local rank posted a descriptor since the buffer sender last read
+  // its ring (sends it holds back are not news).
   bool rings_empty();
+  void ring_seen(int32_t world_rank, uint64_t head) {
+    local(world_rank).seen_head.store(head, std::memory_order_relaxed);
+  }
 
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);

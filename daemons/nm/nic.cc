@@ -113,7 +113,7 @@ void Nic::sync_job() {
   if (!j) {
     st_.reset();
   } else if (!st_ || st_->ranks.job() != j) {
-    st_ = std::make_unique<NodeJobState>(j, self_);
+    st_ = std::make_unique<NodeJobState>(j, self_, liveness_);
   }
 }
 
@@ -233,7 +233,8 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     if (k == 0) leasing_.store(1, std::memory_order_seq_cst);
     if (!wait_all_blocked(deadline)) break;
     ++m.slice;
-    m.may_park = false;  // only the manager parks, after slices with nothing to do
+    m.may_park = false;    // only the manager parks, after slices with nothing to do
+    m.job_blocked = true;  // every rank of this one-node job is
   }
   return f;
 }
@@ -306,6 +307,12 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
         rep.parked = true;  // no rank here: nothing can post
         return rep;
       }
+      // Sends to receivers at their unexpected limit stay in the rings: the
+      // ones the strobe names (any node's, from its last MSM) and this
+      // node's own as they are now.
+      std::vector<int32_t> held = st->br.full_receivers(st->ranks);
+      held.insert(held.end(), s.held.begin(), s.held.end());
+      st->bs.hold_sends_to(std::move(held), s.job_blocked);
       auto rep = st->bs.run(s.slice, st->ranks, *this, st->br, st->coll);
       rep.transfers_pending = static_cast<uint32_t>(st->br.scheduler().in_flight());
       if (s.may_park) park_if_idle(s.slice, rep);

@@ -62,6 +62,9 @@ class JobRanks : public LocalRanks {
   const std::shared_ptr<NmJob>& job() const { return job_; }
   ReadGrants& read_grants() override { return job_->read_grants(); }
   void rank_corrupted(int32_t r, const std::string& why) override { job_->end_corrupt(r, why); }
+  void ring_seen(int32_t r, uint64_t head) override {
+    if (job_->is_local(r)) job_->ring_seen(r, head);
+  }
 
  private:
   std::shared_ptr<NmJob> job_;
@@ -71,12 +74,17 @@ class JobRanks : public LocalRanks {
 
 // The roles' state for the job this node runs.
 struct NodeJobState {
-  NodeJobState(std::shared_ptr<NmJob> j, uint32_t self)
+  NodeJobState(std::shared_ptr<NmJob> j, uint32_t self, std::chrono::nanoseconds liveness)
       : ranks(j),
         bs(self),
-        br(self, j->spec().chunk_bytes),
+        br(self, j->spec().chunk_bytes, max_unexpected(*j)),
         dh(self),
-        coll(self, j->spec().rank_node, j->spec().chunk_bytes) {}
+        coll(self, j->spec().rank_node, j->spec().chunk_bytes) {
+    bs.set_hold_limit(liveness, max_unexpected(*j));
+  }
+  static uint64_t max_unexpected(const NmJob& j) {
+    return j.spec().max_unexpected ? j.spec().max_unexpected : BufferReceiver::kMaxUnexpected;
+  }
   JobRanks ranks;
   BufferSender bs;
   BufferReceiver br;

@@ -276,6 +276,11 @@ size_t Matcher::unexpected_count() const {
   return n;
 }
 
+size_t Matcher::unexpected_count(int32_t rank) const {
+  const auto it = ranks_.find(rank);
+  return it == ranks_.end() ? 0 : it->second.unexpected_n;
+}
+
 size_t Matcher::posted_count() const {
   size_t n = 0;
   for (const auto& [rank, pr] : ranks_) {

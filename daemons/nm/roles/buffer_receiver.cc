@@ -77,7 +77,15 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
     if (!c.match->send.is_inline && !ranks->is_local(c.match->send.src))
       rep.gets_to[ranks->node_of(c.match->send.src)]++;
   rep.transfers_pending = static_cast<uint32_t>(scheduler_.in_flight());
+  rep.full = full_receivers(*ranks);
   return rep;
+}
+
+std::vector<int32_t> BufferReceiver::full_receivers(LocalRanks& ranks) const {
+  std::vector<int32_t> full;
+  for (int32_t r : ranks.local_ranks())
+    if (matcher_.unexpected_count(r) >= max_unexpected_) full.push_back(r);
+  return full;
 }
 
 }  // namespace bcs::nm

@@ -16,7 +16,11 @@ namespace bcs::nm {
 
 class BufferReceiver {
  public:
-  BufferReceiver(uint32_t self, uint64_t chunk_budget) : self_(self), scheduler_(chunk_budget) {}
+  // `max_unexpected`: sends that may wait for one local receiver before
+  // the buffer senders hold back further sends to it (Report::full).
+  BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected = kMaxUnexpected)
+      : self_(self), max_unexpected_(max_unexpected), scheduler_(chunk_budget) {}
+  static constexpr uint64_t kMaxUnexpected = 65536;
 
   // From the buffer sender, during DEM.
   void add_local_post(const RecvDesc& r) { local_posts_.push_back(r); }
@@ -30,9 +34,12 @@ class BufferReceiver {
   // For the DMA helper: this slice's chunks, and the transfers they belong to.
   std::vector<Chunk>& chunks() { return chunks_; }
   ChunkScheduler& scheduler() { return scheduler_; }
+  // Local receivers with max_unexpected or more sends waiting, ascending.
+  std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
 
  private:
   const uint32_t self_;
+  const uint64_t max_unexpected_;
   Matcher matcher_;
   ChunkScheduler scheduler_;
   std::vector<RecvDesc> local_posts_;

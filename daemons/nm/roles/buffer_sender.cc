@@ -2,6 +2,7 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 #include <string_view>
@@ -14,6 +15,38 @@ BufferSender::BufferSender(uint32_t self) : self_(self) {
     if (std::string_view(f) == "lose-batch") fault_ = Fault::lose_batch;
     if (fault_ != Fault::none) spdlog::warn("test fault injection on: {}", f);
   }
+}
+
+void BufferSender::hold_sends_to(std::vector<int32_t> receivers, bool job_blocked) {
+  job_blocked_ = job_blocked;
+  hold_to_ = std::move(receivers);
+  std::sort(hold_to_.begin(), hold_to_.end());
+}
+
+// A send held while its ring's tail stays put and every rank of the job is
+// blocked, for longer than the limit: its receiver took none of the sends
+// that keep it full (a receive would have released it) and nobody will
+// post anything: the bound deadlocked the program. End the sender with the
+// reason. A receiver that computes for an hour before it receives is not
+// blocked, and keeps its senders waiting as long as it likes.
+void BufferSender::hold_check(int32_t me, RankView& v, int32_t held_to, LocalRanks& ranks) {
+  if (held_to < 0) {
+    held_.erase(me);
+    return;
+  }
+  const auto now = std::chrono::steady_clock::now();
+  const uint64_t tail = v.ctl->tail.load(std::memory_order_relaxed);
+  auto [it, fresh] = held_.try_emplace(me, Held{tail, held_to, now});
+  if (!fresh && (it->second.tail != tail || !job_blocked_)) it->second = Held{tail, held_to, now};
+  if (now - it->second.since <= hold_limit_) return;
+  const auto secs = std::chrono::duration_cast<std::chrono::seconds>(hold_limit_).count();
+  // Read after "rank N was ended by its node manager: it ".
+  ranks.rank_corrupted(
+      me, fmt::format("kept sending to rank {}, which has {} or more unexpected messages "
+                      "waiting (the limit; bcs run --max-unexpected) and received none of them "
+                      "for {} s",
+                      it->second.to, max_unexpected_, secs));
+  held_.erase(it);
 }
 
 wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, BufferReceiver& br,
@@ -71,7 +104,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       }
       return true;
     };
-    size_t n = ring_drain(v, [&](const Descriptor& d) {
+    auto take = [&](const Descriptor& d) {
       if (corrupt) return;
       switch (d.kind) {
         case DescKind::send: {
@@ -179,16 +212,43 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
         }
       }
       corrupted(d, "descriptor of unknown kind " + std::to_string(static_cast<int>(d.kind)));
-    }, &corrupt);
+    };
+    // Each descriptor is read once, into private memory: the rank may write
+    // its ring while we look, and a field checked must be the field used.
+    int32_t held_to = -1;
+    const RingDrained dr = ring_drain_holding(
+        v, taken_[me],
+        [&](const Descriptor& slot) {
+          Descriptor d;
+          std::memcpy(&d, &slot, sizeof d);
+          const bool to_peer =
+              d.kind == DescKind::send ||
+              (d.kind == DescKind::cancel && (d.flags & kDescCancelSend));
+          if (!corrupt && to_peer && std::binary_search(hold_to_.begin(), hold_to_.end(), d.peer)) {
+            if (held_to < 0) held_to = d.peer;
+            ++rep.held;
+            return false;
+          }
+          take(d);
+          return true;
+        });
+    const size_t n = dr.taken;
+    corrupt = corrupt || dr.bad;
+    ranks.ring_seen(me, dr.head);
+    hold_check(me, v, held_to, ranks);
     if (corrupt && n == 0)
       ranks.rank_corrupted(me, "corrupted its descriptor ring: head " +
                                    std::to_string(v.ctl->head.load()) + " is not within a ring of tail " +
                                    std::to_string(v.ctl->tail.load()));
     drained += static_cast<uint32_t>(n);
     // A rank that found its ring full sleeps on its futex until we make
-    // room. Only then is a wake-up due (the ring held ring_slots entries):
-    // waking on every drain would rouse ranks blocked in MPI_Recv for nothing.
-    if (n >= v.ring_slots) rank_wake(v);
+    // room. Only then is a wake-up due (the ring was full and its tail
+    // moved): waking on every drain would rouse ranks blocked in MPI_Recv
+    // for nothing.
+    if (dr.full_before && v.ctl->head.load(std::memory_order_relaxed) -
+                               v.ctl->tail.load(std::memory_order_relaxed) <
+                           v.ring_slots)
+      rank_wake(v);
   }
 
   rep.batches_to.assign(nnodes, 0);

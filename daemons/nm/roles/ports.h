@@ -81,6 +81,9 @@ class LocalRanks : public RankMemory {
   virtual ReadGrants& read_grants() = 0;
   // A local rank wrote garbage into its segment: end it, naming `why`.
   virtual void rank_corrupted(int32_t world_rank, const std::string& why) = 0;
+  // The DEM read the rank's ring up to `head` (what it held back included):
+  // only a head past this is news (parking, the doorbell).
+  virtual void ring_seen(int32_t, uint64_t) {}
 };
 
 // The longest a role waits for the data of one microphase (descriptor

@@ -114,6 +114,7 @@ class Matcher {
   std::vector<RecvDesc> take_cancelled();
 
   size_t unexpected_count() const;
+  size_t unexpected_count(int32_t rank) const;  // sends waiting for `rank`
   size_t posted_count() const;
 
  private:

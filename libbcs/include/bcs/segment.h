@@ -17,6 +17,7 @@
 #pragma once
 
 #include <atomic>
+#include <vector>
 #include <cstddef>
 #include <cstdint>
 
@@ -293,6 +294,57 @@ size_t ring_drain(RankView& v, Fn&& fn, bool* bad = nullptr) {
   for (; tail != head; ++tail, ++n) fn(v.ring[tail & (v.ring_slots - 1)]);
   v.ctl->tail.store(tail, std::memory_order_release);
   return n;
+}
+
+// ring_drain_holding is ring_drain for a consumer that may hold some
+// descriptors back (a send to a receiver with too many unexpected
+// messages): `fn` returns false to leave a descriptor in the ring. Later
+// ones are still handed over; the tail stops at the first one held, and
+// `taken` (the consumer's own memory, ring_slots entries, zero at first)
+// remembers which slots past it were already handed over, so each
+// descriptor reaches `fn` once taken. The ring's capacity bounds what may
+// wait behind a held one.
+struct RingDrained {
+  size_t taken = 0;          // descriptors handed over now
+  uint64_t head = 0;         // the head this drain read (all before it were seen)
+  bool full_before = false;  // the ring was full: the rank may sleep waiting for room
+  bool bad = false;          // the head is garbage: nothing drained
+};
+template <typename Fn>
+RingDrained ring_drain_holding(RankView& v, std::vector<uint8_t>& taken, Fn&& fn) {
+  RingDrained out;
+  uint64_t tail = v.ctl->tail.load(std::memory_order_relaxed);
+  const uint64_t head = v.ctl->head.load(std::memory_order_acquire);
+  out.head = head;
+  out.full_before = head - tail == v.ring_slots;
+  if (head - tail > v.ring_slots) {
+    out.bad = true;
+    return out;
+  }
+  if (taken.size() != v.ring_slots) taken.assign(v.ring_slots, 0);
+  bool held = false;
+  size_t& n = out.taken;
+  for (uint64_t i = tail; i != head; ++i) {
+    const uint64_t k = i & (v.ring_slots - 1);
+    if (taken[k]) {
+      if (!held) {
+        taken[k] = 0;
+        tail = i + 1;
+      }
+      continue;
+    }
+    if (!fn(v.ring[k])) {
+      held = true;
+      continue;
+    }
+    ++n;
+    if (held)
+      taken[k] = 1;
+    else
+      tail = i + 1;
+  }
+  v.ctl->tail.store(tail, std::memory_order_release);
+  return out;
 }
 
 // Marks request `idx` done with the given fields and wakes the rank if it waits.

@@ -24,6 +24,7 @@ struct SliceRecord {
   uint32_t collectives = 0;  // collectives completed (summed over nodes) in BBM and RM
   uint64_t coll_bytes = 0;   // bytes written into ranks by collectives
   uint64_t skipped = 0;      // periods skipped (strobe parked) before this slice
+  uint32_t held = 0;         // sends held in their rings (receivers at --max-unexpected)
   bool early = false;        // started before its period (every rank blocked)
   bool leased = false;       // run by a one-node job's node on its lease, without a strobe
 };

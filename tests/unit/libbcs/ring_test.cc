@@ -11,6 +11,7 @@
 #include <cstring>
 #include <stdexcept>
 #include <thread>
+#include <set>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -190,6 +191,66 @@ TEST(RingTest, RanksHaveIndependentRings) {
   uint64_t expect = 1;
   ring_drain(a, [&](const Descriptor& d) { expect_desc(d, expect++); });
   EXPECT_EQ(expect, 9u);
+}
+
+// The buffer sender's drain when some receivers are full: held descriptors
+// stay (and keep the tail), later ones are taken once each, and a held one
+// released later comes out before anything after it that was not taken yet.
+TEST(RingTest, HoldingDrainTakesPastHeldOnesExactlyOnceAndKeepsTheTail) {
+  TestSegment seg(1, 8, 8);
+  RankView v = seg.view(0);
+  std::vector<uint8_t> taken;
+  for (uint64_t n = 1; n <= 6; ++n) ASSERT_TRUE(ring_try_post(v, make_desc(n)));
+  // Hold 2 and 4.
+  std::vector<uint64_t> seen;
+  auto hold = [&](std::set<uint64_t> held) {
+    return [&seen, held](const Descriptor& d) {
+      if (held.count(d.seq)) return false;
+      seen.push_back(d.seq);
+      return true;
+    };
+  };
+  RingDrained r = ring_drain_holding(v, taken, hold({2, 4}));
+  EXPECT_EQ(r.taken, 4u);
+  EXPECT_EQ(r.head, 6u);
+  EXPECT_FALSE(r.bad);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{1, 3, 5, 6}));
+  EXPECT_EQ(v.ctl->tail.load(), 1u);  // stops at the first held one
+  // The ring counts the held and the taken-but-unfreed slots: 3 free.
+  for (uint64_t n = 7; n <= 9; ++n) ASSERT_TRUE(ring_try_post(v, make_desc(n)));
+  EXPECT_FALSE(ring_try_post(v, make_desc(99)));
+  // Still holding 4: 2 goes, then only 7, 8 and 9 are new; the tail moves
+  // up to 4.
+  seen.clear();
+  r = ring_drain_holding(v, taken, hold({4}));
+  EXPECT_TRUE(r.full_before);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{2, 7, 8, 9}));
+  EXPECT_EQ(v.ctl->tail.load(), 3u);
+  // Nothing held: 4 goes alone, and the tail passes everything.
+  seen.clear();
+  r = ring_drain_holding(v, taken, hold({}));
+  EXPECT_EQ(seen, (std::vector<uint64_t>{4}));
+  EXPECT_EQ(v.ctl->tail.load(), 9u);
+  // The ring is whole again: 8 posts fit, wrapping, and drain in order.
+  for (uint64_t n = 10; n <= 17; ++n) ASSERT_TRUE(ring_try_post(v, make_desc(n)));
+  seen.clear();
+  r = ring_drain_holding(v, taken, hold({}));
+  EXPECT_EQ(r.taken, 8u);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{10, 11, 12, 13, 14, 15, 16, 17}));
+}
+
+TEST(RingTest, HoldingDrainRefusesAGarbageHead) {
+  TestSegment seg(1, 8, 8);
+  RankView v = seg.view(0);
+  std::vector<uint8_t> taken;
+  v.ctl->head.store(100);
+  const RingDrained r = ring_drain_holding(v, taken, [](const Descriptor&) {
+    ADD_FAILURE();
+    return true;
+  });
+  EXPECT_TRUE(r.bad);
+  EXPECT_EQ(r.taken, 0u);
+  EXPECT_EQ(v.ctl->tail.load(), 0u);
 }
 
 // A rank thread and an NM thread pushing 100k descriptors through an 8-slot

@@ -36,6 +36,58 @@ TEST_F(TwoNodes, BufferSenderBatchesRemoteSendsPerNodeAndKeepsLocalOnesHome) {
   EXPECT_EQ(batch.sends[0].slice, 0u) << "posted in the slice before this DEM";
 }
 
+TEST_F(TwoNodes, SendsToAFullReceiverStayInTheRingWhileTheRanksOtherPostsGo) {
+  char a[8] = "held", b[8] = "later";
+  std::vector<uint8_t> in(8);
+  nodes[0]->ranks.allow(0, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 5, a, 5, 0));  // to rank 1: full
+  nodes[0]->ranks.post(0, recv_desc(1, 6, in.data(), in.size(), 1));
+  nodes[0]->ranks.post(0, send_desc(1, 5, b, 6, 2));  // to rank 1 again
+  auto& bs = nodes[0]->bs;
+  bs.hold_sends_to({1});
+  auto rep = bs.run(1, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  EXPECT_EQ(rep.held, 2u);
+  EXPECT_EQ(rep.drained, 1u) << "the receive behind the held send goes";
+  EXPECT_EQ(rep.batches_to, (std::vector<uint32_t>{0, 0}));
+  EXPECT_TRUE(nodes[1]->net.inbox[wire::kEvDescBatch].empty());
+  // Rank 1 took messages: both sends go, in post order, and the receive is
+  // not handed over twice.
+  bs.hold_sends_to({});
+  rep = bs.run(2, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  EXPECT_EQ(rep.held, 0u);
+  EXPECT_EQ(rep.drained, 2u);
+  auto& q = nodes[1]->net.inbox[wire::kEvDescBatch];
+  ASSERT_EQ(q.size(), 1u);
+  auto batch = wire::decode_batch(q.front().data);
+  ASSERT_EQ(batch.sends.size(), 2u);
+  EXPECT_EQ(batch.sends[0].request, 0u);
+  EXPECT_EQ(batch.sends[0].pair_seq, 1u);
+  EXPECT_EQ(batch.sends[1].request, 2u);
+  EXPECT_EQ(batch.sends[1].pair_seq, 2u);
+  EXPECT_TRUE(nodes[0]->ranks.corrupted_.empty());
+}
+
+TEST_F(TwoNodes, ASendHeldPastTheLimitEndsItsSenderWithTheReason) {
+  char a[8] = "held";
+  nodes[0]->ranks.post(0, send_desc(1, 5, a, 5, 0));
+  auto& bs = nodes[0]->bs;
+  bs.set_hold_limit(std::chrono::nanoseconds(0), 50);
+  bs.hold_sends_to({1}, true);
+  bs.run(1, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  EXPECT_TRUE(nodes[0]->ranks.corrupted_.empty()) << "the hold only began";
+  // While some rank of the job computes, a receiver may be slow: no limit.
+  bs.hold_sends_to({1}, false);
+  bs.run(2, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  EXPECT_TRUE(nodes[0]->ranks.corrupted_.empty()) << "not every rank was blocked";
+  bs.hold_sends_to({1}, true);
+  bs.run(3, nodes[0]->ranks, nodes[0]->net, nodes[0]->br, nodes[0]->coll);
+  ASSERT_EQ(nodes[0]->ranks.corrupted_.size(), 1u);
+  EXPECT_EQ(nodes[0]->ranks.corrupted_[0].first, 0);
+  EXPECT_NE(nodes[0]->ranks.corrupted_[0].second.find("kept sending to rank 1, which has 50"),
+            std::string::npos)
+      << nodes[0]->ranks.corrupted_[0].second;
+}
+
 TEST_F(TwoNodes, AMessageCrossesNodesByRemoteReadAndCompletesBothSides) {
   std::vector<uint8_t> out(5000), in(5000, 0);
   for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 7);

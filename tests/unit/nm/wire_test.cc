@@ -100,6 +100,30 @@ TEST(Wire, AFusedReportKeepsItsMicrophasesInOrder) {
   EXPECT_THROW(decode_fused(encode(most)), std::runtime_error);
 }
 
+TEST(Wire, FullReceiversAndHeldSendsRoundTripAndALyingCountIsRefused) {
+  Report r;
+  r.phase = Phase::msm;
+  r.full = {3, 9};
+  r.held = 12;
+  const Report d = decode_report(encode(r));
+  EXPECT_EQ(d.full, (std::vector<int32_t>{3, 9}));
+  EXPECT_EQ(d.held, 12u);
+  Strobe s;
+  s.held = {1, 2, 70000};
+  s.job_blocked = true;
+  EXPECT_EQ(decode_strobe(encode(s)).held, s.held);
+  EXPECT_TRUE(decode_strobe(encode(s)).job_blocked);
+  // A rank list that claims more entries than the message holds: refused
+  // before anything is allocated for it. The list comes just before the
+  // strobe's last byte (job_blocked): its count is the 4 bytes before the
+  // entries.
+  auto bytes = encode(s);
+  const size_t at = bytes.size() - 1 - 3 * sizeof(int32_t) - sizeof(uint32_t);
+  const uint32_t lie = 1u << 30;
+  std::memcpy(bytes.data() + at, &lie, sizeof lie);
+  EXPECT_THROW(decode_strobe(bytes), std::runtime_error);
+}
+
 TEST(Wire, AStrobeCarriesItsLeaseAndALeaseTooLongIsRefused) {
   Strobe s;
   s.slice = 9;
