@@ -405,7 +405,9 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         const auto& part = f.parts[i];
         if (i > 0 && part.phase == Phase::dem) {
           emds_.record(rec);
-          const uint64_t at = start + (i < f.at.size() ? f.at[i] : 0);
+          // The node's offsets are input: a slice never starts before the
+          // one it follows (they only feed the statistics).
+          const uint64_t at = std::max(prev_start, start + (i < f.at.size() ? f.at[i] : 0));
           rec = monitor::SliceRecord{};
           rec.slice = s.slice = ++slice_;
           rec.start_ns = at;
@@ -428,6 +430,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     } else {
       // DEM (the strobe itself).
       if (!microphase(Phase::dem)) break;
+      s.held.clear();  // only the DEM needs it: the later microstrobes go without
       const DemPlan dem = plan_after_dem(reps, max_node, released);
       s.expect_batches = dem.expect_batches;
       s.coll_release = dem.coll_release;

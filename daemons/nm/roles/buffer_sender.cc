@@ -31,7 +31,7 @@ void BufferSender::hold_sends_to(std::vector<int32_t> receivers, bool job_blocke
 // blocked, and keeps its senders waiting as long as it likes.
 void BufferSender::hold_check(int32_t me, RankView& v, int32_t held_to, LocalRanks& ranks) {
   if (held_to < 0) {
-    held_.erase(me);
+    if (!held_.empty()) held_.erase(me);  // the common case costs no look-up
     return;
   }
   const auto now = std::chrono::steady_clock::now();
