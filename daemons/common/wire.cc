@@ -73,6 +73,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   w.put(s.lease_slices);
   put_i32s(w, s.held);
   w.put<uint8_t>(s.job_blocked);
+  w.put(s.hold_ns);
   return std::move(w.bytes());
 }
 
@@ -92,6 +93,8 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   if (s.lease_slices > kMaxLeaseSlices) throw std::runtime_error("strobe: lease too long");
   s.held = get_i32s(r);
   s.job_blocked = r.get<uint8_t>() != 0;
+  s.hold_ns = r.get<uint64_t>();
+  if (s.hold_ns > kMaxHoldNs) throw std::runtime_error("strobe: hold too long");
   return s;
 }
 
@@ -113,6 +116,7 @@ std::vector<uint8_t> encode(const Report& x) {
   w.put(x.collectives);
   w.put<uint8_t>(x.all_blocked);
   w.put<uint8_t>(x.parked);
+  w.put(x.waited_ns);
   w.put(x.errors);
   w.put_bytes({reinterpret_cast<const uint8_t*>(x.error.data()), x.error.size()});
   return std::move(w.bytes());
@@ -137,6 +141,7 @@ Report decode_report(std::span<const uint8_t> b) {
   x.collectives = r.get<uint32_t>();
   x.all_blocked = r.get<uint8_t>() != 0;
   x.parked = r.get<uint8_t>() != 0;
+  x.waited_ns = r.get<uint64_t>();
   x.errors = r.get<uint32_t>();
   const auto e = r.get_bytes();
   x.error.assign(e.begin(), e.end());

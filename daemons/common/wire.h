@@ -148,9 +148,17 @@ struct Strobe {
   // far as the manager knows): a send held while this stays true is
   // a deadlock the bound caused, not a slow receiver.
   bool job_blocked = false;
+  // The last microstrobe of a slice of a multi-node job (P2P, BBM or RM,
+  // adaptive strobe): the node may hold its report until every local rank
+  // is blocked, for at most `hold_ns`, so that the report itself says
+  // "all blocked" and no doorbell message need follow it (0: report at
+  // once). The period's end bounds it: the slice after starts no later.
+  uint64_t hold_ns = 0;
 };
 // A lease never covers more slices than this (it bounds the fused report).
 constexpr uint32_t kMaxLeaseSlices = 256;
+// Nor is a report held longer than this (Strobe::hold_ns).
+constexpr uint64_t kMaxHoldNs = 10'000'000;
 std::vector<uint8_t> encode(const Strobe& s);
 Strobe decode_strobe(std::span<const uint8_t> b);
 
@@ -181,6 +189,9 @@ struct Report {
   // DEM: the node had nothing to do and armed its doorbell for posts
   // (kNmParked); the strobe may park until a node rings.
   bool parked = false;
+  // How long the node held this report for its ranks to block
+  // (Strobe::hold_ns), so the manager can take it out of the phase time.
+  uint64_t waited_ns = 0;
   // Failures of the node's own work in the microphase (a batch or bundle
   // that never came or did not decode, a remote read that failed): work was
   // lost, so the MM fails the job with `error`, the first of them.

@@ -745,6 +745,7 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_early(r.early);
     s->set_leased(r.leased);
     s->set_held(r.held);
+    s->set_bells(r.bells);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

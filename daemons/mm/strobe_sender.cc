@@ -73,6 +73,10 @@ constexpr uint32_t kParkAfterEmpty = 8;
 // longer than this, so a long --slice does not leave the manager without
 // news of the node for that long.
 constexpr uint64_t kMaxLeaseNs = 10'000'000;
+// A held report (Strobe::hold_ns) is due this long before the period ends
+// (plus the strobe spin), so that a node whose ranks never all block still
+// reports in time for the next strobe.
+constexpr uint64_t kHoldMarginNs = 50'000;
 }  // namespace
 
 struct Manager::Pacing {
@@ -82,6 +86,7 @@ struct Manager::Pacing {
   bool parked = false;
   uint64_t parked_at = 0;
   bool rung = false;  // parked, and a node rang for work
+  uint32_t bells = 0;  // bells of this job taken since the last slice began
   uint32_t empty_run = 0;  // consecutive slices with nothing to do
   // Blocked since the last microphase of the previous slice (phase value
   // `end_value`), per node of the job: from its report or a later bell.
@@ -119,6 +124,7 @@ Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
       continue;
     }
     if (b.job != j.id || !std::binary_search(j.nodes.begin(), j.nodes.end(), m.from)) continue;
+    ++p.bells;
     if (b.kind == wire::BellKind::work) {
       p.rung = p.rung || p.parked;
     } else if (static_cast<int64_t>(b.epoch) >= p.end_value) {
@@ -316,6 +322,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     rec.period_ns = prev_start ? start - prev_start : 0;
     rec.early = how != Start::period;
     rec.late_ns = how == Start::period ? start - pace.next : 0;
+    rec.bells = std::exchange(pace.bells, 0);
     prev_start = start;
     // The period bounds this slice from above, counted from when it began.
     const uint64_t scheduled = how == Start::period ? pace.next : start;
@@ -378,7 +385,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
           return ok = false;
         }
       }
+      // A held report (Strobe::hold_ns) waited for ranks, not for work.
+      uint64_t waited = UINT64_MAX;
+      for (const auto& r : reps) waited = std::min(waited, r.waited_ns);
       rec.phase_ns[k] = now_ns() - t;
+      rec.phase_ns[k] -= std::min(rec.phase_ns[k], waited == UINT64_MAX ? 0 : waited);
       account(phase, reps);
       return true;
     };
@@ -457,8 +468,17 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         s.expect_gets = std::move(msm.expect_gets);
         chunks = msm.chunks;
       }
+      // The slice's last microstrobe lets the nodes hold their reports until
+      // their ranks block (Nic::hold_report), up to shortly before the
+      // period ends, so the report doubles as the doorbell.
+      auto last_of_slice = [&] {
+        if (!pace.adaptive) return;
+        const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
+        s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
+      };
       // P2P: only if the MSM scheduled chunks somewhere.
       if (chunks) {
+        if (!dem.run_bbm && !dem.run_rm) last_of_slice();
         if (!microphase(Phase::p2p)) break;
       }
       // BBM (collective helper) and RM (reduce helper): collectives that every
@@ -466,6 +486,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       for (auto [phase, due] :
            {std::pair{Phase::bbm, dem.run_bbm}, std::pair{Phase::rm, dem.run_rm}}) {
         if (!due) continue;
+        if (phase == Phase::rm || !dem.run_rm) last_of_slice();
         if (!microphase(phase)) break;
       }
       if (!ok) break;

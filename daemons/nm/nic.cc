@@ -147,6 +147,7 @@ void Nic::run() {
     }
     wire::Report& rep = f.parts.back();
     if (!strobe.fused) rep.phase = strobe.phase;
+    if (!strobe.fused && strobe.hold_ns && rep.errors == 0) hold_report(strobe, rep);
     // A fused strobe's parts carry their own slices (a lease runs several).
     if (rep.slice < strobe.slice) rep.slice = strobe.slice;
     const int64_t done = wire::phase_value(rep.slice, rep.phase);
@@ -154,6 +155,12 @@ void Nic::run() {
     // scan misses blocks after the store, and its bell carries this epoch.
     epoch_.store(static_cast<uint64_t>(done), std::memory_order_seq_cst);
     rep.all_blocked = !st_ || st_->ranks.job()->all_blocked();
+    // The doorbell is needed again once a report leaves ranks to block
+    // later, or parks the node (posts must ring).
+    if (doorbell_dozing_ && (!rep.all_blocked || rep.parked)) {
+      doorbell_dozing_ = false;
+      futex_wake_all(&leasing_);
+    }
     auto enc = strobe.fused ? wire::encode(f) : wire::encode(rep);
     fabric_.var_set(wire::kVarPhase, done, {0}, enc);
   }
@@ -291,6 +298,37 @@ bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {
                static_cast<uint64_t>(
                    std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count()));
   }
+}
+
+// A multi-node job's slice ends with a microphase whose report the strobe
+// sender needs for one thing only: whether it may start the next slice at
+// once. Ranks woken by this microphase usually post their next call and
+// block within microseconds; reporting first and ringing the doorbell after
+// costs the manager two wake-ups and the doorbell thread one, per node and
+// slice. So the strobe lets the node hold the report until its ranks are
+// all blocked (the bell futex, as on a lease), bounded by the period's end:
+// the report then carries all_blocked and no bell follows. Nothing waits on
+// this node meanwhile: the last microphase is over everywhere once every
+// node reported it, and this node's part, remote reads served included
+// (kEvDmaServed), is done.
+void Nic::hold_report(const wire::Strobe& s, wire::Report& rep) {
+  using clock = std::chrono::steady_clock;
+  if (!st_ || st_->ranks.job_id() != s.job) return;
+  const auto t0 = clock::now();
+  leasing_.store(1, std::memory_order_seq_cst);
+  const bool all =
+      wait_all_blocked(t0 + std::chrono::nanoseconds(std::min(s.hold_ns, wire::kMaxHoldNs)));
+  leasing_.store(0, std::memory_order_seq_cst);
+  // Left asleep when the report will say "all blocked": run() wakes it as
+  // soon as a report does not.
+  if (all) {
+    doorbell_dozing_ = true;
+  } else {
+    doorbell_dozing_ = false;
+    futex_wake_all(&leasing_);
+  }
+  rep.waited_ns = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
 }
 
 wire::Report Nic::on_strobe(const wire::Strobe& s) {

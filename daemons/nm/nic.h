@@ -120,6 +120,9 @@ class Nic : private Net {
   // Within a lease: sleeps on the job's bell until every local rank is
   // blocked (true) or `deadline` passes (false).
   bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
+  // The last microstrobe of a slice (Strobe::hold_ns): waits for the ranks
+  // to block before `rep` goes, with the doorbell stepped aside.
+  void hold_report(const wire::Strobe& s, wire::Report& rep);
   void sync_job();
 
   // DEM: with nothing to do on this node, arm the doorbell for posts.
@@ -135,7 +138,10 @@ class Nic : private Net {
   // Written by the strobe receiver, read by the doorbell.
   std::atomic<uint64_t> epoch_{0};   // phase_value() of the last microphase finished
   std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
-  std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease
+  std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease or a report is held
+  // A held report said "all blocked", so the doorbell was left asleep on
+  // leasing_ (a bell would only repeat the report); strobe receiver only.
+  bool doorbell_dozing_ = false;
   Doorbell doorbell_;                // last: its thread reads the members above
 };
 

@@ -27,6 +27,7 @@ struct SliceRecord {
   uint32_t held = 0;         // sends held in their rings (receivers at --max-unexpected)
   bool early = false;        // started before its period (every rank blocked)
   bool leased = false;       // run by a one-node job's node on its lease, without a strobe
+  uint32_t bells = 0;        // doorbell messages the strobe sender took before this slice
 };
 
 struct PeriodSummary {

@@ -115,10 +115,11 @@ TEST(Wire, FullReceiversAndHeldSendsRoundTripAndALyingCountIsRefused) {
   EXPECT_TRUE(decode_strobe(encode(s)).job_blocked);
   // A rank list that claims more entries than the message holds: refused
   // before anything is allocated for it. The list comes just before the
-  // strobe's last byte (job_blocked): its count is the 4 bytes before the
-  // entries.
+  // strobe's last fields (job_blocked, hold_ns): its count is the 4 bytes
+  // before the entries.
   auto bytes = encode(s);
-  const size_t at = bytes.size() - 1 - 3 * sizeof(int32_t) - sizeof(uint32_t);
+  const size_t at =
+      bytes.size() - 1 - sizeof(uint64_t) - 3 * sizeof(int32_t) - sizeof(uint32_t);
   const uint32_t lie = 1u << 30;
   std::memcpy(bytes.data() + at, &lie, sizeof lie);
   EXPECT_THROW(decode_strobe(bytes), std::runtime_error);
@@ -135,6 +136,23 @@ TEST(Wire, AStrobeCarriesItsLeaseAndALeaseTooLongIsRefused) {
   EXPECT_EQ(d.lease_slices, kMaxLeaseSlices);
   s.lease_slices = kMaxLeaseSlices + 1;
   EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
+}
+
+TEST(Wire, AStrobeMayLetANodeHoldItsReportButNotTooLong) {
+  Strobe s;
+  s.phase = Phase::rm;
+  s.hold_ns = 400'000;
+  EXPECT_EQ(decode_strobe(encode(s)).hold_ns, 400'000u);
+  s.hold_ns = kMaxHoldNs;
+  EXPECT_EQ(decode_strobe(encode(s)).hold_ns, kMaxHoldNs);
+  s.hold_ns = kMaxHoldNs + 1;
+  EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
+  Report r;
+  r.waited_ns = 123'456;
+  r.all_blocked = true;
+  const Report d = decode_report(encode(r));
+  EXPECT_EQ(d.waited_ns, 123'456u);
+  EXPECT_TRUE(d.all_blocked);
 }
 
 TEST(Wire, ABellRoundTripsAndAnUnknownKindIsRefused) {
