@@ -540,21 +540,24 @@ int show_stats(const StatsOptions& o) {
   if (rc) return rc;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
   // start: "period" (the strobe's clock), "early" (every rank was blocked),
-  // "lease" (early, run by a one-node job's node on its own) or "+N" (a rank
-  // posted after N periods with nothing to do: parked).
+  // "lease" (early, run by a one-node job's node on its own), "ahead" (its
+  // DEM ran on the nodes as the slice before ended) or "+N" (a rank posted
+  // after N periods with nothing to do: parked).
   std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
               "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
               "bytes", "colls", "late_us");
-  uint64_t early = 0, skipped = 0, leased = 0, held = 0, bells = 0;
+  uint64_t early = 0, skipped = 0, leased = 0, held = 0, bells = 0, ahead = 0;
   for (const auto& s : rep.slices()) {
     const std::string start = s.skipped()  ? "+" + std::to_string(s.skipped())
                               : s.leased() ? "lease"
+                              : s.dem_ahead() ? "ahead"
                               : s.early()  ? "early"
                                            : "period";
     early += s.early() && !s.skipped();
     leased += s.leased();
     held += s.held();
     bells += s.bells();
+    ahead += s.dem_ahead();
     skipped += s.skipped();
     std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
                 static_cast<unsigned long long>(s.slice()), us(s.period_ns()), start.c_str(),
@@ -563,10 +566,12 @@ int show_stats(const StatsOptions& o) {
                 s.collectives(), us(s.late_ns()));
   }
   std::printf(
-      "(%d of %llu slices; %llu started early, %llu of them on a lease; %llu periods skipped "
-      "while parked; %llu sends held back by --max-unexpected; %llu doorbells)\n",
+      "(%d of %llu slices; %llu started early, %llu of them on a lease, %llu with their DEM run "
+      "ahead; %llu periods skipped while parked; %llu sends held back by --max-unexpected; %llu "
+      "doorbells)\n",
       rep.slices_size(), static_cast<unsigned long long>(rep.total_slices()),
       static_cast<unsigned long long>(early), static_cast<unsigned long long>(leased),
+      static_cast<unsigned long long>(ahead),
       static_cast<unsigned long long>(skipped), static_cast<unsigned long long>(held),
       static_cast<unsigned long long>(bells));
   // The figures an operator asks first: does the clock keep its period?

@@ -74,6 +74,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   put_i32s(w, s.held);
   w.put<uint8_t>(s.job_blocked);
   w.put(s.hold_ns);
+  w.put<uint8_t>(s.next_dem);
   return std::move(w.bytes());
 }
 
@@ -95,6 +96,9 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.job_blocked = r.get<uint8_t>() != 0;
   s.hold_ns = r.get<uint64_t>();
   if (s.hold_ns > kMaxHoldNs) throw std::runtime_error("strobe: hold too long");
+  s.next_dem = r.get<uint8_t>() != 0;
+  if (s.next_dem && (s.fused || s.phase == Phase::dem))
+    throw std::runtime_error("strobe: a DEM or fused strobe cannot ask for the next DEM");
   return s;
 }
 

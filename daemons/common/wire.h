@@ -154,6 +154,13 @@ struct Strobe {
   // "all blocked" and no doorbell message need follow it (0: report at
   // once). The period's end bounds it: the slice after starts no later.
   uint64_t hold_ns = 0;
+  // With hold_ns: when the hold ends, the node runs the DEM of slice + 1
+  // itself (with `held`, never parking, job_blocked unknown) and reports it
+  // after this microphase's report (a FusedReport of two parts). Its ranks
+  // are all blocked then, or the period is about to end: the DEM drains
+  // exactly what the strobe of the next slice would, one round trip
+  // earlier.
+  bool next_dem = false;
 };
 // A lease never covers more slices than this (it bounds the fused report).
 constexpr uint32_t kMaxLeaseSlices = 256;

@@ -746,6 +746,7 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_leased(r.leased);
     s->set_held(r.held);
     s->set_bells(r.bells);
+    s->set_dem_ahead(r.dem_ahead);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

@@ -167,8 +167,13 @@ class Manager {
   // Between two slices of a job: when the next one starts. See
   // strobe_sender.cc.
   struct Pacing;
-  enum class Start { period, early, unparked, woken, closed };
+  // next: the nodes ran the slice's DEM at the end of the previous one
+  // (Strobe::next_dem).
+  enum class Start { period, early, unparked, woken, closed, next };
   Start wait_for_slice(Job& j, Pacing& p);
+  // Takes one message of kEvBell into `p`; false if it was the empty one of
+  // wake_strobe_sender().
+  bool take_bell(Job& j, Pacing& p, const core::Message& m);
   void wake_strobe_sender();
 
   const Config cfg_;

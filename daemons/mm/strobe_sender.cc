@@ -115,22 +115,27 @@ Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
     const auto s = fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(wake_at - now));
     if (s == core::Status::closed) return Start::closed;
     if (s != core::Status::ok) continue;  // the deadline: decided above
-    if (m.data.empty()) return Start::woken;  // wake_strobe_sender()
-    wire::Bell b;
-    try {
-      b = wire::decode_bell(m.data);
-    } catch (const std::exception& e) {
-      spdlog::warn("bell from node {}: {}", m.from, e.what());
-      continue;
-    }
-    if (b.job != j.id || !std::binary_search(j.nodes.begin(), j.nodes.end(), m.from)) continue;
-    ++p.bells;
-    if (b.kind == wire::BellKind::work) {
-      p.rung = p.rung || p.parked;
-    } else if (static_cast<int64_t>(b.epoch) >= p.end_value) {
-      p.blocked.insert(m.from);
-    }
+    if (!take_bell(j, p, m)) return Start::woken;
   }
+}
+
+bool Manager::take_bell(Job& j, Pacing& p, const core::Message& m) {
+  if (m.data.empty()) return false;  // wake_strobe_sender()
+  wire::Bell b;
+  try {
+    b = wire::decode_bell(m.data);
+  } catch (const std::exception& e) {
+    spdlog::warn("bell from node {}: {}", m.from, e.what());
+    return true;
+  }
+  if (b.job != j.id || !std::binary_search(j.nodes.begin(), j.nodes.end(), m.from)) return true;
+  ++p.bells;
+  if (b.kind == wire::BellKind::work) {
+    p.rung = p.rung || p.parked;
+  } else if (static_cast<int64_t>(b.epoch) >= p.end_value) {
+    p.blocked.insert(m.from);
+  }
+  return true;
 }
 
 void Manager::wake_strobe_sender() { fabric_.signal_local(wire::kEvBell, {}); }
@@ -271,6 +276,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   // Every node reported all its ranks blocked after the last slice.
   bool job_blocked = false;
   std::vector<core::VarReplica> snap;
+  // The next slice's DEM reports, when the nodes ran it at the end of this
+  // one (Strobe::next_dem), in the order of j.nodes; and its longest time.
+  std::vector<wire::Report> next_dem;
+  uint64_t next_dem_ns = 0;
   bool ok = true;
 
   // A node that failed its own part of a microphase (a batch or bundle that
@@ -305,7 +314,17 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       fail_noticed_if_due(j, false);
       if (stopping_ || j.state == Job::State::done) break;
     }
-    const Start how = wait_for_slice(j, pace);
+    Start how = Start::next;
+    if (next_dem.empty()) {
+      how = wait_for_slice(j, pace);
+    } else {
+      // The nodes already ran this slice's DEM; bells that came meanwhile
+      // are only counted (and must not pile up).
+      core::Message m;
+      while (fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(0)) ==
+             core::Status::ok)
+        take_bell(j, pace, m);
+    }
     if (how == Start::woken) continue;  // look at the job again
     if (how == Start::closed) {
       ok = false;
@@ -320,9 +339,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     rec.slice = ++slice_;
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
-    rec.early = how != Start::period;
+    rec.early = how == Start::next ? start < pace.next : how != Start::period;
     rec.late_ns = how == Start::period ? start - pace.next : 0;
     rec.bells = std::exchange(pace.bells, 0);
+    rec.dem_ahead = how == Start::next;
     prev_start = start;
     // The period bounds this slice from above, counted from when it began.
     const uint64_t scheduled = how == Start::period ? pace.next : start;
@@ -373,9 +393,29 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       const uint64_t t = now_ns();
       if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) return false;
       reps.clear();
+      next_dem.clear();
+      next_dem_ns = 0;
       for (const auto& v : snap) {
         try {
-          reps.push_back(wire::decode_report(v.attachment));
+          if (!s.next_dem) {
+            reps.push_back(wire::decode_report(v.attachment));
+          } else {
+            // This microphase's report, then (unless it failed) the next
+            // slice's DEM.
+            wire::FusedReport f = wire::decode_fused(v.attachment);
+            reps.push_back(std::move(f.parts[0]));
+            if (!reps.back().errors) {
+              if (f.parts.size() != 2 || f.parts[1].phase != Phase::dem ||
+                  f.parts[1].slice != s.slice + 1)
+                throw std::runtime_error("the next slice's DEM is missing or out of place");
+              next_dem.push_back(std::move(f.parts[1]));
+              if (f.ns.size() == 2) next_dem_ns = std::max(next_dem_ns, f.ns[1]);
+              if (next_dem.back().errors) {
+                fail_node(v.node, s.slice + 1, Phase::dem, next_dem.back().error);
+                return ok = false;
+              }
+            }
+          }
         } catch (const std::exception& e) {
           fail_node(v.node, s.slice, phase, std::string("malformed report: ") + e.what());
           return ok = false;
@@ -439,8 +479,16 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       if (!ok) break;
       if (f.parts.back().all_blocked) blocked_after.insert(j.nodes[0]);
     } else {
-      // DEM (the strobe itself).
-      if (!microphase(Phase::dem)) break;
+      // DEM (the strobe itself, or run by the nodes at the end of the last
+      // slice: Strobe::next_dem).
+      if (next_dem.empty()) {
+        if (!microphase(Phase::dem)) break;
+      } else {
+        reps = std::move(next_dem);
+        next_dem.clear();
+        rec.phase_ns[0] = next_dem_ns;
+        account(Phase::dem, reps);
+      }
       s.held.clear();  // only the DEM needs it: the later microstrobes go without
       const DemPlan dem = plan_after_dem(reps, max_node, released);
       s.expect_batches = dem.expect_batches;
@@ -475,6 +523,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         if (!pace.adaptive) return;
         const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
         s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
+        // With a hold, the nodes also run the next slice's DEM when it ends.
+        s.next_dem = s.hold_ns > 0;
+        s.held.clear();
+        if (s.next_dem)
+          for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());
       };
       // P2P: only if the MSM scheduled chunks somewhere.
       if (chunks) {

@@ -145,9 +145,14 @@ void Nic::run() {
       spdlog::error("strobe receiver: {}", e.what());
       f.parts.emplace_back().fail(e.what());
     }
+    if (!strobe.fused) {
+      wire::Report& last = f.parts.back();
+      last.phase = strobe.phase;
+      last.slice = strobe.slice;
+      if (strobe.hold_ns && last.errors == 0) hold_report(strobe, last);
+      if (strobe.next_dem && last.errors == 0) run_next_dem(strobe, f);
+    }
     wire::Report& rep = f.parts.back();
-    if (!strobe.fused) rep.phase = strobe.phase;
-    if (!strobe.fused && strobe.hold_ns && rep.errors == 0) hold_report(strobe, rep);
     // A fused strobe's parts carry their own slices (a lease runs several).
     if (rep.slice < strobe.slice) rep.slice = strobe.slice;
     const int64_t done = wire::phase_value(rep.slice, rep.phase);
@@ -161,7 +166,7 @@ void Nic::run() {
       doorbell_dozing_ = false;
       futex_wake_all(&leasing_);
     }
-    auto enc = strobe.fused ? wire::encode(f) : wire::encode(rep);
+    auto enc = f.parts.size() > 1 || strobe.fused ? wire::encode(f) : wire::encode(rep);
     fabric_.var_set(wire::kVarPhase, done, {0}, enc);
   }
 }
@@ -327,8 +332,31 @@ void Nic::hold_report(const wire::Strobe& s, wire::Report& rep) {
     doorbell_dozing_ = false;
     futex_wake_all(&leasing_);
   }
+  rep.all_blocked = all;  // run() scans again if this stays the last part
   rep.waited_ns = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
+}
+
+// Strobe::next_dem: the hold is over, so this node's ranks are all blocked
+// (nothing more can be posted until a later microphase completes something)
+// or the period is about to end (when the next strobe would come anyway).
+// Either way the rings hold what the next slice's DEM strobe would find, and
+// the node drains them now instead of waiting for that strobe: one round
+// trip to the manager less per slice.
+void Nic::run_next_dem(const wire::Strobe& s, wire::FusedReport& f) {
+  using clock = std::chrono::steady_clock;
+  wire::Strobe d;
+  d.slice = s.slice + 1;
+  d.phase = Phase::dem;
+  d.job = s.job;
+  d.held = s.held;
+  const auto t0 = clock::now();
+  wire::Report r = on_strobe(d);
+  r.slice = d.slice;
+  r.phase = Phase::dem;
+  f.ns = {0, static_cast<uint64_t>(
+                 std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count())};
+  f.parts.push_back(std::move(r));
 }
 
 wire::Report Nic::on_strobe(const wire::Strobe& s) {

@@ -123,6 +123,8 @@ class Nic : private Net {
   // The last microstrobe of a slice (Strobe::hold_ns): waits for the ranks
   // to block before `rep` goes, with the doorbell stepped aside.
   void hold_report(const wire::Strobe& s, wire::Report& rep);
+  // Strobe::next_dem: runs the next slice's DEM into `f` after the hold.
+  void run_next_dem(const wire::Strobe& s, wire::FusedReport& f);
   void sync_job();
 
   // DEM: with nothing to do on this node, arm the doorbell for posts.

@@ -28,6 +28,7 @@ struct SliceRecord {
   bool early = false;        // started before its period (every rank blocked)
   bool leased = false;       // run by a one-node job's node on its lease, without a strobe
   uint32_t bells = 0;        // doorbell messages the strobe sender took before this slice
+  bool dem_ahead = false;    // its DEM ran on the nodes at the end of the slice before (no DEM strobe)
 };
 
 struct PeriodSummary {

@@ -115,11 +115,11 @@ TEST(Wire, FullReceiversAndHeldSendsRoundTripAndALyingCountIsRefused) {
   EXPECT_TRUE(decode_strobe(encode(s)).job_blocked);
   // A rank list that claims more entries than the message holds: refused
   // before anything is allocated for it. The list comes just before the
-  // strobe's last fields (job_blocked, hold_ns): its count is the 4 bytes
-  // before the entries.
+  // strobe's last fields (job_blocked, hold_ns, next_dem): its count is the
+  // 4 bytes before the entries.
   auto bytes = encode(s);
   const size_t at =
-      bytes.size() - 1 - sizeof(uint64_t) - 3 * sizeof(int32_t) - sizeof(uint32_t);
+      bytes.size() - 2 - sizeof(uint64_t) - 3 * sizeof(int32_t) - sizeof(uint32_t);
   const uint32_t lie = 1u << 30;
   std::memcpy(bytes.data() + at, &lie, sizeof lie);
   EXPECT_THROW(decode_strobe(bytes), std::runtime_error);
@@ -138,7 +138,7 @@ TEST(Wire, AStrobeCarriesItsLeaseAndALeaseTooLongIsRefused) {
   EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
 }
 
-TEST(Wire, AStrobeMayLetANodeHoldItsReportButNotTooLong) {
+TEST(Wire, AStrobeMayLetANodeHoldItsReportAndRunTheNextDemButNotTooLong) {
   Strobe s;
   s.phase = Phase::rm;
   s.hold_ns = 400'000;
@@ -146,6 +146,16 @@ TEST(Wire, AStrobeMayLetANodeHoldItsReportButNotTooLong) {
   s.hold_ns = kMaxHoldNs;
   EXPECT_EQ(decode_strobe(encode(s)).hold_ns, kMaxHoldNs);
   s.hold_ns = kMaxHoldNs + 1;
+  EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
+  // The next slice's DEM rides on a later microstrobe, never on a DEM or a
+  // fused strobe.
+  s.hold_ns = 1000;
+  s.next_dem = true;
+  EXPECT_TRUE(decode_strobe(encode(s)).next_dem);
+  s.phase = Phase::dem;
+  EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
+  s.phase = Phase::p2p;
+  s.fused = true;
   EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
   Report r;
   r.waited_ns = 123'456;
