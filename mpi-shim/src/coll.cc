@@ -16,6 +16,7 @@
 // converted into shim-owned uint64 arrays that live until the operation
 // completes (with the MPI request, even if it is freed early).
 #include <algorithm>
+#include <cstring>
 #include <memory>
 #include <vector>
 
@@ -437,6 +438,42 @@ int allgather(const char* fn, const void* sendbuf, int scount, MPI_Datatype styp
   return run_coll(fn, k.comm, a, std::move(d), request);
 }
 
+// All-to-all in place sends the receive buffer's own blocks. The node
+// managers move a large all-to-all in rounds, one slice at a time, and
+// write what arrived in a round before they read the blocks of later
+// rounds: a block received from a peer could overwrite a block not yet
+// sent to it. So the blocks to send are copied out first (MPICH keeps a
+// temporary buffer for the same reason). `a` already points both sides at
+// the receive buffer (or its packed copy).
+void in_place_send_copy(bcs_coll_args_t& a, CollData& d, int n) {
+  const auto* p = static_cast<const unsigned char*>(a.recvbuf);
+  const uint64_t len = a.rbytes * static_cast<uint64_t>(n);
+  d.tmp.assign(p, p + len);
+  a.sendbuf = d.tmp.data();
+  a.sbytes = a.rbytes;
+}
+// The same for all-to-all(v/w): block i is d.rcounts[i] bytes at
+// d.rdispls[i] from a.recvbuf (absolute addresses from MPI_BOTTOM; two's
+// complement displacements wrap), packed one after the other.
+void in_place_send_copy_v(bcs_coll_args_t& a, CollData& d, int n) {
+  const auto base = reinterpret_cast<uintptr_t>(a.recvbuf);
+  uint64_t total = 0;
+  for (int i = 0; i < n; ++i) total += d.rcounts[static_cast<size_t>(i)];
+  d.tmp.resize(total);
+  d.scounts = d.rcounts;
+  d.sdispls.assign(static_cast<size_t>(n), 0);
+  uint64_t off = 0;
+  for (int i = 0; i < n; ++i) {
+    const auto k = static_cast<size_t>(i);
+    if (d.rcounts[k])
+      std::memcpy(d.tmp.data() + off, reinterpret_cast<const void*>(base + d.rdispls[k]),
+                  d.rcounts[k]);
+    d.sdispls[k] = off;
+    off += d.rcounts[k];
+  }
+  a.sendbuf = d.tmp.data();
+}
+
 int alltoall(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, void* recvbuf,
              int rcount, MPI_Datatype rtype, MPI_Comm c, bool nb, MPI_Request* request) {
   CollCheck k = make_check(fn, c, nb, request);
@@ -452,11 +489,16 @@ int alltoall(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype
   a.sbytes = k.send.in_place() ? a.rbytes : bytes_of(scount, stype);
   const bool stage_s = live(k.send) && coll_needs_staging(stype, scount);
   const bool stage_r = coll_needs_staging(rtype, rcount);
-  if (!stage_s && !stage_r) return run_coll(fn, k.comm, a, nullptr, request);
-  // Sides with holes: packed copies (in place: the blocks to send are the
-  // receive buffer's, packed).
+  if (!stage_s && !stage_r && !k.send.in_place())
+    return run_coll(fn, k.comm, a, nullptr, request);
   const int n = comm_size(k.comm);
   auto d = std::make_shared<CollData>();
+  if (!stage_s && !stage_r) {
+    in_place_send_copy(a, *d, n);
+    return run_coll(fn, k.comm, a, std::move(d), request);
+  }
+  // Sides with holes: packed copies (in place: the blocks to send are the
+  // receive buffer's, packed).
   auto st = std::make_shared<Staging>();
   d->staging = st;
   if (stage_s) {
@@ -473,6 +515,7 @@ int alltoall(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype
     if (k.send.in_place()) {
       a.sendbuf = st->sr.bytes.data();
       a.sbytes = a.rbytes;
+      in_place_send_copy(a, *d, n);
     }
     unstage_when_done(*d, st, recvbuf);
   }
@@ -542,6 +585,7 @@ int alltoallv(const char* fn, const void* sendbuf, const int* scounts, const int
     }
     unstage_when_done(*d, st, recvbuf);
   }
+  if (k.send.in_place()) in_place_send_copy_v(a, *d, n);
   a.scounts = d->scounts.data();
   a.sdispls = d->sdispls.data();
   a.rcounts = d->rcounts.data();

@@ -7,7 +7,9 @@
  *   MPI_Allgather  1 Mi bytes in total per rank: each rank contributes
  *                  1 Mi / size bytes (MPI_BYTE)
  *   MPI_Alltoall   256 Ki ints in total per rank: 256 Ki / size ints to
- *                  every rank (MPI_INT)
+ *                  every rank (MPI_INT), then the same with MPI_IN_PLACE,
+ *                  and MPI_Alltoallv in place (MPICH's alltoall1 found
+ *                  blocks overwritten before they were sent, on 2 NMs)
  *
  * Every value depends on its source, its destination (for alltoall) and
  * its index, so each rank computes the expected buffers itself. The bytes
@@ -142,6 +144,41 @@ int main(int argc, char **argv) {
               "MPI_Alltoall of %d ints per pair: int %d from rank %d is %d, want %d", n, i, r,
               out[(size_t)r * n + i], aval(r, rank, i));
     check_tail("MPI_Alltoall", out, sizeof(int) * (size_t)n * (size_t)size);
+    /* In place: the blocks to send are the receive buffer's; a collective
+     * moved in rounds must not write a received block over one it has not
+     * sent yet. */
+    for (r = 0; r < size; ++r)
+      for (i = 0; i < n; ++i) out[(size_t)r * n + i] = aval(rank, r, i);
+    ++ncoll;
+    MPI_OK(MPI_Alltoall(MPI_IN_PLACE, 0, MPI_DATATYPE_NULL, out, n, MPI_INT, MPI_COMM_WORLD));
+    for (r = 0; r < size; ++r)
+      for (i = 0; i < n; ++i)
+        CHECK(out[(size_t)r * n + i] == aval(r, rank, i),
+              "MPI_Alltoall in place of %d ints per pair: int %d from rank %d is %d, want %d", n, i,
+              r, out[(size_t)r * n + i], aval(r, rank, i));
+    check_tail("MPI_Alltoall in place", out, sizeof(int) * (size_t)n * (size_t)size);
+    {
+      /* Alltoallv in place, the blocks in reverse order in the buffer. */
+      int *cnt = (int *)malloc(sizeof(int) * (size_t)size);
+      int *dsp = (int *)malloc(sizeof(int) * (size_t)size);
+      CHECK(cnt && dsp, "out of memory");
+      for (r = 0; r < size; ++r) {
+        cnt[r] = n;
+        dsp[r] = (size - 1 - r) * n;
+        for (i = 0; i < n; ++i) out[(size_t)dsp[r] + i] = aval(rank, r, i);
+      }
+      ++ncoll;
+      MPI_OK(MPI_Alltoallv(MPI_IN_PLACE, NULL, NULL, MPI_DATATYPE_NULL, out, cnt, dsp, MPI_INT,
+                           MPI_COMM_WORLD));
+      for (r = 0; r < size; ++r)
+        for (i = 0; i < n; ++i)
+          CHECK(out[(size_t)dsp[r] + i] == aval(r, rank, i),
+                "MPI_Alltoallv in place of %d ints per pair: int %d from rank %d is %d, want %d", n,
+                i, r, out[(size_t)dsp[r] + i], aval(r, rank, i));
+      check_tail("MPI_Alltoallv in place", out, sizeof(int) * (size_t)n * (size_t)size);
+      free(cnt);
+      free(dsp);
+    }
     free(in);
     free(out);
   }
