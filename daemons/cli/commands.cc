@@ -566,9 +566,9 @@ int show_stats(const StatsOptions& o) {
                 s.collectives(), us(s.late_ns()));
   }
   std::printf(
-      "(%d of %llu slices; %llu started early, %llu of them on a lease, %llu with their DEM run "
-      "ahead; %llu periods skipped while parked; %llu sends held back by --max-unexpected; %llu "
-      "doorbells)\n",
+      "(%d of %llu slices; %llu started early; %llu ran on a node's lease, %llu with their DEM run "
+      "ahead; %llu periods skipped (parked or on a lease); %llu sends held back by "
+      "--max-unexpected; %llu doorbells)\n",
       rep.slices_size(), static_cast<unsigned long long>(rep.total_slices()),
       static_cast<unsigned long long>(early), static_cast<unsigned long long>(leased),
       static_cast<unsigned long long>(ahead),

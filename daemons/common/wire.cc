@@ -160,6 +160,7 @@ std::vector<uint8_t> encode(const FusedReport& f) {
     w.put<uint64_t>(i < f.at.size() ? f.at[i] : 0);
     w.put_bytes(encode(f.parts[i]));
   }
+  w.put(f.skipped);
   return std::move(w.bytes());
 }
 
@@ -175,6 +176,8 @@ FusedReport decode_fused(std::span<const uint8_t> b) {
     f.at.push_back(r.get<uint64_t>());
     f.parts.push_back(decode_report(r.get_bytes()));
   }
+  f.skipped = r.get<uint32_t>();
+  if (f.skipped > kMaxLeaseSkipped) throw std::runtime_error("fused report: too many periods skipped");
   return f;
 }
 

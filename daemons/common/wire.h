@@ -218,7 +218,12 @@ struct FusedReport {
   std::vector<Report> parts;  // in order: slice by slice, microphase by microphase
   std::vector<uint64_t> ns;   // how long each part took
   std::vector<uint64_t> at;   // when each part began, ns after the strobe arrived
+  // Periods the lease let pass after its last slice with nothing posted
+  // (a slice after such periods is numbered past them instead).
+  uint32_t skipped = 0;
 };
+// A lease never lets more periods pass than this (10 ms of 1 us slices).
+constexpr uint32_t kMaxLeaseSkipped = 10'000;
 std::vector<uint8_t> encode(const FusedReport& f);
 FusedReport decode_fused(std::span<const uint8_t> b);
 

@@ -59,7 +59,7 @@ MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node) 
 
 FusedSlices split_fused(const wire::FusedReport& f, uint64_t first, uint32_t lease_slices) {
   FusedSlices out;
-  uint64_t slice = first;
+  uint64_t slice = first, gaps = 0;
   wire::Phase last = wire::Phase::dem;
   for (size_t i = 0; i < f.parts.size(); ++i) {
     const auto& p = f.parts[i];
@@ -67,9 +67,12 @@ FusedSlices split_fused(const wire::FusedReport& f, uint64_t first, uint32_t lea
     if (static_cast<uint8_t>(p.phase) > static_cast<uint8_t>(wire::Phase::rm)) {
       out.why = "malformed report: unknown microphase";
     } else if (i == 0 ? p.slice != first || !starts
-                      : starts ? p.slice != slice + 1 : p.slice != slice || p.phase <= last) {
+                      : starts ? p.slice <= slice : p.slice != slice || p.phase <= last) {
       out.why = "malformed report: microphases out of order";
-    } else if (p.slice - first > lease_slices) {
+    } else if (starts && i > 0 &&
+               (gaps += p.slice - slice - 1) > wire::kMaxLeaseSkipped) {
+      out.why = "malformed report: more periods skipped than a lease may";
+    } else if (starts && out.begins.size() > lease_slices) {
       out.why = "malformed report: more slices than the lease";
     } else if (p.errors) {
       out.why = p.error;

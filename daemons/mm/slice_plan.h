@@ -44,7 +44,9 @@ MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node);
 // A one-node job's fused report, cut into the slices it ran (the strobe's
 // slice `first`, then up to `lease_slices` more on the node's lease). The
 // node's bytes are input: each slice must start with its DEM, microphases
-// go forward within a slice, slices are consecutive and within the lease.
+// go forward within a slice, slices go forward (a gap is periods the lease
+// skipped with nothing to do, at most wire::kMaxLeaseSkipped in all) and
+// there are no more than the lease allows.
 // `begins`: index of each slice's first part. On the first part that breaks
 // a rule, or reports a failure of its own, `bad` is its index and `why`
 // says what; the parts before it are still cut.

@@ -69,9 +69,9 @@ constexpr uint64_t kParkRecheckNs = 100'000'000;
 // millisecond, skew before a collective) keep the period and cost the
 // ranks nothing; only an idle stretch longer than this parks.
 constexpr uint32_t kParkAfterEmpty = 8;
-// A one-node job's lease (Strobe::lease_ns) lasts one period, and never
-// longer than this, so a long --slice does not leave the manager without
-// news of the node for that long.
+// A one-node job's lease (Strobe::lease_ns) lasts this long: the node paces
+// its own slices meanwhile (period, early, skipped), and the manager hears
+// from it at least this often.
 constexpr uint64_t kMaxLeaseNs = 10'000'000;
 // A held report (Strobe::hold_ns) is due this long before the period ends
 // (plus the strobe spin), so that a node whose ranks never all block still
@@ -87,6 +87,7 @@ struct Manager::Pacing {
   uint64_t parked_at = 0;
   bool rung = false;  // parked, and a node rang for work
   uint32_t bells = 0;  // bells of this job taken since the last slice began
+  uint64_t skipped_carry = 0;  // periods a lease skipped after its last slice
   uint32_t empty_run = 0;  // consecutive slices with nothing to do
   // Blocked since the last microphase of the previous slice (phase value
   // `end_value`), per node of the job: from its report or a later bell.
@@ -336,6 +337,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       rec.skipped = (start - pace.parked_at) / slice_ns;
       slice_ += rec.skipped;
     }
+    rec.skipped += std::exchange(pace.skipped_carry, 0);
     rec.slice = ++slice_;
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
@@ -438,7 +440,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       // One node: it runs the whole slice on one strobe (Nic::run_fused),
       // and, on a lease, the slices after it while all its ranks block.
       s.fused = true;
-      s.lease_ns = std::min(slice_ns, kMaxLeaseNs);
+      s.lease_ns = kMaxLeaseNs;
       s.lease_slices = wire::kMaxLeaseSlices;
       if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
       wire::FusedReport f;
@@ -460,10 +462,17 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
           // one it follows (they only feed the statistics).
           const uint64_t at = std::max(prev_start, start + (i < f.at.size() ? f.at[i] : 0));
           rec = monitor::SliceRecord{};
+          // Periods the lease skipped with nothing to do (split_fused
+          // bounds them) keep the numbering global.
+          rec.skipped = part.slice - s.slice - 1;
+          slice_ += rec.skipped;
           rec.slice = s.slice = ++slice_;
           rec.start_ns = at;
           rec.period_ns = at - prev_start;
-          rec.early = rec.leased = true;
+          // Early when every rank was blocked after the slice before (the
+          // node says so on its last part); else the lease's period began it.
+          rec.leased = true;
+          rec.early = f.parts[i - 1].all_blocked;
           prev_start = at;
           all_parked = nothing_to_do = true;
         }
@@ -477,6 +486,9 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         ok = false;
       }
       if (!ok) break;
+      // Periods skipped after the lease's last slice: the next slice says so.
+      slice_ += f.skipped;
+      pace.skipped_carry = f.skipped;
       if (f.parts.back().all_blocked) blocked_after.insert(j.nodes[0]);
     } else {
       // DEM (the strobe itself, or run by the nodes at the end of the last

@@ -206,11 +206,12 @@ void Nic::unpark() {
 // round trip per slice instead of up to five.
 //
 // The strobe may also grant a lease: the strobe sender of a one-node job
-// would start the next slice at once whenever every rank is blocked, so the
-// node does that itself, up to lease_slices more slices within lease_ns,
-// and reports them all together. A slice that found nothing to do ends the
-// lease (the strobe sender decides about parking), and so does the lease's
-// time, so the manager still hears from the node at least once a period.
+// would start the next slice at once whenever every rank is blocked, or at
+// the period's end, so the node does that itself, up to lease_slices more
+// slices within lease_ns, skipping periods with nothing to do, and reports
+// them all together. A slice that found nothing to do ends the lease (the
+// strobe sender decides about parking), and so does the lease's time, so
+// the manager still hears from the node every lease_ns.
 // The ranks' wait-to-slice path is then rank -> bell -> this thread: two
 // wake-ups, instead of the bell thread, the manager and back over the
 // network.
@@ -243,12 +244,47 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     // Only a DEM: nothing was drained, matched, moved or combined.
     if (f.parts.size() - first == 1) break;
     if (k == 0) leasing_.store(1, std::memory_order_seq_cst);
-    if (!wait_all_blocked(deadline)) break;
-    ++m.slice;
-    m.may_park = false;    // only the manager parks, after slices with nothing to do
-    m.job_blocked = true;  // every rank of this one-node job is
+    // The next slice starts when every rank is blocked, or at the end of a
+    // period in which something was posted (the strobe's own rules). A
+    // period that passes with nothing to do is skipped at the cost of a
+    // timed-out futex wait, where the manager would strobe a slice with
+    // nothing to do: a rank computing between communications no longer
+    // shares its core with a round trip per period.
+    // The job's period paces the slices the lease runs on its own.
+    const uint64_t slice_ns = st_->ranks.job()->spec().slice_ns;
+    const std::chrono::nanoseconds period(slice_ns ? slice_ns : s.lease_ns);
+    auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
+    uint32_t skipped = 0;
+    bool blocked = false, go = false;
+    for (;;) {
+      if (wait_all_blocked(std::min(period_end, deadline))) {
+        go = blocked = true;
+        break;
+      }
+      if (clock::now() >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
+      if (!node_idle()) {
+        go = true;
+        break;
+      }
+      ++skipped;
+      period_end += period;
+    }
+    if (!go) {
+      f.skipped = skipped;
+      break;
+    }
+    // Read by the manager: the slice after this one began early.
+    f.parts.back().all_blocked = blocked;
+    m.slice += 1 + skipped;
+    m.may_park = false;       // only the manager parks, after slices with nothing to do
+    m.job_blocked = blocked;  // every rank of this one-node job is, or not
   }
   return f;
+}
+
+bool Nic::node_idle() {
+  const auto& job = st_->ranks.job();
+  return job->rings_empty() && st_->br.scheduler().in_flight() == 0 && st_->coll.in_rounds() == 0;
 }
 
 bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point t0,

@@ -120,6 +120,9 @@ class Nic : private Net {
   // Within a lease: sleeps on the job's bell until every local rank is
   // blocked (true) or `deadline` passes (false).
   bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
+  // Within a lease: nothing posted, nothing in flight, no collective in its
+  // rounds; the next slice would have nothing to do.
+  bool node_idle();
   // The last microstrobe of a slice (Strobe::hold_ns): waits for the ranks
   // to block before `rep` goes, with the doorbell stepped aside.
   void hold_report(const wire::Strobe& s, wire::Report& rep);

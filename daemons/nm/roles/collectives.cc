@@ -190,6 +190,13 @@ size_t Collectives::pending() const {
   return n;
 }
 
+size_t Collectives::in_rounds() const {
+  size_t n = 0;
+  for (const int32_t ctx : impl_->busy)
+    for (const auto& [seq, op] : impl_->ctxs.at(ctx).ops) n += op.started;
+  return n;
+}
+
 // ------------------------------------------------------------ one round
 
 namespace {

@@ -110,6 +110,8 @@ class Collectives {
 
   // Collectives posted and not yet complete on this node (all contexts).
   size_t pending() const;
+  // Of those, how many are in their rounds (they need the next slices).
+  size_t in_rounds() const;
 
  private:
   struct Impl;

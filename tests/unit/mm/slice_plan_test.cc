@@ -157,13 +157,24 @@ TEST(FusedReport, PartsOutOfOrderOrBeyondTheLeaseAreRefused) {
   // A microphase twice or backwards, a slice skipped or repeated.
   EXPECT_EQ(bad({part(7, Phase::dem), part(7, Phase::msm), part(7, Phase::msm)}, 4).bad, 2u);
   EXPECT_EQ(bad({part(7, Phase::dem), part(7, Phase::rm), part(7, Phase::bbm)}, 4).bad, 2u);
-  EXPECT_EQ(bad({part(7, Phase::dem), part(9, Phase::dem)}, 4).bad, 1u);
   EXPECT_EQ(bad({part(7, Phase::dem), part(7, Phase::dem)}, 4).bad, 1u);
+  EXPECT_EQ(bad({part(8, Phase::dem), part(7, Phase::dem)}, 4).bad, 0u);
+  EXPECT_EQ(bad({part(7, Phase::dem), part(8, Phase::dem), part(7, Phase::dem)}, 4).bad, 2u);
   EXPECT_EQ(bad({part(7, Phase::dem), part(8, Phase::msm)}, 4).bad, 1u);
   // More slices than the lease allowed (none: a strobe without a lease).
   const FusedSlices over = bad({part(7, Phase::dem), part(8, Phase::dem)}, 0);
   EXPECT_EQ(over.bad, 1u);
   EXPECT_NE(over.why.find("lease"), std::string::npos);
+  // Periods the lease skipped (a gap in the numbers) are fine, up to the
+  // most a lease may skip.
+  EXPECT_EQ(bad({part(7, Phase::dem), part(9, Phase::dem), part(12, Phase::dem)}, 4).bad,
+            SIZE_MAX);
+  EXPECT_EQ(bad({part(7, Phase::dem), part(8 + wire::kMaxLeaseSkipped, Phase::dem)}, 4).bad,
+            SIZE_MAX);
+  const FusedSlices far =
+      bad({part(7, Phase::dem), part(9 + wire::kMaxLeaseSkipped, Phase::dem)}, 4);
+  EXPECT_EQ(far.bad, 1u);
+  EXPECT_NE(far.why.find("skipped"), std::string::npos);
   // A microphase that does not exist.
   EXPECT_EQ(bad({part(7, static_cast<Phase>(9))}, 4).bad, 0u);
   // No part at all.
