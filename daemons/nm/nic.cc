@@ -249,8 +249,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     // period that passes with nothing to do is skipped at the cost of a
     // timed-out futex wait, where the manager would strobe a slice with
     // nothing to do: a rank computing between communications no longer
-    // shares its core with a round trip per period.
-    // The job's period paces the slices the lease runs on its own.
+    // shares its core with a round trip per period. The period is the job's.
     const uint64_t slice_ns = st_->ranks.job()->spec().slice_ns;
     const std::chrono::nanoseconds period(slice_ns ? slice_ns : s.lease_ns);
     auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
