@@ -6,7 +6,7 @@ pkgs=(
   build-essential cmake ninja-build pkg-config
   libucx-dev ucx-utils
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
-  libspdlog-dev libgtest-dev libgmock-dev libcli11-dev libbenchmark-dev
+  libspdlog-dev libgtest-dev libgmock-dev libcli11-dev libbenchmark-dev nlohmann-json3-dev
   iproute2 procps python3 openssl
 )
 # Peers for bench/ only (never linked by bcs): BCS_WITH_PEERS=1 adds them.

@@ -27,6 +27,7 @@
 #include "bcs.grpc.pb.h"
 #include "cluster.h"
 #include "job_limits.h"
+#include "jobdir.h"
 #include "net.h"
 #include "output.h"
 #include "peer.h"
@@ -441,6 +442,10 @@ int with_manager_errors(const std::string& addr, Fn&& fn) {
 
 }  // namespace
 
+namespace {
+int run_cluster_job(const RunOptions& o, SignalBlock& sig);
+}  // namespace
+
 int run_job(const RunOptions& o) {
   // gRPC turns SIGPIPE off too; be explicit: a closed stdout is an EPIPE.
   ::signal(SIGPIPE, SIG_IGN);
@@ -457,6 +462,27 @@ int run_job(const RunOptions& o) {
     say("-n " + std::to_string(o.nranks) + ": " + why);
     return 2;
   }
+  std::string dir_err;
+  const std::string job_dir = job_dir_prepare(o, &dir_err);
+  if (!dir_err.empty()) {
+    say(dir_err);
+    return 2;
+  }
+  if (!job_dir.empty()) {
+    RunOptions monitored = o;
+    monitored.job_dir = job_dir;
+    monitored.env_set.push_back("BCS_JOB_DIR=" + job_dir);
+    const int rc = run_cluster_job(monitored, sig);
+    job_dir_finish(job_dir);
+    return rc;
+  }
+  return run_cluster_job(o, sig);
+}
+
+namespace {
+
+// The job on the given manager, or on a private cluster started for it.
+int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
   if (o.manager) return submit(o, *o.manager, sig);
 
   // The cluster is destroyed (torn down) on every path out of here,
@@ -490,6 +516,8 @@ int run_job(const RunOptions& o) {
   cluster.teardown();
   return rc;
 }
+
+}  // namespace
 
 int list_jobs(const JobsOptions& o) {
   auto conn = connect_manager(o.manager, o.token_file);
@@ -526,6 +554,7 @@ int kill_job(const KillOptions& o) {
 }
 
 int show_stats(const StatsOptions& o) {
+  if (!o.target.empty()) return show_mmds(o);
   auto conn = connect_manager(o.manager, o.token_file);
   if (!conn) return 1;
   auto stub = pb::Monitor::NewStub(conn->channel);

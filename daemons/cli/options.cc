@@ -218,6 +218,12 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "--manager", manager, "Submit to a running machine manager (HOST:PORT) instead of "
                             "starting a private cluster");
   add_token_options(run_cmd, &run.token_file);
+  run_cmd
+      ->add_option("--job-dir", run.job_dir,
+                   "Directory for the job's statistics: with BCS_MDS=summary|all each rank "
+                   "writes its MMDS report there and bcs writes summary.txt (default: a new "
+                   "bcs-job-* directory here when BCS_MDS is on)")
+      ->type_name("DIR");
   run_cmd->add_flag("-v,--verbose", run.verbose,
                     "Say what bcs does; embedded daemons log at debug level");
 
@@ -232,7 +238,13 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
 
   StatsOptions stats;
   auto* stats_cmd = app.add_subcommand(
-      "stats", "Per-slice statistics of a running machine manager (Monitor service)");
+      "stats",
+      "Per-slice statistics of a running machine manager (Monitor service), or with DIR the "
+      "MMDS summary of a job directory (bcs run --job-dir)");
+  stats_cmd->add_option("DIR", stats.target, "A job directory holding mmds.rank*.json")
+      ->check(CLI::ExistingDirectory);
+  stats_cmd->add_flag("--json", stats.json, "With DIR: every rank's report as one JSON document");
+  stats_cmd->add_flag("--per-rank", stats.per_rank, "With DIR: a table per rank after the total");
   stats_cmd->add_option("--last", stats.last, "How many of the most recent slices")
       ->capture_default_str()
       ->check(kAtLeastOne);

@@ -32,6 +32,10 @@ struct RunOptions {
   std::optional<std::string> manager;  // absent = embedded private cluster
   std::string token_file;            // --token-file; without it $BCS_TOKEN
   bool verbose = false;
+  // --job-dir: where the ranks' MMDS reports and the summary go. A run with
+  // BCS_MDS on and no --job-dir gets a new directory (job_dir stays empty
+  // here; the run creates it).
+  std::string job_dir;
   std::string program;
   std::vector<std::string> args;     // argv[1..] of the program
   // Environment of the ranks: bcs's own environment, with these NAME=VALUE
@@ -64,6 +68,11 @@ struct StatsOptions {
   std::string manager = kDefaultManager;
   std::string token_file;
   uint32_t last = 20;
+  // A job directory (bcs run --job-dir): its MMDS summary instead of the
+  // manager's slices.
+  std::string target;
+  bool json = false;
+  bool per_rank = false;
 };
 
 using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions>;

@@ -264,6 +264,45 @@ def checks_of(f):
     return out
 
 
+# ---------------------------------------------------------------- MMDS
+# The calls the MMDS times (mpi-shim/src/mmds.h): communication, blocking
+# or not. A blocking call ends a computation interval and starts a
+# communication-overhead one (the paper's section 5.1.1).
+MDS_P2P = {"Bsend", "Ibsend", "Improbe", "Imrecv", "Iprobe", "Irecv", "Irsend", "Isend",
+           "Issend", "Mprobe", "Mrecv", "Probe", "Recv", "Rsend", "Send", "Sendrecv",
+           "Sendrecv_replace", "Ssend", "Start", "Startall", "Test", "Testall", "Testany",
+           "Testsome", "Wait", "Waitall", "Waitany", "Waitsome", "Cancel", "Request_get_status"}
+MDS_P2P_BLOCKING = {"Bsend", "Mprobe", "Mrecv", "Probe", "Recv", "Rsend", "Send", "Sendrecv",
+                    "Sendrecv_replace", "Ssend", "Wait", "Waitall", "Waitany", "Waitsome"}
+MDS_COLL_EXCLUDED = {"Op_commutative", "Op_create", "Op_free", "Reduce_local"}
+# (count, datatype) pairs whose product is the size a call is given.
+MDS_SIZE_PARAMS = [("count", "datatype"), ("count", "type"), ("sendcount", "sendtype")]
+
+
+def mds_kind(f):
+    """None (not timed), "nb" or "block"."""
+    if not checked(f):
+        return None
+    s = f.short
+    if f.chapter == "Point-to-point communication" and s in MDS_P2P:
+        return "block" if s in MDS_P2P_BLOCKING else "nb"
+    if f.chapter == "Collective operations" and s not in MDS_COLL_EXCLUDED:
+        return "nb" if s.startswith("I") else "block"
+    if s.startswith("Neighbor_"):
+        return "block"
+    if s.startswith("Ineighbor_"):
+        return "nb"
+    return None
+
+
+def mds_size(f):
+    names = [n for _, n in (param_name(p) for p in f.params)]
+    for c, t in MDS_SIZE_PARAMS:
+        if c in names and t in names:
+            return f"bytes_of({c}, {t})"
+    return "mmds::kNoSize"
+
+
 def impl_decl(f):
     params = ", ".join(f.params) if f.params else "void"
     return f"int bcs_impl_{f.short}({params});"
@@ -284,7 +323,7 @@ def write_impl_header(funcs, path):
     write(path, "\n".join(out) + "\n")
 
 
-def check_body(f):
+def check_body(f, mds_id=None):
     typed = [param_name(p) for p in f.params]
     names = [n for _, n in typed]
     sig = ", ".join(f.params) if f.params else "void"
@@ -313,7 +352,13 @@ def check_body(f):
                 cls = null_class(t)
                 lines.append(f"    if (!{n}) return arg_null({where}, {fn}, {cls}, \"{n}\");")
         lines.append("  }")
-    lines.append(f"  return bcs_impl_{f.short}({', '.join(names)});")
+    call = f"bcs_impl_{f.short}({', '.join(names)})"
+    if mds_id is not None:
+        lines.append("  if (__builtin_expect(mmds::g_on, 0)) {")
+        lines.append(f"    mmds::Call m_({mds_id}, {mds_size(f)});")
+        lines.append(f"    return m_.done({call});")
+        lines.append("  }")
+    lines.append(f"  return {call};")
     lines.append("}")
     return "\n".join(lines) + "\n"
 
@@ -326,13 +371,30 @@ def write_checks(funcs, path):
         "// mpigen.py), raising the error through the handler MPI says applies,",
         "// then runs the hand-written body bcs_impl_x. Checks run only between",
         "// MPI_Init and MPI_Finalize; outside, the body reports the phase.",
+        "// Communication calls are timed by the MMDS when it records (mmds.h).",
         '#include "shim.h"',
+        '#include "mmds.h"',
         "",
         "using namespace bcs::shim;",
         "",
-        'extern "C" {',
     ]
-    out += [check_body(f) for f in funcs if checked(f)]
+    timed = [f for f in funcs if mds_kind(f)]
+    ids = {f.name: i for i, f in enumerate(timed)}
+    out.append("namespace bcs::shim {")
+    out.append("const char* const bcs_mds_names[] = {")
+    out += [f'    "{f.name}",' for f in timed]
+    out.append("};")
+    out.append("const bool bcs_mds_blocking[] = {")
+    out += [f"    {'true' if mds_kind(f) == 'block' else 'false'},  // {f.name}" for f in timed]
+    out.append("};")
+    out.append("const bool bcs_mds_sized[] = {")
+    out += [f"    {'false' if mds_size(f) == 'mmds::kNoSize' else 'true'},  // {f.name}" for f in timed]
+    out.append("};")
+    out.append(f"const int bcs_mds_count = {len(timed)};")
+    out.append("}  // namespace bcs::shim")
+    out.append("")
+    out.append('extern "C" {')
+    out += [check_body(f, ids.get(f.name)) for f in funcs if checked(f)]
     out.append('}  // extern "C"')
     write(path, "\n".join(out) + "\n")
 

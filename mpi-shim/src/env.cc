@@ -25,6 +25,7 @@
 #include <cstring>
 #include <unordered_set>
 
+#include "mmds.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -97,6 +98,7 @@ int bcs_impl_Init_thread(int* argc, char*** argv, int required, int* provided) {
   s.thread_level = std::min(std::max(required, MPI_THREAD_SINGLE), MPI_THREAD_SERIALIZED);
   if (provided) *provided = s.thread_level;
   s.phase = Phase::running;
+  mmds::start(s.rank, s.size);
   return MPI_SUCCESS;
 }
 
@@ -118,6 +120,7 @@ int bcs_impl_Finalized(int* flag) {
 
 int bcs_impl_Finalize(void) {
   REQUIRE_RUNNING("MPI_Finalize");
+  mmds::stop();  // the program's time ends where MPI_Finalize begins
   Shim& s = S();
   // MPI: the attributes of MPI_COMM_SELF are deleted first, in the reverse
   // order they were set, while MPI is still fully usable; then WORLD's.

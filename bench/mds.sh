@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# MMDS overhead (issue 9; the paper's Table 6.1): a communication-heavy run
+# of the halo stencil (bench/halo.c, 2 ranks, few cells, many steps: mostly
+# MPI calls) with BCS_MDS off, summary and all, interleaved, REPEAT times
+# each; prints the median time per setting and its ratio to off. Then the
+# cost of one timed call (bench/mds_cost.c: MPI_Test on MPI_REQUEST_NULL,
+# one rank), which the whole-run ratio hides in the machine's noise.
+#
+#   bench/mds.sh [BUILD_DIR] [CELLS] [STEPS] [REPEAT]
+#
+# Defaults: 20000 cells, 2000 steps, 7 repeats. The job directories go to a
+# temporary directory removed at the end. The paper's targets: MMDS
+# overhead <= 0.5 %.
+set -euo pipefail
+here=$(cd "$(dirname "$0")/.." && pwd)
+build=$(cd "${1:-$here/build}" && pwd)
+cells=${2:-20000}
+steps=${3:-2000}
+repeat=${4:-7}
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT
+"$build/bin/mpicc" -O2 -o "$tmp/halo" "$here/bench/halo.c"
+"$build/bin/mpicc" -O2 -o "$tmp/cost" "$here/bench/mds_cost.c"
+
+modes=(off summary all)
+for ((i = 0; i < repeat; ++i)); do
+  for m in "${modes[@]}"; do
+    for form in nonblocking blocking; do
+      t=$(cd "$tmp" && BCS_MDS=$m "$build/bin/bcs" run --timeout 300s --job-dir "$tmp/job-$m-$form-$i" \
+            -n 2 "$tmp/halo" "$form" "$cells" "$steps" 2>/dev/null | awk '/halo_s/{print $2}') || true
+      [ -n "$t" ] || { echo "mds.sh: run failed (BCS_MDS=$m $form)" >&2; exit 1; }
+      echo "$t" >>"$tmp/$m-$form"
+    done
+  done
+done
+
+median() { sort -g "$1" | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
+printf '# halo stencil, 2 ranks, %s cells, %s steps: median of %s runs (s) and ratio to BCS_MDS=off\n' \
+  "$cells" "$steps" "$repeat"
+printf '%-12s %-9s %10s %8s  %s\n' form BCS_MDS seconds ratio "runs (s)"
+for form in nonblocking blocking; do
+  base=$(median "$tmp/off-$form")
+  for m in "${modes[@]}"; do
+    med=$(median "$tmp/$m-$form")
+    printf '%-12s %-9s %10.4f %8.4f  %s\n' "$form" "$m" "$med" \
+      "$(awk -v a="$med" -v b="$base" 'BEGIN{print a/b}')" "$(sort -g "$tmp/$m-$form" | tr '\n' ' ')"
+  done
+done
+
+printf '\n# one timed MPI call (MPI_Test on MPI_REQUEST_NULL, 1 rank): ns per call, best loop, median of %s runs\n' "$repeat"
+printf '%-9s %10s %10s  %s\n' BCS_MDS ns_per_call added "runs (ns)"
+for ((i = 0; i < repeat; ++i)); do
+  for m in "${modes[@]}"; do
+    t=$(cd "$tmp" && BCS_MDS=$m "$build/bin/bcs" run --timeout 300s --job-dir "$tmp/cost-$m-$i" -n 1 \
+          "$tmp/cost" 2>/dev/null | awk '/mds_call_ns/{print $2}') || true
+    [ -n "$t" ] || { echo "mds.sh: run failed (BCS_MDS=$m cost)" >&2; exit 1; }
+    echo "$t" >>"$tmp/cost-$m"
+  done
+done
+base=$(median "$tmp/cost-off")
+for m in "${modes[@]}"; do
+  med=$(median "$tmp/cost-$m")
+  printf '%-9s %10.2f %10.2f  %s\n' "$m" "$med" "$(awk -v a="$med" -v b="$base" 'BEGIN{print a-b}')" \
+    "$(sort -g "$tmp/cost-$m" | tr '\n' ' ')"
+done

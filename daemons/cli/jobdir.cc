@@ -1,0 +1,109 @@
+// Job directories of monitored runs (jobdir.h).
+#include "jobdir.h"
+
+#include <unistd.h>
+
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+
+#include "bcs/mmds.h"
+
+namespace bcs::cli {
+namespace fs = std::filesystem;
+
+namespace {
+
+void say(const std::string& msg) { std::fprintf(stderr, "bcs: %s\n", msg.c_str()); }
+
+// NAME's value in the ranks' environment: the last --env/-x setting, else
+// bcs's own.
+std::optional<std::string> rank_env(const RunOptions& o, const std::string& name) {
+  std::optional<std::string> v;
+  if (const char* e = std::getenv(name.c_str())) v = e;
+  for (const auto& kv : o.env_set)
+    if (kv.rfind(name + "=", 0) == 0) v = kv.substr(name.size() + 1);
+  return v;
+}
+
+}  // namespace
+
+std::string job_dir_prepare(const RunOptions& o, std::string* err) {
+  // The ranks would only say "MMDS off" one by one: refuse bad settings here.
+  const auto mds = rank_env(o, "BCS_MDS"), ranks = rank_env(o, "BCS_MDS_RANKS"),
+             calls = rank_env(o, "BCS_MDS_CALLS"), res = rank_env(o, "BCS_MDS_RES");
+  monitor::MmdsConfig cfg;
+  const std::string bad =
+      monitor::mmds_parse_config(mds ? mds->c_str() : nullptr, ranks ? ranks->c_str() : nullptr,
+                                 calls ? calls->c_str() : nullptr, res ? res->c_str() : nullptr, &cfg);
+  if (!bad.empty()) {
+    *err = bad;
+    return "";
+  }
+  if (o.job_dir.empty() && !cfg.enabled) return "";
+  std::string dir = o.job_dir;
+  if (dir.empty()) {
+    // bcs-job-YYYYmmdd-HHMMSS-PID: sorts by time, unique per bcs process.
+    char stamp[32];
+    const std::time_t t = std::time(nullptr);
+    std::tm tm{};
+    ::localtime_r(&t, &tm);
+    std::strftime(stamp, sizeof stamp, "%Y%m%d-%H%M%S", &tm);
+    dir = std::string("bcs-job-") + stamp + "-" + std::to_string(::getpid());
+  }
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec || !fs::is_directory(dir)) {
+    *err = "--job-dir " + dir + ": " + (ec ? ec.message() : "not a directory");
+    return "";
+  }
+  const fs::path abs = fs::absolute(dir, ec);
+  // Reports of an earlier run would be summed with this one's.
+  for (const auto& e : fs::directory_iterator(abs, ec)) {
+    const std::string n = e.path().filename().string();
+    if (n.rfind("mmds.rank", 0) == 0) {
+      *err = "--job-dir " + abs.string() + " holds another run's reports (" + n +
+             "); give an empty or new directory";
+      return "";
+    }
+  }
+  return abs.string();
+}
+
+void job_dir_finish(const std::string& dir) {
+  std::vector<monitor::RankReport> ranks;
+  try {
+    ranks = monitor::mmds_read_dir(dir);
+  } catch (const std::exception& e) {
+    say(std::string("MMDS: ") + e.what());
+    return;
+  }
+  const std::string path = dir + "/summary.txt";
+  std::ofstream out(path);
+  out << monitor::mmds_table(ranks, true);
+  out.close();
+  if (!out) {
+    say("MMDS: cannot write " + path);
+    return;
+  }
+  say("MMDS statistics of " + std::to_string(ranks.size()) + " rank" +
+      (ranks.size() == 1 ? "" : "s") + " in " + dir + " (summary.txt; bcs stats " + dir + ")");
+}
+
+int show_mmds(const StatsOptions& o) {
+  std::vector<monitor::RankReport> ranks;
+  try {
+    ranks = monitor::mmds_read_dir(o.target);
+  } catch (const std::exception& e) {
+    say(e.what());
+    return 1;
+  }
+  const std::string text =
+      o.json ? monitor::mmds_job_json(ranks) : monitor::mmds_table(ranks, o.per_rank);
+  std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+}  // namespace bcs::cli

@@ -1,0 +1,22 @@
+// The job directory of a monitored run (bcs run --job-dir, BCS_MDS): where
+// the ranks write their MMDS reports, and where bcs leaves summary.txt.
+#pragma once
+
+#include <string>
+
+#include "options.h"
+
+namespace bcs::cli {
+
+// The directory for this run, created, as an absolute path; "" when the
+// run is not monitored (no --job-dir, BCS_MDS off). On error returns "" and
+// sets `err`. BCS_MDS is looked up in the ranks' settings (--env, -x) first,
+// then in bcs's environment.
+std::string job_dir_prepare(const RunOptions& o, std::string* err);
+// After the job: summary.txt from the ranks' reports, and a line on stderr
+// saying where it is (or why there is none).
+void job_dir_finish(const std::string& dir);
+// `bcs stats DIR`.
+int show_mmds(const StatsOptions& o);
+
+}  // namespace bcs::cli

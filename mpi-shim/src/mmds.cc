@@ -1,0 +1,182 @@
+// MMDS in the rank (mmds.h): per-call statistics, and the computation
+// granularity / communication overhead distributions of the paper's
+// §5.1.1, kept in the rank's own memory (calls never overlap: MPI_THREAD_
+// SERIALIZED at most) and written as JSON at MPI_Finalize.
+#include "mmds.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <ctime>
+#include <string>
+#include <vector>
+
+#include "bcs/mmds.h"
+
+namespace bcs::shim::mmds {
+
+bool g_on = false;
+
+namespace {
+
+using monitor::LogHistogram;
+using monitor::PrimitiveStats;
+
+uint64_t now_ns() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
+}
+
+struct PerCall {
+  PrimitiveStats stats;
+  bool hist = false;
+  LogHistogram latency, size;
+};
+
+struct State {
+  monitor::MmdsConfig cfg;
+  int rank = 0, size = 1;
+  int depth = 0;          // nesting of instrumented calls
+  uint64_t t_init = 0;    // MPI_Init's return
+  uint64_t last_wake = 0; // return of the last blocking call (or t_init)
+  std::vector<PerCall> calls;
+  PrimitiveStats gran, ovh;
+  LogHistogram gran_hist, ovh_hist;
+};
+
+State& st() {
+  static State s;
+  return s;
+}
+
+// The directory the reports go to: the job's (bcs run sets BCS_JOB_DIR for
+// a monitored run), else the working directory.
+std::string job_dir() {
+  const char* d = std::getenv("BCS_JOB_DIR");
+  return d && *d ? d : ".";
+}
+
+bool write_file(const std::string& path, const std::string& text, std::string* err) {
+  const std::string tmp = path + ".tmp";
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) {
+    *err = tmp + ": " + std::strerror(errno);
+    return false;
+  }
+  size_t off = 0;
+  while (off < text.size()) {
+    const ssize_t n = ::write(fd, text.data() + off, text.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      *err = tmp + ": " + std::strerror(errno);
+      ::close(fd);
+      ::unlink(tmp.c_str());
+      return false;
+    }
+    off += static_cast<size_t>(n);
+  }
+  ::close(fd);
+  // Whole or not at all: a reader never sees half a report.
+  if (::rename(tmp.c_str(), path.c_str()) != 0) {
+    *err = path + ": " + std::strerror(errno);
+    ::unlink(tmp.c_str());
+    return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+void start(int rank, int size) {
+  State& s = st();
+  const std::string err = monitor::mmds_parse_config(
+      std::getenv("BCS_MDS"), std::getenv("BCS_MDS_RANKS"), std::getenv("BCS_MDS_CALLS"),
+      std::getenv("BCS_MDS_RES"), &s.cfg);
+  if (!err.empty()) {
+    // Statistics are not worth ending a job for; say once why there are none.
+    if (rank == 0) std::fprintf(stderr, "bcs: rank 0: MMDS off: %s\n", err.c_str());
+    return;
+  }
+  if (!s.cfg.enabled || !s.cfg.rank_selected(rank)) return;
+  s.rank = rank;
+  s.size = size;
+  s.calls.assign(static_cast<size_t>(bcs_mds_count), PerCall{});
+  for (int i = 0; i < bcs_mds_count; ++i) {
+    auto& c = s.calls[static_cast<size_t>(i)];
+    c.hist = s.cfg.call_histogram(bcs_mds_names[i]);
+    c.latency = c.size = LogHistogram(s.cfg.res);
+  }
+  s.gran_hist = s.ovh_hist = LogHistogram(s.cfg.res);
+  s.t_init = s.last_wake = now_ns();
+  g_on = true;
+}
+
+Call::Call(int id, uint64_t bytes) : id_(id), bytes_(bytes) {
+  State& s = st();
+  if (s.depth++ != 0) return;
+  active_ = true;
+  t0_ = now_ns();
+  if (bcs_mds_blocking[id]) {
+    const uint64_t g = t0_ - s.last_wake;
+    s.gran.add(g, 0);
+    s.gran_hist.add(g);
+  }
+}
+
+int Call::done(int rc) {
+  State& s = st();
+  --s.depth;
+  if (!active_) return rc;
+  const uint64_t t1 = now_ns(), dt = t1 - t0_;
+  PerCall& c = s.calls[static_cast<size_t>(id_)];
+  c.stats.add(dt, bytes_ == kNoSize ? 0 : bytes_);
+  if (c.hist) {
+    c.latency.add(dt);
+    if (bytes_ != kNoSize) c.size.add(bytes_);
+  }
+  if (bcs_mds_blocking[id_]) {
+    s.ovh.add(dt, 0);
+    s.ovh_hist.add(dt);
+    s.last_wake = t1;
+  }
+  return rc;
+}
+
+void stop() {
+  if (!g_on) return;
+  g_on = false;
+  State& s = st();
+  const uint64_t t = now_ns();
+  // MPI_Finalize is the last blocking call: the computation before it.
+  s.gran.add(t - s.last_wake, 0);
+  s.gran_hist.add(t - s.last_wake);
+  monitor::RankReport r;
+  r.rank = s.rank;
+  r.size = s.size;
+  char host[256] = {};
+  ::gethostname(host, sizeof host - 1);
+  r.host = host;
+  r.run_ns = t - s.t_init;
+  r.res = s.cfg.res;
+  for (int i = 0; i < bcs_mds_count; ++i) {
+    auto& c = s.calls[static_cast<size_t>(i)];
+    if (c.stats.count == 0) continue;
+    r.calls.push_back({bcs_mds_names[i], bcs_mds_blocking[i], bcs_mds_sized[i], c.stats, c.hist,
+                       c.latency, c.size});
+  }
+  r.granularity = s.gran;
+  r.overhead = s.ovh;
+  r.granularity_hist = s.gran_hist;
+  r.overhead_hist = s.ovh_hist;
+  const std::string path = job_dir() + "/" + monitor::mmds_rank_file(s.rank);
+  std::string err;
+  if (!write_file(path, monitor::mmds_to_json(r), &err))
+    std::fprintf(stderr, "bcs: rank %d: cannot write its MMDS report: %s\n", s.rank, err.c_str());
+}
+
+}  // namespace bcs::shim::mmds

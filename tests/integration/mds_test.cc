@@ -1,0 +1,178 @@
+// The MMDS story (issue 9): a user runs a program with BCS_MDS set and gets
+// per-rank statistics of every MPI call in a job directory, a Table 5.3
+// summary from `bcs run` and from `bcs stats DIR`, and computation
+// granularity + communication overhead that add up to each rank's own run
+// time (the paper's §5.4 check).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <filesystem>
+#include <map>
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "bcs/mmds.h"
+#include "harness.h"
+#include "story.h"
+
+using bcs::test::bcs_run;
+using bcs::test::bin;
+using bcs::test::describe;
+using bcs::test::prog;
+using testing::HasSubstr;
+namespace fs = std::filesystem;
+namespace mon = bcs::monitor;
+
+namespace {
+
+class MdsStory : public bcs::test::Story {
+ protected:
+  void SetUp() override {
+    Story::SetUp();
+    char tmpl[] = "/tmp/bcs-mds-test-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    tmp_ = tmpl;
+  }
+  void TearDown() override {
+    std::error_code ec;
+    fs::remove_all(tmp_, ec);
+    Story::TearDown();
+  }
+  std::string tmp_;
+};
+
+const mon::CallReport* find_call(const mon::RankReport& r, const std::string& name) {
+  for (const auto& c : r.calls)
+    if (c.name == name) return &c;
+  return nullptr;
+}
+
+// "mds rank R run_ns T" lines: each rank's own measure of its run time.
+std::map<int, double> own_run_times(const std::string& out) {
+  std::map<int, double> t;
+  const std::regex line(R"(mds rank (\d+) run_ns (\d+))");
+  for (std::sregex_iterator it(out.begin(), out.end(), line), end; it != end; ++it)
+    t[std::stoi((*it)[1])] = std::stod((*it)[2]);
+  return t;
+}
+
+TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
+  const int iters = 40;
+  for (int nodes : {1, 2}) {
+    const std::string dir = tmp_ + "/job" + std::to_string(nodes);
+    auto r = bcs_run({"-n", "3", "--nodes", std::to_string(nodes), "--job-dir", dir,
+                      prog("prog_mds"), std::to_string(iters)},
+                     std::chrono::seconds(90), {{"BCS_MDS", "all"}});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("mds ok (3 ranks, 40 steps)"));
+    EXPECT_THAT(r.err, HasSubstr("MMDS statistics of 3 ranks in " + dir));
+    const auto own = own_run_times(r.out);
+    ASSERT_EQ(own.size(), 3u) << describe(r);
+
+    const auto ranks = mon::mmds_read_dir(dir);
+    ASSERT_EQ(ranks.size(), 3u);
+    for (const auto& rep : ranks) {
+      SCOPED_TRACE("rank " + std::to_string(rep.rank) + ", " + std::to_string(nodes) + " NM");
+      EXPECT_EQ(rep.size, 3);
+      // What the program called, no more, no less.
+      for (const auto& [name, n] : std::vector<std::pair<std::string, uint64_t>>{
+               {"MPI_Sendrecv", iters}, {"MPI_Irecv", 2 * iters}, {"MPI_Isend", 2 * iters},
+               {"MPI_Waitall", iters}, {"MPI_Barrier", iters}}) {
+        const auto* c = find_call(rep, name);
+        ASSERT_NE(c, nullptr) << name;
+        EXPECT_EQ(c->stats.count, n) << name;
+        EXPECT_LE(c->stats.min_ns, c->stats.max_ns) << name;
+        EXPECT_GE(c->stats.total_ns, c->stats.max_ns) << name;
+        ASSERT_TRUE(c->has_histograms) << name;
+        EXPECT_EQ(c->latency.count(), n) << name;
+      }
+      EXPECT_EQ(rep.calls.size(), 5u);  // nothing else was called
+      EXPECT_EQ(find_call(rep, "MPI_Sendrecv")->stats.bytes, uint64_t(iters) * 32);
+      EXPECT_EQ(find_call(rep, "MPI_Isend")->size.count(), uint64_t(2 * iters));
+      EXPECT_FALSE(find_call(rep, "MPI_Isend")->blocking);
+      EXPECT_TRUE(find_call(rep, "MPI_Waitall")->blocking);
+      EXPECT_FALSE(find_call(rep, "MPI_Waitall")->sized);
+      EXPECT_TRUE(find_call(rep, "MPI_Sendrecv")->sized);
+      // Blocking calls: Sendrecv, Waitall, Barrier per step; granularity has
+      // one interval more (before MPI_Finalize).
+      EXPECT_EQ(rep.overhead.count, uint64_t(3 * iters));
+      EXPECT_EQ(rep.granularity.count, uint64_t(3 * iters + 1));
+      EXPECT_EQ(rep.overhead_hist.count(), rep.overhead.count);
+      // §5.4: the two distributions cover the run time the rank measured
+      // itself, within 1 %.
+      const double sum = static_cast<double>(rep.granularity.total_ns + rep.overhead.total_ns);
+      const double mine = own.at(rep.rank);
+      EXPECT_LE(std::fabs(sum - mine), 0.01 * mine) << "sum " << sum << " own " << mine;
+    }
+
+    // The summary, as bcs run left it and as bcs stats prints it.
+    auto st = bcs::test::run({bin("bcs"), "stats", dir}, std::chrono::seconds(30));
+    ASSERT_EQ(st.status, 0) << describe(st);
+    EXPECT_THAT(st.out, HasSubstr("MMDS summary: 3 ranks"));
+    EXPECT_TRUE(std::regex_search(st.out, std::regex(R"(\nMPI_Barrier +[0-9.]+ +[0-9.]+ +[0-9.]+ +120 )")))
+        << st.out;
+    EXPECT_THAT(st.out, HasSubstr("Comp Granularity"));
+    EXPECT_THAT(st.out, HasSubstr("Comm Overhead"));
+    EXPECT_TRUE(fs::exists(dir + "/summary.txt"));
+    auto js = bcs::test::run({bin("bcs"), "stats", "--json", dir}, std::chrono::seconds(30));
+    ASSERT_EQ(js.status, 0) << describe(js);
+    EXPECT_THAT(js.out, HasSubstr("\"MPI_Waitall\""));
+    expect_nothing_left_now();
+  }
+}
+
+TEST_F(MdsStory, SelectionsByRankAndCallAndNothingWhenOff) {
+  // Only rank 1, histograms only for MPI_Barrier, a coarser resolution.
+  const std::string dir = tmp_ + "/sel";
+  auto r = bcs_run({"-n", "3", "--job-dir", dir, prog("prog_mds"), "5"}, std::chrono::seconds(90),
+                   {{"BCS_MDS", "all"}, {"BCS_MDS_RANKS", "1"}, {"BCS_MDS_CALLS", "MPI_Barrier"},
+                    {"BCS_MDS_RES", "2"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const auto ranks = mon::mmds_read_dir(dir);
+  ASSERT_EQ(ranks.size(), 1u);
+  EXPECT_EQ(ranks[0].rank, 1);
+  EXPECT_EQ(ranks[0].res, 2u);
+  for (const auto& c : ranks[0].calls) EXPECT_EQ(c.has_histograms, c.name == "MPI_Barrier") << c.name;
+
+  // summary: counts without histograms.
+  const std::string dir2 = tmp_ + "/summary";
+  r = bcs_run({"-n", "2", "--job-dir", dir2, prog("prog_mds"), "5"}, std::chrono::seconds(90),
+              {{"BCS_MDS", "summary"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const auto two = mon::mmds_read_dir(dir2);
+  ASSERT_EQ(two.size(), 2u);
+  for (const auto& c : two[0].calls) EXPECT_FALSE(c.has_histograms) << c.name;
+
+  // Off: the run leaves no directory behind.
+  const bcs::test::As here{0, 0, {}, tmp_};
+  r = bcs::test::run_as(here, {bin("bcs"), "run", "--timeout", "60s", "-n", "2", prog("prog_mds"), "3"},
+                        std::chrono::seconds(90), {{"BCS_MDS", "off"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  for (const auto& e : fs::directory_iterator(tmp_))
+    EXPECT_EQ(e.path().filename().string().rfind("bcs-job-", 0), std::string::npos) << e.path();
+
+  // On with no --job-dir: a new directory here, named on stderr.
+  r = bcs::test::run_as(here, {bin("bcs"), "run", "--timeout", "60s", "-n", "2", prog("prog_mds"), "3"},
+                        std::chrono::seconds(90), {{"BCS_MDS", "summary"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.err, m, std::regex("MMDS statistics of 2 ranks in (\\S+)"))) << r.err;
+  EXPECT_EQ(fs::path(m[1].str()).parent_path(), fs::path(tmp_));
+  EXPECT_EQ(mon::mmds_read_dir(m[1].str()).size(), 2u);
+
+  // A bad setting is refused before anything runs, naming the variable.
+  r = bcs_run({"-n", "2", prog("prog_mds"), "3"}, std::chrono::seconds(60), {{"BCS_MDS", "everything"}});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("BCS_MDS='everything'"));
+  // A directory with another run's reports is refused too (they would mix).
+  r = bcs_run({"-n", "2", "--job-dir", dir2, prog("prog_mds"), "3"}, std::chrono::seconds(60),
+              {{"BCS_MDS", "summary"}});
+  EXPECT_EQ(r.status, 2) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("holds another run's reports"));
+  expect_nothing_left_now();
+}
+
+}  // namespace
