@@ -346,7 +346,9 @@ void table_of(std::ostringstream& out, const std::vector<const RankReport*>& rs)
                   name.c_str(), us(static_cast<double>(s.min_ns)), us(static_cast<double>(s.max_ns)),
                   us(static_cast<double>(s.total_ns)), s.count, us(s.avg_ns()),
                   bytes ? std::to_string(s.bytes).c_str() : "");
-    out << line;
+    std::string l = line;  // no trailing blanks where there are no bytes
+    while (l.size() > 1 && l[l.size() - 2] == ' ') l.erase(l.size() - 2, 1);
+    out << l;
   };
   for (const auto& [name, s] : rows) row(name, s, sized[name]);
   row("Comp Granularity", gran, false);

@@ -42,6 +42,9 @@ namespace {
 using Clock = std::chrono::steady_clock;
 namespace pb = bcs::v1;
 
+// Slices saved into a job directory: the paper's EMDS window.
+constexpr uint32_t kJobDirSlices = 10000;
+
 // How long Launch may take beyond waiting for the node managers.
 constexpr int kLaunchSlackMs = 20000;
 constexpr uint32_t kWaitNodesMs = 10000;
@@ -432,6 +435,51 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   return status >= 0 && status <= 255 ? status : 1;
 }
 
+// The manager's slice series (its last `last` slices), for a job directory.
+std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const std::string& token_file,
+                                               uint32_t last) {
+  std::vector<monitor::SliceRecord> out;
+  auto conn = connect_manager(addr, token_file);
+  if (!conn) return out;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx, kRpcDeadline);
+  pb::SlicesRequest req;
+  req.set_last(last);
+  pb::SlicesReply rep;
+  if (grpc::Status st = stub->Slices(&ctx, req, &rep); !st.ok()) {
+    say("cannot read the slices of the job: " + describe(st));
+    return out;
+  }
+  for (const auto& s : rep.slices()) {
+    monitor::SliceRecord r;
+    r.slice = s.slice();
+    r.start_ns = s.start_ns();
+    r.period_ns = s.period_ns();
+    r.late_ns = s.late_ns();
+    r.phase_ns[0] = s.dem_ns();
+    r.phase_ns[1] = s.msm_ns();
+    r.phase_ns[2] = s.p2p_ns();
+    r.phase_ns[3] = s.bbm_ns();
+    r.phase_ns[4] = s.rm_ns();
+    for (int i = 0; i < 5 && i < s.usr_size(); ++i) r.retries[i] = s.usr(i);
+    r.descriptors = s.descriptors();
+    r.chunks = s.chunks();
+    r.bytes = s.bytes();
+    r.coll_descriptors = s.coll_descriptors();
+    r.collectives = s.collectives();
+    r.coll_bytes = s.coll_bytes();
+    r.skipped = s.skipped();
+    r.early = s.early();
+    r.leased = s.leased();
+    r.held = s.held();
+    r.bells = s.bells();
+    r.dem_ahead = s.dem_ahead();
+    out.push_back(r);
+  }
+  return out;
+}
+
 template <class Fn>
 int with_manager_errors(const std::string& addr, Fn&& fn) {
   grpc::Status st = fn();
@@ -513,6 +561,11 @@ int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
     return 1;
   }
   int rc = submit(o, cluster.address(), sig);
+  // The private cluster ran this job only: its slices are the job's. (The
+  // manager keeps the last kJobDirSlices; a standing cluster's slices are
+  // every job's, read them with bcs stats.)
+  if (!o.job_dir.empty())
+    job_dir_save_slices(o.job_dir, fetch_slices(cluster.address(), o.token_file, kJobDirSlices));
   cluster.teardown();
   return rc;
 }

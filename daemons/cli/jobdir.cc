@@ -8,7 +8,9 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 
+#include "bcs/export.h"
 #include "bcs/mmds.h"
 
 namespace bcs::cli {
@@ -73,6 +75,14 @@ std::string job_dir_prepare(const RunOptions& o, std::string* err) {
 }
 
 void job_dir_finish(const std::string& dir) {
+  bool any = false;
+  std::error_code ec;
+  for (const auto& e : fs::directory_iterator(dir, ec))
+    any = any || e.path().filename().string().rfind("mmds.rank", 0) == 0;
+  if (!any) {
+    say("job directory " + dir + " (no MMDS reports: BCS_MDS is off)");
+    return;
+  }
   std::vector<monitor::RankReport> ranks;
   try {
     ranks = monitor::mmds_read_dir(dir);
@@ -103,6 +113,42 @@ int show_mmds(const StatsOptions& o) {
   const std::string text =
       o.json ? monitor::mmds_job_json(ranks) : monitor::mmds_table(ranks, o.per_rank);
   std::fwrite(text.data(), 1, text.size(), stdout);
+  return 0;
+}
+
+void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices) {
+  const std::string path = dir + "/slices.csv";
+  std::ofstream out(path);
+  out << monitor::slices_csv(slices);
+  out.close();
+  if (!out) say("cannot write " + path);
+}
+
+int export_slices(const ExportOptions& o) {
+  const std::string path = o.dir + "/slices.csv";
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    say(path + ": cannot read (slices are saved by an embedded bcs run with --job-dir or BCS_MDS)");
+    return 1;
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  std::string text;
+  try {
+    const auto slices = monitor::slices_from_csv(ss.str());
+    text = o.plot ? monitor::slices_svg(slices, o.metric, o.metric + " per slice (" + o.dir + ")")
+                  : monitor::slices_trace_json(slices);
+  } catch (const std::exception& e) {
+    say(path + ": " + e.what());
+    return 1;
+  }
+  std::ofstream out(o.output, std::ios::binary);
+  out << text;
+  out.close();
+  if (!out) {
+    say("cannot write " + o.output);
+    return 1;
+  }
   return 0;
 }
 

@@ -4,6 +4,9 @@
 
 #include <string>
 
+#include <vector>
+
+#include "bcs/emds.h"
 #include "options.h"
 
 namespace bcs::cli {
@@ -18,5 +21,10 @@ std::string job_dir_prepare(const RunOptions& o, std::string* err);
 void job_dir_finish(const std::string& dir);
 // `bcs stats DIR`.
 int show_mmds(const StatsOptions& o);
+// The slice series of the job's cluster, as slices.csv in `dir` (an
+// embedded run: the private cluster ran this job only).
+void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices);
+// `bcs trace DIR -o FILE`, `bcs plot DIR --metric M -o FILE`.
+int export_slices(const ExportOptions& o);
 
 }  // namespace bcs::cli

@@ -1,8 +1,9 @@
-// bcs: the manager CLI (run / jobs / kill / stats). See README.md.
+// bcs: the manager CLI (run / jobs / kill / stats / trace / plot). See README.md.
 #include <iostream>
 #include <variant>
 
 #include "commands.h"
+#include "jobdir.h"
 #include "options.h"
 
 int main(int argc, char** argv) {
@@ -15,7 +16,8 @@ int main(int argc, char** argv) {
         if constexpr (std::is_same_v<T, RunOptions>) return run_job(o);
         else if constexpr (std::is_same_v<T, JobsOptions>) return list_jobs(o);
         else if constexpr (std::is_same_v<T, KillOptions>) return kill_job(o);
-        else return show_stats(o);
+        else if constexpr (std::is_same_v<T, StatsOptions>) return show_stats(o);
+        else return export_slices(o);
       },
       std::get<Command>(parsed));
 }

@@ -250,6 +250,25 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       ->check(kAtLeastOne);
   add_manager_options(stats_cmd, &stats.manager, &stats.token_file);
 
+  ExportOptions trace, plot;
+  plot.plot = true;
+  auto* trace_cmd = app.add_subcommand(
+      "trace", "Chrome/Perfetto trace-event JSON of a job directory's slices (slices.csv)");
+  trace_cmd->add_option("DIR", trace.dir, "A job directory (bcs run --job-dir)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  trace_cmd->add_option("-o,--output", trace.output, "Where to write the trace (JSON)")->required();
+  auto* plot_cmd = app.add_subcommand(
+      "plot", "An SVG plot of one per-slice metric of a job directory (slices.csv)");
+  plot_cmd->add_option("DIR", plot.dir, "A job directory (bcs run --job-dir)")
+      ->required()
+      ->check(CLI::ExistingDirectory);
+  plot_cmd->add_option("--metric", plot.metric,
+                       "GETTS (the period, default), GTDEM, GTMSM, GTP2P, GTBBM, GTRM, USRDEM, "
+                       "USRMSM, or a column of slices.csv (descriptors, bytes, ...)")
+      ->capture_default_str();
+  plot_cmd->add_option("-o,--output", plot.output, "Where to write the picture (SVG)")->required();
+
   // CLI11 2.1 hands a "--" inside a prefix-command subcommand up to the
   // root, which rejects what follows. So for `run`, split at the first "--"
   // ourselves: words after it start the program, unless the program was
@@ -338,6 +357,8 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
     }
     if (*jobs_cmd) return Command{std::move(jobs)};
     if (*kill_cmd) return Command{std::move(kill)};
+    if (*trace_cmd) return Command{std::move(trace)};
+    if (*plot_cmd) return Command{std::move(plot)};
     return Command{std::move(stats)};
   } catch (const CLI::ParseError& e) {
     int code = app.exit(e, out, err);

@@ -75,7 +75,16 @@ struct StatsOptions {
   bool per_rank = false;
 };
 
-using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions>;
+// bcs trace DIR -o FILE / bcs plot DIR --metric M -o FILE: exports of a job
+// directory's slice series (slices.csv).
+struct ExportOptions {
+  bool plot = false;  // else trace
+  std::string dir;
+  std::string output;
+  std::string metric = "GETTS";
+};
+
+using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions>;
 
 // Either a command to execute or an exit status (help/version printed: 0,
 // bad arguments: 2, message already written to `out`/`err`).

@@ -747,6 +747,7 @@ grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::Slices
     s->set_held(r.held);
     s->set_bells(r.bells);
     s->set_dem_ahead(r.dem_ahead);
+    for (uint64_t u : r.retries) s->add_usr(u);
   }
   rep->set_total_slices(emds_.total());
   return grpc::Status::OK;

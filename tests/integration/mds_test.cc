@@ -9,11 +9,14 @@
 
 #include <cmath>
 #include <filesystem>
+#include <fstream>
+#include <sstream>
 #include <map>
 #include <regex>
 #include <string>
 #include <vector>
 
+#include "bcs/export.h"
 #include "bcs/mmds.h"
 #include "harness.h"
 #include "story.h"
@@ -173,6 +176,47 @@ TEST_F(MdsStory, SelectionsByRankAndCallAndNothingWhenOff) {
   EXPECT_EQ(r.status, 2) << describe(r);
   EXPECT_THAT(r.err, HasSubstr("holds another run's reports"));
   expect_nothing_left_now();
+}
+
+// The paper's §5.3: a program that calls MPI_Barrier after every 20 ms of
+// computation, on a fixed 1 ms strobe. The slice series the job directory
+// holds (read from the manager's Monitor service at the job's end) shows
+// one slice completing a collective per barrier, plus MPI_Finalize's, in
+// order, with slices that schedule nothing between them.
+TEST_F(MdsStory, TheSliceSeriesShowsACollectiveEveryPeriodOfComputation) {
+  const int barriers = 6;
+  for (int nodes : {1, 2}) {
+    SCOPED_TRACE(std::to_string(nodes) + " NM");
+    const std::string dir = tmp_ + "/periodic" + std::to_string(nodes);
+    auto r = bcs_run({"-n", "2", "--nodes", std::to_string(nodes), "--strobe", "fixed", "--slice",
+                      "1ms", "--job-dir", dir, prog("prog_periodic"), "20000",
+                      std::to_string(barriers)});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_THAT(r.err, HasSubstr("no MMDS reports: BCS_MDS is off"));
+    std::ifstream in(dir + "/slices.csv");
+    std::stringstream ss;
+    ss << in.rdbuf();
+    const auto slices = mon::slices_from_csv(ss.str());
+    ASSERT_FALSE(slices.empty());
+    std::vector<uint64_t> coll;  // slices that completed a collective
+    for (size_t i = 0; i < slices.size(); ++i) {
+      if (i) {
+        EXPECT_GT(slices[i].slice, slices[i - 1].slice);
+      }
+      if (slices[i].collectives) coll.push_back(slices[i].slice);
+    }
+    ASSERT_EQ(coll.size(), size_t(barriers + 1)) << ss.str().substr(0, 2000);
+    // Between two barriers, 20 ms of computation: slices with no collective.
+    for (int i = 1; i < barriers; ++i) EXPECT_GE(coll[i] - coll[i - 1], 2u) << i;
+    // And the plot and trace of that series.
+    auto plot = bcs::test::run({bin("bcs"), "plot", dir, "--metric", "collectives", "-o", dir + "/c.svg"},
+                               std::chrono::seconds(30));
+    ASSERT_EQ(plot.status, 0) << describe(plot);
+    EXPECT_TRUE(fs::file_size(dir + "/c.svg") > 0);
+    auto trace = bcs::test::run({bin("bcs"), "trace", dir, "-o", dir + "/t.json"}, std::chrono::seconds(30));
+    ASSERT_EQ(trace.status, 0) << describe(trace);
+    expect_nothing_left_now();
+  }
 }
 
 }  // namespace

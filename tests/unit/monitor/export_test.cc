@@ -1,0 +1,138 @@
+// Exports of the slice series (monitor/include/bcs/export.h): CSV round
+// trip and bad input, the trace-event JSON's events, the SVG plot.
+#include "bcs/export.h"
+
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+
+#include <nlohmann/json.hpp>
+#include <regex>
+#include <stdexcept>
+
+namespace mon = bcs::monitor;
+using testing::HasSubstr;
+
+namespace {
+
+std::vector<mon::SliceRecord> series(int n) {
+  std::vector<mon::SliceRecord> v;
+  for (int i = 0; i < n; ++i) {
+    mon::SliceRecord s;
+    s.slice = 10 + static_cast<uint64_t>(i) * 2;  // gaps: skipped periods
+    s.start_ns = 1'000'000'000ull + static_cast<uint64_t>(i) * 500'000;
+    s.period_ns = i ? 500'000 + static_cast<uint64_t>(i) * 10 : 0;
+    s.phase_ns[0] = 20'000;
+    s.phase_ns[1] = 15'000;
+    s.phase_ns[2] = i % 2 ? 40'000 : 0;  // a skipped P2P microphase
+    s.phase_ns[3] = i % 3 == 0 ? 30'000 : 0;
+    s.retries[0] = static_cast<uint64_t>(i);
+    s.descriptors = static_cast<uint32_t>(i * 3);
+    s.bytes = static_cast<uint64_t>(i) << 33;  // past 32 bits
+    s.collectives = i % 3 == 0;
+    s.skipped = 1;
+    s.early = i % 2;
+    s.dem_ahead = i % 4 == 1;
+    v.push_back(s);
+  }
+  return v;
+}
+
+TEST(SlicesCsv, RoundTripsEveryField) {
+  const auto v = series(7);
+  const std::string csv = mon::slices_csv(v);
+  EXPECT_EQ(csv.substr(0, 25), "slice,start_ns,period_ns,");
+  const auto back = mon::slices_from_csv(csv);
+  ASSERT_EQ(back.size(), v.size());
+  EXPECT_EQ(mon::slices_csv(back), csv);
+  EXPECT_EQ(back[5].bytes, uint64_t{5} << 33);
+  EXPECT_EQ(back[3].phase_ns[3], 30'000u);
+  EXPECT_TRUE(back[1].dem_ahead);
+  EXPECT_EQ(back[6].retries[0], 6u);
+  // An empty series is a header alone.
+  EXPECT_TRUE(mon::slices_from_csv(mon::slices_csv({})).empty());
+}
+
+TEST(SlicesCsv, BadInputNamesTheLine) {
+  auto fails_with = [](const std::string& text, const std::string& what) {
+    try {
+      mon::slices_from_csv(text);
+      ADD_FAILURE() << "accepted: " << text;
+    } catch (const std::runtime_error& e) {
+      EXPECT_THAT(e.what(), HasSubstr(what)) << text;
+    }
+  };
+  fails_with("", "no header");
+  fails_with("slice,nonsense\n", "line 1: unknown column 'nonsense'");
+  fails_with("bytes,slice\n1,2\n", "the first column must be 'slice'");
+  fails_with("slice,bytes\n1,2\n3\n", "line 3: 1 fields, the header has 2");
+  fails_with("slice,bytes\n1,-2\n", "line 2: '-2' is not a count");
+  fails_with("slice,bytes\n1,2x\n", "'2x' is not a count");
+  fails_with("slice,bytes\n1,99999999999999999999999\n", "not a count");
+  // A subset of the columns in another order (after slice) is fine.
+  const auto v = mon::slices_from_csv("slice,bytes,period_ns\n4,100,500\n");
+  ASSERT_EQ(v.size(), 1u);
+  EXPECT_EQ(v[0].period_ns, 500u);
+}
+
+TEST(SlicesMetric, KnowsThePapersNames) {
+  mon::SliceRecord s;
+  s.period_ns = 123;
+  s.phase_ns[1] = 7;
+  s.retries[1] = 2;
+  double v = 0;
+  ASSERT_TRUE(mon::slice_metric(s, "GETTS", &v));
+  EXPECT_EQ(v, 123);
+  ASSERT_TRUE(mon::slice_metric(s, "GTMSM", &v));
+  EXPECT_EQ(v, 7);
+  ASSERT_TRUE(mon::slice_metric(s, "USRMSM", &v));
+  EXPECT_EQ(v, 2);
+  EXPECT_FALSE(mon::slice_metric(s, "NOPE", &v));
+  EXPECT_THAT(mon::slice_metric_names(), testing::Contains("GTDEM"));
+}
+
+TEST(SlicesTrace, HoldsEachSliceAndItsMicrophasesInOrder) {
+  const auto v = series(6);
+  const auto j = nlohmann::json::parse(mon::slices_trace_json(v));
+  const auto& ev = j.at("traceEvents");
+  int slices = 0, phases = 0;
+  std::map<uint64_t, std::vector<std::string>> per_slice;
+  double last_ts = -1;
+  for (const auto& e : ev) {
+    if (e.at("ph") != "X") continue;
+    if (e.at("tid") == 1) {
+      ++slices;
+      EXPECT_GE(e.at("ts").get<double>(), last_ts);
+      last_ts = e.at("ts").get<double>();
+    } else {
+      ++phases;
+      per_slice[e.at("args").at("slice").get<uint64_t>()].push_back(e.at("name"));
+    }
+  }
+  EXPECT_EQ(slices, 6);
+  // Microphases that took no time (skipped) are not drawn; the others come
+  // in the strobe's order.
+  EXPECT_EQ(per_slice[10], (std::vector<std::string>{"DEM", "MSM", "BBM"}));
+  EXPECT_EQ(per_slice[12], (std::vector<std::string>{"DEM", "MSM", "P2P"}));
+  int expect = 0;
+  for (const auto& s : v)
+    for (uint64_t p : s.phase_ns) expect += p != 0;
+  EXPECT_EQ(phases, expect);
+  // First slice at time 0, the next 500 us later.
+  EXPECT_THAT(mon::slices_trace_json(v), HasSubstr("\"ts\":500.0"));
+}
+
+TEST(SlicesSvg, PlotsOnePointPerSlice) {
+  const auto v = series(9);
+  const std::string svg = mon::slices_svg(v, "GETTS", "GETTS <test>");
+  EXPECT_EQ(svg.rfind("<svg", 0), 0u);
+  EXPECT_THAT(svg, HasSubstr("GETTS &lt;test&gt;"));  // escaped
+  EXPECT_THAT(svg, HasSubstr("GETTS (us)"));
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(svg, m, std::regex("points=\"([^\"]*)\"")));
+  const std::string pts = m[1];
+  EXPECT_EQ(std::count(pts.begin(), pts.end(), ','), 9);
+  EXPECT_THROW(mon::slices_svg(v, "NOPE", "x"), std::runtime_error);
+  EXPECT_THROW(mon::slices_svg({}, "GETTS", "x"), std::runtime_error);
+}
+
+}  // namespace
