@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <climits>
@@ -27,6 +28,7 @@
 #include "bcs.grpc.pb.h"
 #include "cluster.h"
 #include "job_limits.h"
+#include "bcs/service.h"
 #include "jobdir.h"
 #include "net.h"
 #include "output.h"
@@ -451,32 +453,7 @@ std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const st
     say("cannot read the slices of the job: " + describe(st));
     return out;
   }
-  for (const auto& s : rep.slices()) {
-    monitor::SliceRecord r;
-    r.slice = s.slice();
-    r.start_ns = s.start_ns();
-    r.period_ns = s.period_ns();
-    r.late_ns = s.late_ns();
-    r.phase_ns[0] = s.dem_ns();
-    r.phase_ns[1] = s.msm_ns();
-    r.phase_ns[2] = s.p2p_ns();
-    r.phase_ns[3] = s.bbm_ns();
-    r.phase_ns[4] = s.rm_ns();
-    for (int i = 0; i < 5 && i < s.usr_size(); ++i) r.retries[i] = s.usr(i);
-    r.descriptors = s.descriptors();
-    r.chunks = s.chunks();
-    r.bytes = s.bytes();
-    r.coll_descriptors = s.coll_descriptors();
-    r.collectives = s.collectives();
-    r.coll_bytes = s.coll_bytes();
-    r.skipped = s.skipped();
-    r.early = s.early();
-    r.leased = s.leased();
-    r.held = s.held();
-    r.bells = s.bells();
-    r.dem_ahead = s.dem_ahead();
-    out.push_back(r);
-  }
+  for (const auto& s : rep.slices()) out.push_back(monitor::slice_from_proto(s));
   return out;
 }
 
@@ -617,6 +594,11 @@ int show_stats(const StatsOptions& o) {
     conn->prepare(ctx, kRpcDeadline);
     pb::SlicesRequest req;
     req.set_last(o.last);
+    if (o.from || o.to) {
+      req.set_range(true);
+      req.set_first_slice(o.from.value_or(0));
+      req.set_last_slice(o.to.value_or(UINT64_MAX));
+    }
     return stub->Slices(&ctx, req, &rep);
   });
   if (rc) return rc;
@@ -673,6 +655,57 @@ int show_stats(const StatsOptions& o) {
                 pct(periods, 0.5), pct(periods, 0.99), pct(periods, 1.0), pct(late, 0.99));
   }
   return 0;
+}
+
+int follow_slices(const MonitorOptions& o) {
+  SignalBlock sig;  // Ctrl-C ends the stream cleanly (the call is cancelled)
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx, std::chrono::hours(24 * 365));
+  std::atomic<bool> interrupted{false};
+  std::thread watcher([&] {
+    pollfd p{sig.fd(), POLLIN, 0};
+    while (!interrupted.load()) {
+      if (::poll(&p, 1, 200) > 0) {
+        interrupted = true;
+        ctx.TryCancel();
+      }
+    }
+  });
+  auto reader = stub->Follow(&ctx, pb::FollowRequest{});
+  pb::FollowEvent ev;
+  uint64_t shown = 0;
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  const bool tty = ::isatty(1);
+  while ((o.count == 0 || shown < o.count) && reader->Read(&ev)) {
+    if (ev.missed())
+      std::printf("(%llu slices not shown: this client fell behind the window)\n",
+                  static_cast<unsigned long long>(ev.missed()));
+    for (const auto& s : ev.slices()) {
+      // A header every screenful, as top does; once when not a terminal.
+      if (shown % (tty ? 20 : UINT64_MAX) == 0)
+        std::printf("%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s\n", "slice", "period_us",
+                    "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
+                    "bytes", "colls");
+      std::printf("%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u\n",
+                  static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
+                  us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
+                  s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
+                  s.collectives());
+      if (++shown == o.count) break;
+    }
+    std::fflush(stdout);
+  }
+  ctx.TryCancel();
+  grpc::Status st = reader->Finish();
+  interrupted = true;
+  watcher.join();
+  if (o.count && shown >= o.count) return 0;
+  if (st.ok() || st.error_code() == grpc::StatusCode::CANCELLED) return 0;
+  say("machine manager at " + o.manager + ": " + describe(st));
+  return 1;
 }
 
 }  // namespace bcs::cli

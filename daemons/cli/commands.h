@@ -9,5 +9,6 @@ int run_job(const RunOptions& o);
 int list_jobs(const JobsOptions& o);
 int kill_job(const KillOptions& o);
 int show_stats(const StatsOptions& o);
+int follow_slices(const MonitorOptions& o);
 
 }  // namespace bcs::cli

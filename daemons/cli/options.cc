@@ -243,12 +243,20 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "MMDS summary of a job directory (bcs run --job-dir)");
   stats_cmd->add_option("DIR", stats.target, "A job directory holding mmds.rank*.json")
       ->check(CLI::ExistingDirectory);
+  stats_cmd->add_option("--from", stats.from, "First slice of a range (instead of --last)");
+  stats_cmd->add_option("--to", stats.to, "Last slice of a range (instead of --last)");
   stats_cmd->add_flag("--json", stats.json, "With DIR: every rank's report as one JSON document");
   stats_cmd->add_flag("--per-rank", stats.per_rank, "With DIR: a table per rank after the total");
   stats_cmd->add_option("--last", stats.last, "How many of the most recent slices")
       ->capture_default_str()
       ->check(kAtLeastOne);
   add_manager_options(stats_cmd, &stats.manager, &stats.token_file);
+
+  MonitorOptions mon;
+  auto* monitor_cmd = app.add_subcommand(
+      "monitor", "Follow the slices of a running machine manager live (Monitor service)");
+  monitor_cmd->add_option("--count", mon.count, "Stop after this many slices (default: until Ctrl-C)");
+  add_manager_options(monitor_cmd, &mon.manager, &mon.token_file);
 
   ExportOptions trace, plot;
   plot.plot = true;
@@ -358,6 +366,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
     if (*jobs_cmd) return Command{std::move(jobs)};
     if (*kill_cmd) return Command{std::move(kill)};
     if (*trace_cmd) return Command{std::move(trace)};
+    if (*monitor_cmd) return Command{std::move(mon)};
     if (*plot_cmd) return Command{std::move(plot)};
     return Command{std::move(stats)};
   } catch (const CLI::ParseError& e) {

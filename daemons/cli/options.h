@@ -71,6 +71,7 @@ struct StatsOptions {
   // A job directory (bcs run --job-dir): its MMDS summary instead of the
   // manager's slices.
   std::string target;
+  std::optional<uint64_t> from, to;  // a slice range instead of --last
   bool json = false;
   bool per_rank = false;
 };
@@ -84,7 +85,15 @@ struct ExportOptions {
   std::string metric = "GETTS";
 };
 
-using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions>;
+// bcs monitor: the slices as they run (Monitor.Follow).
+struct MonitorOptions {
+  std::string manager = kDefaultManager;
+  std::string token_file;
+  uint64_t count = 0;  // stop after this many slices (0: until interrupted)
+};
+
+using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions,
+                             MonitorOptions>;
 
 // Either a command to execute or an exit status (help/version printed: 0,
 // bad arguments: 2, message already written to `out`/`err`).

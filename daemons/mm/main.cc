@@ -14,6 +14,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "job_limits.h"
+#include "bcs/service.h"
 #include "manager.h"
 #include "net.h"
 #include "signals.h"
@@ -57,18 +58,6 @@ class JobsService final : public v1::Jobs::Service {
   Manager& m_;
 };
 
-class MonitorService final : public v1::Monitor::Service {
- public:
-  explicit MonitorService(Manager& m) : m_(m) {}
-  grpc::Status Slices(grpc::ServerContext* c, const v1::SlicesRequest* r,
-                      v1::SlicesReply* o) override {
-    return m_.slices(c, r->last(), o);
-  }
-
- private:
-  Manager& m_;
-};
-
 }  // namespace
 }  // namespace bcs::mm
 
@@ -98,6 +87,11 @@ int main(int argc, char** argv) {
                  "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime, "keep the strobe sender at normal priority");
+  size_t emds_window = monitor::EmdsRecorder::kDefaultWindow;
+  app.add_option("--emds-window", emds_window,
+                 "slices whose statistics the Monitor service keeps (bcs stats, bcs monitor)")
+      ->check(CLI::Range(size_t{1}, size_t{10'000'000}))
+      ->capture_default_str();
   std::string strobe_mode = "adaptive";
   app.add_option("--strobe", strobe_mode,
                  "default pacing of jobs: adaptive (next slice at once when every rank is "
@@ -201,6 +195,7 @@ int main(int argc, char** argv) {
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = *ch;
   cfg.max_unexpected = max_unexpected;
+  cfg.emds_window = emds_window;
   cfg.token = *token;
   std::string why;
   const auto where = parse_endpoint(listen, &why);
@@ -249,7 +244,8 @@ int main(int argc, char** argv) {
     }
     mm::NodeControlService nodes(manager);
     mm::JobsService jobs(manager);
-    mm::MonitorService mon(manager);
+    monitor::MonitorService mon(manager.emds(),
+                                [&manager](grpc::ServerContext* c) { return manager.authorized(c); });
     int port = 0;
     grpc::ServerBuilder b;
     // Keepalive both ways: a node manager on a host that hung or was cut
@@ -281,6 +277,7 @@ int main(int argc, char** argv) {
     int sig = 0;
     sigwait(&set, &sig);
     spdlog::info("signal {}: shutting down", sig);
+    mon.stop();
     manager.shutdown();
     manager.unix_sessions().stop();
     fabric->close();

@@ -722,37 +722,6 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
   return grpc::Status::OK;
 }
 
-grpc::Status Manager::slices(grpc::ServerContext* ctx, uint32_t last, v1::SlicesReply* rep) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
-  for (const auto& r : emds_.last(last ? last : 100)) {
-    auto* s = rep->add_slices();
-    s->set_slice(r.slice);
-    s->set_start_ns(r.start_ns);
-    s->set_period_ns(r.period_ns);
-    s->set_late_ns(r.late_ns);
-    s->set_dem_ns(r.phase_ns[0]);
-    s->set_msm_ns(r.phase_ns[1]);
-    s->set_p2p_ns(r.phase_ns[2]);
-    s->set_bbm_ns(r.phase_ns[3]);
-    s->set_rm_ns(r.phase_ns[4]);
-    s->set_descriptors(r.descriptors);
-    s->set_chunks(r.chunks);
-    s->set_bytes(r.bytes);
-    s->set_coll_descriptors(r.coll_descriptors);
-    s->set_collectives(r.collectives);
-    s->set_coll_bytes(r.coll_bytes);
-    s->set_skipped(r.skipped);
-    s->set_early(r.early);
-    s->set_leased(r.leased);
-    s->set_held(r.held);
-    s->set_bells(r.bells);
-    s->set_dem_ahead(r.dem_ahead);
-    for (uint64_t u : r.retries) s->add_usr(u);
-  }
-  rep->set_total_slices(emds_.total());
-  return grpc::Status::OK;
-}
-
 void Manager::shutdown() {
   {
     std::lock_guard lk(mu_);

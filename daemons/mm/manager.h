@@ -46,6 +46,8 @@ struct Config {
   // the job (a node that answers keepalives but makes no progress). Longer
   // than the liveness timeout, so that a stall is judged by that first.
   std::chrono::nanoseconds phase_watchdog{std::chrono::seconds(120)};
+  // Slices whose statistics the Monitor service keeps (--emds-window).
+  size_t emds_window = monitor::EmdsRecorder::kDefaultWindow;
 };
 
 using NodeStream = grpc::ServerReaderWriter<v1::ManagerMsg, v1::NodeMsg>;
@@ -127,7 +129,10 @@ class Manager {
                       grpc::ServerWriter<v1::JobEvent>* w);
   grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason);
   grpc::Status list(grpc::ServerContext* ctx, v1::ListReply* rep);
-  grpc::Status slices(grpc::ServerContext* ctx, uint32_t last, v1::SlicesReply* rep);
+  // The per-slice statistics, for the Monitor service (monitor/), and who
+  // may read them.
+  const monitor::EmdsRecorder& emds() const { return emds_; }
+  bool authorized(grpc::ServerContext* ctx) const;
 
   // Ends every job (used on SIGTERM) and waits, bounded, for them to finish.
   void shutdown();
@@ -138,7 +143,6 @@ class Manager {
   void set_tcp_port(uint16_t p) { tcp_port_ = p; }
 
  private:
-  bool authorized(grpc::ServerContext* ctx) const;
   Caller identify(grpc::ServerContext* ctx);
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == self_uid_; }
   // Empty if `c` may see / kill / attach to `j`, else why not.
@@ -182,7 +186,7 @@ class Manager {
   const gid_t self_gid_;
   UnixSessions unix_;
   std::atomic<uint16_t> tcp_port_{0};
-  monitor::EmdsRecorder emds_;
+  monitor::EmdsRecorder emds_{cfg_.emds_window};
 
   std::mutex mu_;
   std::condition_variable cv_;

@@ -36,6 +36,9 @@ namespace pb = bcs::v1;
 
 namespace {
 
+// These stories count every slice a fresh cluster ran: keep them all.
+const char* const kWindow = "1000000";
+
 // What the manager recorded: slices run, started early, run on a node's
 // lease, periods skipped.
 struct Pace {
@@ -47,7 +50,7 @@ Pace pace_of(const Standing& c) {
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 30s);
   pb::SlicesRequest req;
-  req.set_last(1u << 16);
+  req.set_last(1000000);
   pb::SlicesReply rep;
   const auto st = stub->Slices(&ctx, req, &rep);
   EXPECT_TRUE(st.ok()) << st.error_message();
@@ -73,7 +76,7 @@ class StrobeStory : public bcs::test::Story, public testing::WithParamInterface<
 };
 
 TEST_P(StrobeStory, RanksThatComputeLeaveTheDaemonsIdle) {
-  Standing c(GetParam());
+  Standing c(GetParam(), {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
   // Two seconds of computing: 4,000 periods of 500 us.
   auto r = c.run({"-n", "2", "--nodes", nodes(), it_prog("it_idle"), "2"});
@@ -88,7 +91,7 @@ TEST_P(StrobeStory, RanksThatComputeLeaveTheDaemonsIdle) {
 }
 
 TEST_P(StrobeStory, ShortComputeGapsCostNoSlices) {
-  Standing c(GetParam());
+  Standing c(GetParam(), {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
   // 100 rounds of 3 ms of computing (sleep), each ended by a barrier: six
   // periods of 500 us per gap, fewer than the strobe waits before parking.
@@ -109,7 +112,7 @@ TEST_P(StrobeStory, ShortComputeGapsCostNoSlices) {
 }
 
 TEST_P(StrobeStory, TheFixedStrobeStrobesEveryPeriod) {
-  Standing c(GetParam(), {"--strobe", "fixed"});
+  Standing c(GetParam(), {"--strobe", "fixed", "--emds-window", kWindow});
   ASSERT_TRUE(c.up());
   auto r = c.run({"-n", "2", "--nodes", nodes(), it_prog("it_idle"), "0.5"});
   ASSERT_EQ(r.status, 0) << describe(r);
@@ -122,7 +125,7 @@ TEST_P(StrobeStory, TheFixedStrobeStrobesEveryPeriod) {
 }
 
 TEST_P(StrobeStory, WhenEveryRankIsBlockedTheNextSliceStartsAtOnce) {
-  Standing c(GetParam());
+  Standing c(GetParam(), {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
   // 8-byte ping-pong: each rank blocks in MPI_Recv while the other's
   // message is on its way. 5 ms slices: a loaded machine's microphases
@@ -153,7 +156,7 @@ TEST_P(StrobeStory, WhenEveryRankIsBlockedTheNextSliceStartsAtOnce) {
 }
 
 TEST_P(StrobeStory, PerJobFixedStrobeNeverStartsEarly) {
-  Standing c(GetParam());
+  Standing c(GetParam(), {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
   auto r = c.run({"--strobe", "fixed", "--slice", "5ms", "-n", "2", "--nodes", nodes(),
                   prog("prog_pingpong"), "--bench", "20", "8"});

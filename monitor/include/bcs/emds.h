@@ -3,7 +3,10 @@
 // ring so that the Monitor service and `bcs stats` can read them.
 #pragma once
 
+#include <chrono>
+#include <condition_variable>
 #include <cstdint>
+#include <utility>
 #include <deque>
 #include <mutex>
 #include <vector>
@@ -38,15 +41,32 @@ struct PeriodSummary {
 
 class EmdsRecorder {
  public:
-  explicit EmdsRecorder(size_t capacity = 1 << 16) : cap_(capacity) {}
+  // The paper's window: statistics of the last 10,000 slices.
+  static constexpr size_t kDefaultWindow = 10000;
+  explicit EmdsRecorder(size_t capacity = kDefaultWindow) : cap_(capacity ? capacity : 1) {}
   void record(const SliceRecord& r);
   std::vector<SliceRecord> last(size_t n) const;
   uint64_t total() const;
+  size_t window() const { return cap_; }
+  // The kept slices numbered first..last (inclusive). False when the range
+  // reaches outside what is kept; `kept` then holds the kept range's first
+  // and last slice numbers (0, 0 when nothing is kept).
+  bool range(uint64_t first, uint64_t last, std::vector<SliceRecord>* out,
+             std::pair<uint64_t, uint64_t>* kept) const;
+  // Follow: the records after the `seq`-th (records are numbered 1, 2, ...
+  // as recorded; seq 0 = before the first), waiting until there is one or
+  // `timeout` passes. Returns the new sequence number; `missed` counts
+  // records dropped from the window before they could be returned.
+  uint64_t wait_after(uint64_t seq, std::chrono::milliseconds timeout, std::vector<SliceRecord>* out,
+                      uint64_t* missed) const;
+  // Wakes every wait_after (the manager is stopping).
+  void wake_all() const;
   // Percentiles of period_ns over the retained slices with a period.
   PeriodSummary periods() const;
 
  private:
   mutable std::mutex mu_;
+  mutable std::condition_variable grown_;
   size_t cap_;
   std::deque<SliceRecord> ring_;
   uint64_t total_ = 0;

@@ -1,0 +1,133 @@
+// The Monitor service story (issue 9): an operator follows a standing
+// cluster's slices live while a job runs, reads a range of them back, is
+// told plainly when the range is outside the window the manager keeps, and
+// stopping the manager ends a follower's stream instead of hanging.
+#include <grpcpp/grpcpp.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "bcs.grpc.pb.h"
+#include "harness.h"
+#include "standing.h"
+#include "story.h"
+
+using namespace std::chrono_literals;
+using bcs::test::describe;
+using bcs::test::prog;
+using bcs::test::Standing;
+namespace pb = bcs::v1;
+
+namespace {
+
+using MonitorStory = bcs::test::Story;
+
+std::unique_ptr<pb::Monitor::Stub> monitor_of(const Standing& c) {
+  return pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
+}
+
+TEST_F(MonitorStory, FollowRangeAndWindow) {
+  Standing c(1, {"--emds-window", "40"});
+  ASSERT_TRUE(c.up());
+  auto stub = monitor_of(c);
+
+  // A follower, started before the job: it sees the job's slices as they
+  // are recorded, in order.
+  std::vector<uint64_t> seen;
+  uint64_t missed = 0;
+  grpc::ClientContext fctx;
+  fctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  auto reader = stub->Follow(&fctx, pb::FollowRequest{});
+  std::thread follower([&] {
+    pb::FollowEvent ev;
+    while (seen.size() < 30 && reader->Read(&ev)) {
+      missed += ev.missed();
+      for (const auto& s : ev.slices()) seen.push_back(s.slice());
+    }
+  });
+  // prog_mds: a few hundred slices of send/receive and barriers.
+  auto r = c.run({"-n", "2", prog("prog_mds"), "60"});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  follower.join();
+  fctx.TryCancel();
+  reader->Finish();
+  ASSERT_GE(seen.size(), 30u) << "the follower saw " << seen.size() << " slices";
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_GT(seen[i], seen[i - 1]);
+
+  // The window keeps the last 40 slices.
+  pb::SlicesReply all;
+  {
+    grpc::ClientContext ctx;
+    pb::SlicesRequest req;
+    req.set_last(1000);
+    ASSERT_TRUE(stub->Slices(&ctx, req, &all).ok());
+  }
+  ASSERT_EQ(all.slices_size(), 40);
+  EXPECT_GT(all.total_slices(), 40u);
+  const uint64_t lo = all.slices(0).slice(), hi = all.slices(39).slice();
+  // A range inside the window: exactly its slices.
+  {
+    grpc::ClientContext ctx;
+    pb::SlicesRequest req;
+    req.set_range(true);
+    req.set_first_slice(all.slices(10).slice());
+    req.set_last_slice(all.slices(20).slice());
+    pb::SlicesReply rep;
+    ASSERT_TRUE(stub->Slices(&ctx, req, &rep).ok());
+    ASSERT_EQ(rep.slices_size(), 11);
+    for (int i = 0; i < 11; ++i) EXPECT_EQ(rep.slices(i).slice(), all.slices(10 + i).slice());
+  }
+  // Outside it: OUT_OF_RANGE, saying what is kept.
+  {
+    grpc::ClientContext ctx;
+    pb::SlicesRequest req;
+    req.set_range(true);
+    req.set_first_slice(lo > 0 ? lo - 1 : 0);
+    req.set_last_slice(hi);
+    pb::SlicesReply rep;
+    const auto st = stub->Slices(&ctx, req, &rep);
+    EXPECT_EQ(st.error_code(), grpc::StatusCode::OUT_OF_RANGE);
+    EXPECT_NE(st.error_message().find("the window holds slices " + std::to_string(lo) + ".." +
+                                      std::to_string(hi)),
+              std::string::npos)
+        << st.error_message();
+  }
+  {
+    grpc::ClientContext ctx;
+    pb::SlicesRequest req;
+    req.set_range(true);
+    req.set_first_slice(9);
+    req.set_last_slice(3);
+    pb::SlicesReply rep;
+    EXPECT_EQ(stub->Slices(&ctx, req, &rep).error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  }
+  // The CLI says it plainly, with a failing status.
+  auto cli = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "--from", "0",
+                             "--to", std::to_string(hi)},
+                            30s);
+  EXPECT_EQ(cli.status, 1) << describe(cli);
+  EXPECT_NE(cli.err.find("OUT_OF_RANGE"), std::string::npos) << cli.err;
+
+  // A follower attached while the manager stops: its stream ends, and the
+  // manager exits cleanly within the harness's bound.
+  grpc::ClientContext gctx;
+  gctx.set_deadline(std::chrono::system_clock::now() + 60s);
+  auto late = stub->Follow(&gctx, pb::FollowRequest{});
+  std::atomic<bool> ended{false};
+  std::thread waiter([&] {
+    pb::FollowEvent ev;
+    while (late->Read(&ev)) {
+    }
+    ended = true;
+  });
+  c.expect_alive_then_stop();
+  waiter.join();
+  EXPECT_TRUE(ended.load());
+  late->Finish();
+  expect_nothing_left_now();
+}
+
+}  // namespace
