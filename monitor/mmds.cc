@@ -2,10 +2,13 @@
 // (include/bcs/mmds.h).
 #include "bcs/mmds.h"
 
+#include "bcs/segment.h"
+
 #include <dirent.h>
 
 #include <algorithm>
 #include <cerrno>
+#include <cctype>
 #include <cinttypes>
 #include <cstdio>
 #include <cstdlib>
@@ -161,6 +164,72 @@ std::string mmds_parse_config(const char* mds, const char* ranks, const char* ca
   }
   *out = c;
   return "";
+}
+
+// ------------------------------------------------------------- from the segment
+
+namespace {
+
+bool counter_ok(const MmdsCounter& c) {
+  if (c.count == 0) return c.total_ns == 0 && c.bytes == 0;
+  return c.min_ns <= c.max_ns && c.max_ns <= c.total_ns;
+}
+
+PrimitiveStats stats_of(const MmdsCounter& c) {
+  PrimitiveStats s;
+  s.count = c.count;
+  s.total_ns = c.total_ns;
+  s.min_ns = c.min_ns;
+  s.max_ns = c.max_ns;
+  s.bytes = c.bytes;
+  return s;
+}
+
+}  // namespace
+
+bool mmds_from_segment(const MmdsArea& area, RankReport* out, std::string* why) {
+  why->clear();
+  const uint32_t n = area.ncalls.load(std::memory_order_acquire);
+  if (n == 0) return false;
+  if (n > kMmdsMaxCalls) {
+    *why = "MMDS area claims " + std::to_string(n) + " calls (at most " + std::to_string(kMmdsMaxCalls) + ")";
+    return false;
+  }
+  RankReport r;
+  for (uint32_t i = 0; i < n; ++i) {
+    const char* name = area.names[i];
+    const size_t len = strnlen(name, kMmdsNameLen);
+    if (len == kMmdsNameLen || len < 5 || std::strncmp(name, "MPI_", 4) != 0) {
+      *why = "MMDS call name " + std::to_string(i) + " is not an MPI call name";
+      return false;
+    }
+    for (size_t k = 0; k < len; ++k)
+      if (!std::isalnum(static_cast<unsigned char>(name[k])) && name[k] != '_') {
+        *why = "MMDS call name " + std::to_string(i) + " holds a bad character";
+        return false;
+      }
+    const MmdsCounter c = area.calls[i];
+    if (!counter_ok(c)) {
+      *why = std::string("MMDS counters of ") + name + " are inconsistent";
+      return false;
+    }
+    if (c.count == 0) continue;
+    CallReport cr;
+    cr.name.assign(name, len);
+    cr.blocking = area.flags[i] & kMmdsBlocking;
+    cr.sized = area.flags[i] & kMmdsSized;
+    cr.stats = stats_of(c);
+    r.calls.push_back(std::move(cr));
+  }
+  if (!counter_ok(area.granularity) || !counter_ok(area.overhead)) {
+    *why = "MMDS granularity/overhead counters are inconsistent";
+    return false;
+  }
+  r.granularity = stats_of(area.granularity);
+  r.overhead = stats_of(area.overhead);
+  r.run_ns = area.run_ns;
+  *out = std::move(r);
+  return true;
 }
 
 // ------------------------------------------------------------------------ JSON

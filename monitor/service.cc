@@ -1,6 +1,7 @@
 // The Monitor gRPC service (include/bcs/service.h).
 #include "bcs/service.h"
 
+#include <cctype>
 #include <string>
 
 namespace bcs::monitor {
@@ -55,6 +56,80 @@ SliceRecord slice_from_proto(const v1::SliceStats& s) {
   r.bells = s.bells();
   r.dem_ahead = s.dem_ahead();
   return r;
+}
+
+namespace {
+
+void call_to_proto(const std::string& name, bool blocking, bool sized, const PrimitiveStats& s,
+                   v1::MmdsCall* c) {
+  c->set_name(name);
+  c->set_blocking(blocking);
+  c->set_sized(sized);
+  c->set_count(s.count);
+  c->set_total_ns(s.total_ns);
+  c->set_min_ns(s.min_ns);
+  c->set_max_ns(s.max_ns);
+  c->set_bytes(s.bytes);
+}
+
+bool call_from_proto(const v1::MmdsCall& c, PrimitiveStats* s, std::string* why) {
+  if (c.count() == 0 ? c.total_ns() != 0 || c.bytes() != 0
+                     : c.min_ns() > c.max_ns() || c.max_ns() > c.total_ns()) {
+    *why = "inconsistent counters for " + c.name().substr(0, 40);
+    return false;
+  }
+  s->count = c.count();
+  s->total_ns = c.total_ns();
+  s->min_ns = c.min_ns();
+  s->max_ns = c.max_ns();
+  s->bytes = c.bytes();
+  return true;
+}
+
+bool call_name_ok(const std::string& n) {
+  if (n.size() < 5 || n.size() > 40 || n.compare(0, 4, "MPI_") != 0) return false;
+  for (char ch : n)
+    if (!std::isalnum(static_cast<unsigned char>(ch)) && ch != '_') return false;
+  return true;
+}
+
+}  // namespace
+
+void mmds_to_proto(const RankReport& r, v1::MmdsSummary* m) {
+  m->set_rank(static_cast<uint32_t>(r.rank));
+  m->set_host(r.host);
+  m->set_run_ns(r.run_ns);
+  for (const auto& c : r.calls) call_to_proto(c.name, c.blocking, c.sized, c.stats, m->add_calls());
+  call_to_proto("granularity", false, false, r.granularity, m->mutable_granularity());
+  call_to_proto("overhead", false, false, r.overhead, m->mutable_overhead());
+}
+
+bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why) {
+  if (m.calls_size() > 1024) {
+    *why = "too many calls";
+    return false;
+  }
+  RankReport out;
+  out.rank = static_cast<int>(m.rank());
+  out.host = m.host().substr(0, 256);
+  out.run_ns = m.run_ns();
+  for (const auto& c : m.calls()) {
+    if (!call_name_ok(c.name())) {
+      *why = "a call name is not an MPI call name";
+      return false;
+    }
+    CallReport cr;
+    cr.name = c.name();
+    cr.blocking = c.blocking();
+    cr.sized = c.sized();
+    if (!call_from_proto(c, &cr.stats, why)) return false;
+    out.calls.push_back(std::move(cr));
+  }
+  if (!call_from_proto(m.granularity(), &out.granularity, why) ||
+      !call_from_proto(m.overhead(), &out.overhead, why))
+    return false;
+  *r = std::move(out);
+  return true;
 }
 
 namespace {

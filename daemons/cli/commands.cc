@@ -583,8 +583,44 @@ int kill_job(const KillOptions& o) {
   });
 }
 
+// bcs stats JOB: the MMDS summaries the manager kept for the job.
+int show_job_stats(const StatsOptions& o, uint64_t job) {
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  pb::JobStatsReply rep;
+  int rc = with_manager_errors(o.manager, [&] {
+    grpc::ClientContext ctx;
+    conn->prepare(ctx, kRpcDeadline);
+    pb::JobStatsRequest req;
+    req.set_job_id(job);
+    return stub->JobStats(&ctx, req, &rep);
+  });
+  if (rc) return rc;
+  std::vector<monitor::RankReport> ranks;
+  for (const auto& m : rep.ranks()) {
+    monitor::RankReport r;
+    std::string why;
+    if (!monitor::mmds_from_proto(m, &r, &why)) {
+      say("job " + std::to_string(job) + ": a bad summary from the manager: " + why);
+      return 1;
+    }
+    r.size = static_cast<int>(rep.nranks());
+    ranks.push_back(std::move(r));
+  }
+  if (ranks.empty()) {
+    say("job " + std::to_string(job) + ": no MMDS summaries (was it run with BCS_MDS=summary or all?)");
+    return 1;
+  }
+  return show_mmds(o, &ranks);
+}
+
 int show_stats(const StatsOptions& o) {
-  if (!o.target.empty()) return show_mmds(o);
+  if (!o.target.empty()) {
+    if (o.target.find_first_not_of("0123456789") == std::string::npos && o.target.size() < 20)
+      return show_job_stats(o, std::stoull(o.target));
+    return show_mmds(o);
+  }
   auto conn = connect_manager(o.manager, o.token_file);
   if (!conn) return 1;
   auto stub = pb::Monitor::NewStub(conn->channel);

@@ -102,13 +102,22 @@ void job_dir_finish(const std::string& dir) {
       (ranks.size() == 1 ? "" : "s") + " in " + dir + " (summary.txt; bcs stats " + dir + ")");
 }
 
-int show_mmds(const StatsOptions& o) {
+int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* from_job) {
   std::vector<monitor::RankReport> ranks;
-  try {
-    ranks = monitor::mmds_read_dir(o.target);
-  } catch (const std::exception& e) {
-    say(e.what());
-    return 1;
+  if (from_job) {
+    ranks = *from_job;
+  } else {
+    std::error_code ec;
+    if (!fs::is_directory(o.target, ec)) {
+      say(o.target + ": neither a job id nor a job directory");
+      return 2;
+    }
+    try {
+      ranks = monitor::mmds_read_dir(o.target);
+    } catch (const std::exception& e) {
+      say(e.what());
+      return 1;
+    }
   }
   const std::string text =
       o.json ? monitor::mmds_job_json(ranks) : monitor::mmds_table(ranks, o.per_rank);

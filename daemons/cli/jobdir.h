@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bcs/emds.h"
+#include "bcs/mmds.h"
 #include "options.h"
 
 namespace bcs::cli {
@@ -19,8 +20,8 @@ std::string job_dir_prepare(const RunOptions& o, std::string* err);
 // After the job: summary.txt from the ranks' reports, and a line on stderr
 // saying where it is (or why there is none).
 void job_dir_finish(const std::string& dir);
-// `bcs stats DIR`.
-int show_mmds(const StatsOptions& o);
+// `bcs stats DIR`, or the reports of `bcs stats JOB` (from_job).
+int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* from_job = nullptr);
 // The slice series of the job's cluster, as slices.csv in `dir` (an
 // embedded run: the private cluster ran this job only).
 void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices);

@@ -239,14 +239,15 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   StatsOptions stats;
   auto* stats_cmd = app.add_subcommand(
       "stats",
-      "Per-slice statistics of a running machine manager (Monitor service), or with DIR the "
-      "MMDS summary of a job directory (bcs run --job-dir)");
-  stats_cmd->add_option("DIR", stats.target, "A job directory holding mmds.rank*.json")
-      ->check(CLI::ExistingDirectory);
+      "Per-slice statistics of a running machine manager (Monitor service), or with JOB or DIR "
+      "the MMDS summary of a job (Table 5.3)");
+  stats_cmd->add_option("JOB|DIR", stats.target,
+                        "A job id on the manager (its ranks' MMDS summaries), or a job directory "
+                        "holding mmds.rank*.json (bcs run --job-dir)");
   stats_cmd->add_option("--from", stats.from, "First slice of a range (instead of --last)");
   stats_cmd->add_option("--to", stats.to, "Last slice of a range (instead of --last)");
-  stats_cmd->add_flag("--json", stats.json, "With DIR: every rank's report as one JSON document");
-  stats_cmd->add_flag("--per-rank", stats.per_rank, "With DIR: a table per rank after the total");
+  stats_cmd->add_flag("--json", stats.json, "With JOB|DIR: every rank's report as one JSON document");
+  stats_cmd->add_flag("--per-rank", stats.per_rank, "With JOB|DIR: a table per rank after the total");
   stats_cmd->add_option("--last", stats.last, "How many of the most recent slices")
       ->capture_default_str()
       ->check(kAtLeastOne);

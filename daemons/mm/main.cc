@@ -244,8 +244,11 @@ int main(int argc, char** argv) {
     }
     mm::NodeControlService nodes(manager);
     mm::JobsService jobs(manager);
-    monitor::MonitorService mon(manager.emds(),
-                                [&manager](grpc::ServerContext* c) { return manager.authorized(c); });
+    monitor::MonitorService mon(
+        manager.emds(), [&manager](grpc::ServerContext* c) { return manager.authorized(c); },
+        [&manager](grpc::ServerContext* c, uint64_t job, v1::JobStatsReply* rep) {
+          return manager.job_stats(c, job, rep);
+        });
     int port = 0;
     grpc::ServerBuilder b;
     // Keepalive both ways: a node manager on a host that hung or was cut

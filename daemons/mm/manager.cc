@@ -1,5 +1,7 @@
 #include "manager.h"
 
+#include "bcs/service.h"
+
 #include <signal.h>
 #include <spdlog/spdlog.h>
 #include <string.h>
@@ -206,7 +208,10 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
       }
       case v1::NodeMsg::kRankExit: {
         auto it = jobs_.find(msg.rank_exit().job_id());
-        if (it != jobs_.end()) rank_exit_locked(*it->second, node->id, msg.rank_exit());
+        if (it != jobs_.end()) {
+          rank_exit_locked(*it->second, node->id, msg.rank_exit());
+          keep_mmds_locked(*it->second, *node, msg.rank_exit());
+        }
         break;
       }
       default:
@@ -685,6 +690,39 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
   }
   cv_.notify_all();
   flush();
+  return grpc::Status::OK;
+}
+
+// A rank's MMDS summary, as its node manager sent it: checked like any
+// message from the network (a node manager may be buggy or hostile), kept
+// with the job for Monitor.JobStats.
+void Manager::keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e) {
+  if (!e.has_mmds() || e.rank() >= j.rank_node.size() || j.rank_node[e.rank()] != n.id) return;
+  monitor::RankReport r;
+  std::string why;
+  if (!monitor::mmds_from_proto(e.mmds(), &r, &why)) {
+    spdlog::warn("job {}: node {} sent a bad MMDS summary for rank {}: {}", j.id, n.name, e.rank(), why);
+    return;
+  }
+  v1::MmdsSummary m = e.mmds();
+  m.set_rank(e.rank());
+  m.set_host(n.name);
+  j.mmds[e.rank()] = std::move(m);
+}
+
+grpc::Status Manager::job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::JobStatsReply* rep) {
+  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  const Caller who = identify(ctx);
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end())
+    return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id) +
+                                             " (the manager keeps the last 1000 finished jobs)"};
+  const Job& j = *it->second;
+  if (std::string why = may_touch(who, j); !why.empty()) return {grpc::StatusCode::PERMISSION_DENIED, why};
+  rep->set_job_id(job_id);
+  rep->set_nranks(j.req.nranks());
+  for (const auto& [rank, m] : j.mmds) *rep->add_ranks() = m;
   return grpc::Status::OK;
 }
 

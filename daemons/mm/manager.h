@@ -115,6 +115,8 @@ struct Job {
   uint64_t held_bytes = 0;     // output bytes in `events`
   bool output_paused = false;  // the node managers were told to stop reading
   bool exited = false;
+  // MMDS summaries of the ranks that recorded (checked on arrival), by rank.
+  std::map<uint32_t, v1::MmdsSummary> mmds;
 };
 
 class Manager {
@@ -132,6 +134,8 @@ class Manager {
   // The per-slice statistics, for the Monitor service (monitor/), and who
   // may read them.
   const monitor::EmdsRecorder& emds() const { return emds_; }
+  // Monitor.JobStats: a job's MMDS summaries (its owner or an admin).
+  grpc::Status job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::JobStatsReply* rep);
   bool authorized(grpc::ServerContext* ctx) const;
 
   // Ends every job (used on SIGTERM) and waits, bounded, for them to finish.
@@ -151,6 +155,7 @@ class Manager {
   void flush();
   void broadcast_peers_locked();
   void fail_job_locked(Job& j, int status, const std::string& message);
+  void keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e);
   // Fails the job with the failure of a rank that only noticed a lost peer
   // once its grace period is over (or `now`), unless a first cause came.
   void fail_noticed_if_due(Job& j, bool now);

@@ -31,6 +31,7 @@
 #include <thread>
 
 #include "bcs.grpc.pb.h"
+#include "bcs/service.h"
 #include "bcs/core.h"
 #include "fd.h"
 #include "job.h"
@@ -239,6 +240,16 @@ class IoLoop {
     e->set_noticed_peer_loss(v.ctl->aborted.load() == kAbortedNoticingPeer);
     e->set_abort_code(v.ctl->abort_code.load());
     e->set_corrupted(w.rank->corrupted);  // set before the kill, read after the reap
+    // Its MMDS counters, read without its help (it is gone): checked, and
+    // dropped with a warning if torn or scribbled on.
+    {
+      monitor::RankReport rep;
+      std::string why;
+      if (monitor::mmds_from_segment(*v.mmds, &rep, &why))
+        monitor::mmds_to_proto(rep, e->mutable_mmds());
+      else if (!why.empty())
+        spdlog::warn("job {} rank {}: MMDS summary dropped: {}", w.job->id(), w.rank->world_rank, why);
+    }
     up_.send(m);
     std::lock_guard lk(mu_);
     watches_.erase(key & ~uint64_t{3});

@@ -144,6 +144,7 @@ void bcs_abort_noticed(int code) { abort_with(code, bcs::kAbortedNoticingPeer); 
 int32_t bcs_world_rank(void) { return st().initialized ? st().rank : 0; }
 int32_t bcs_world_size(void) { return st().initialized ? st().size : 1; }
 uint64_t bcs_slice_ns(void) { return st().initialized ? st().slice_ns : 0; }
+void* bcs_mmds_area(void) { return st().initialized ? st().view.mmds : nullptr; }
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstddef>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -15,7 +16,9 @@
 #include <string>
 #include <vector>
 
+#include "bcs/bcs.h"
 #include "bcs/mmds.h"
+#include "bcs/segment.h"
 
 namespace bcs::shim::mmds {
 
@@ -32,8 +35,12 @@ uint64_t now_ns() {
   return static_cast<uint64_t>(ts.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(ts.tv_nsec);
 }
 
+// The summary counters live in the segment when the rank runs under bcs
+// (its node manager reads them even if the rank dies), else here.
+static_assert(sizeof(PrimitiveStats) == sizeof(MmdsCounter) &&
+              offsetof(PrimitiveStats, bytes) == offsetof(MmdsCounter, bytes));
 struct PerCall {
-  PrimitiveStats stats;
+  PrimitiveStats* stats = nullptr;
   bool hist = false;
   LogHistogram latency, size;
 };
@@ -45,7 +52,9 @@ struct State {
   uint64_t t_init = 0;    // MPI_Init's return
   uint64_t last_wake = 0; // return of the last blocking call (or t_init)
   std::vector<PerCall> calls;
-  PrimitiveStats gran, ovh;
+  std::vector<PrimitiveStats> own;  // the counters when there is no segment
+  PrimitiveStats *gran = nullptr, *ovh = nullptr;
+  MmdsArea* area = nullptr;
   LogHistogram gran_hist, ovh_hist;
 };
 
@@ -106,11 +115,29 @@ void start(int rank, int size) {
   s.rank = rank;
   s.size = size;
   s.calls.assign(static_cast<size_t>(bcs_mds_count), PerCall{});
+  s.area = static_cast<MmdsArea*>(bcs_mmds_area());
+  if (s.area && static_cast<uint32_t>(bcs_mds_count) > kMmdsMaxCalls) s.area = nullptr;
+  if (!s.area) s.own.assign(static_cast<size_t>(bcs_mds_count) + 2, PrimitiveStats{});
+  auto counter = [&](size_t i) {
+    return s.area ? reinterpret_cast<PrimitiveStats*>(&s.area->calls[i]) : &s.own[i];
+  };
   for (int i = 0; i < bcs_mds_count; ++i) {
     auto& c = s.calls[static_cast<size_t>(i)];
+    c.stats = counter(static_cast<size_t>(i));
+    *c.stats = PrimitiveStats{};
     c.hist = s.cfg.call_histogram(bcs_mds_names[i]);
     c.latency = c.size = LogHistogram(s.cfg.res);
+    if (s.area) {
+      std::snprintf(s.area->names[i], kMmdsNameLen, "%s", bcs_mds_names[i]);
+      s.area->flags[i] = static_cast<uint8_t>((bcs_mds_blocking[i] ? kMmdsBlocking : 0) |
+                                              (bcs_mds_sized[i] ? kMmdsSized : 0));
+    }
   }
+  s.gran = s.area ? reinterpret_cast<PrimitiveStats*>(&s.area->granularity) : &s.own[s.calls.size()];
+  s.ovh = s.area ? reinterpret_cast<PrimitiveStats*>(&s.area->overhead) : &s.own[s.calls.size() + 1];
+  *s.gran = *s.ovh = PrimitiveStats{};
+  // Names first, then the count that makes them valid to the node manager.
+  if (s.area) s.area->ncalls.store(static_cast<uint32_t>(bcs_mds_count), std::memory_order_release);
   s.gran_hist = s.ovh_hist = LogHistogram(s.cfg.res);
   s.t_init = s.last_wake = now_ns();
   g_on = true;
@@ -123,7 +150,7 @@ Call::Call(int id, uint64_t bytes) : id_(id), bytes_(bytes) {
   t0_ = now_ns();
   if (bcs_mds_blocking[id]) {
     const uint64_t g = t0_ - s.last_wake;
-    s.gran.add(g, 0);
+    s.gran->add(g, 0);
     s.gran_hist.add(g);
   }
 }
@@ -134,13 +161,13 @@ int Call::done(int rc) {
   if (!active_) return rc;
   const uint64_t t1 = now_ns(), dt = t1 - t0_;
   PerCall& c = s.calls[static_cast<size_t>(id_)];
-  c.stats.add(dt, bytes_ == kNoSize ? 0 : bytes_);
+  c.stats->add(dt, bytes_ == kNoSize ? 0 : bytes_);
   if (c.hist) {
     c.latency.add(dt);
     if (bytes_ != kNoSize) c.size.add(bytes_);
   }
   if (bcs_mds_blocking[id_]) {
-    s.ovh.add(dt, 0);
+    s.ovh->add(dt, 0);
     s.ovh_hist.add(dt);
     s.last_wake = t1;
   }
@@ -153,8 +180,9 @@ void stop() {
   State& s = st();
   const uint64_t t = now_ns();
   // MPI_Finalize is the last blocking call: the computation before it.
-  s.gran.add(t - s.last_wake, 0);
+  s.gran->add(t - s.last_wake, 0);
   s.gran_hist.add(t - s.last_wake);
+  if (s.area) s.area->run_ns = t - s.t_init;
   monitor::RankReport r;
   r.rank = s.rank;
   r.size = s.size;
@@ -165,12 +193,12 @@ void stop() {
   r.res = s.cfg.res;
   for (int i = 0; i < bcs_mds_count; ++i) {
     auto& c = s.calls[static_cast<size_t>(i)];
-    if (c.stats.count == 0) continue;
-    r.calls.push_back({bcs_mds_names[i], bcs_mds_blocking[i], bcs_mds_sized[i], c.stats, c.hist,
+    if (c.stats->count == 0) continue;
+    r.calls.push_back({bcs_mds_names[i], bcs_mds_blocking[i], bcs_mds_sized[i], *c.stats, c.hist,
                        c.latency, c.size});
   }
-  r.granularity = s.gran;
-  r.overhead = s.ovh;
+  r.granularity = *s.gran;
+  r.overhead = *s.ovh;
   r.granularity_hist = s.gran_hist;
   r.overhead_hist = s.ovh_hist;
   const std::string path = job_dir() + "/" + monitor::mmds_rank_file(s.rank);

@@ -5,7 +5,11 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <signal.h>
+#include <stdlib.h>
+
 #include <atomic>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -127,6 +131,61 @@ TEST_F(MonitorStory, FollowRangeAndWindow) {
   waiter.join();
   EXPECT_TRUE(ended.load());
   late->Finish();
+  expect_nothing_left_now();
+}
+
+// The node managers read each rank's MMDS counters from the segment when
+// it exits, and the manager serves them per job: `bcs stats JOB` prints the
+// same table as `bcs stats DIR` of the files the ranks wrote themselves,
+// and a rank that never reached MPI_Finalize (it killed itself) is there
+// too, though it wrote no file.
+TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  char tmpl[] = "/tmp/bcs-monitor-test-XXXXXX";
+  ASSERT_NE(::mkdtemp(tmpl), nullptr);
+  const std::string dir = std::string(tmpl) + "/job";
+  auto r = bcs::test::bcs_run({"--manager", c.addr, "-n", "3", "--nodes", "2", "--job-dir", dir,
+                               prog("prog_mds"), "20"},
+                              90s, {{"BCS_MDS", "summary"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto by_dir = bcs::test::run({bcs::test::bin("bcs"), "stats", dir}, 30s);
+  ASSERT_EQ(by_dir.status, 0) << describe(by_dir);
+  auto by_job = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "1"}, 30s);
+  ASSERT_EQ(by_job.status, 0) << describe(by_job);
+  EXPECT_EQ(by_job.out, by_dir.out);
+  EXPECT_NE(by_job.out.find("MPI_Barrier"), std::string::npos) << by_job.out;
+
+  // Rank 1 kills itself after MPI_Init; rank 0 is ended by bcs.
+  r = bcs::test::bcs_run({"--manager", c.addr, "-n", "2", "--nodes", "2", "--job-dir",
+                          std::string(tmpl) + "/killed", prog("prog_kill")},
+                         90s, {{"BCS_MDS", "summary"}});
+  EXPECT_EQ(r.status, 128 + SIGKILL) << describe(r);
+  {
+    auto stub = monitor_of(c);
+    grpc::ClientContext ctx;
+    pb::JobStatsRequest req;
+    req.set_job_id(2);
+    pb::JobStatsReply rep;
+    ASSERT_TRUE(stub->JobStats(&ctx, req, &rep).ok());
+    EXPECT_EQ(rep.nranks(), 2u);
+    ASSERT_EQ(rep.ranks_size(), 2);
+    EXPECT_EQ(rep.ranks(1).rank(), 1u);
+    EXPECT_EQ(rep.ranks(1).run_ns(), 0u);  // never reached MPI_Finalize
+    EXPECT_FALSE(std::filesystem::exists(std::string(tmpl) + "/killed/mmds.rank1.json"));
+  }
+  // Without BCS_MDS there is nothing to show; an unknown job is NOT_FOUND.
+  r = c.run({"-n", "2", prog("prog_ring")});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto none = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "3"}, 30s);
+  EXPECT_EQ(none.status, 1);
+  EXPECT_NE(none.err.find("no MMDS summaries"), std::string::npos) << none.err;
+  auto unknown = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "77"}, 30s);
+  EXPECT_EQ(unknown.status, 1);
+  EXPECT_NE(unknown.err.find("NOT_FOUND: no job 77"), std::string::npos) << unknown.err;
+  std::error_code ec;
+  std::filesystem::remove_all(tmpl, ec);
+  c.expect_alive_then_stop();
   expect_nothing_left_now();
 }
 

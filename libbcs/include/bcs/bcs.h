@@ -62,6 +62,10 @@ void bcs_abort_noticed(int code) __attribute__((noreturn));
 int32_t bcs_world_rank(void);
 int32_t bcs_world_size(void);
 uint64_t bcs_slice_ns(void);
+/* This rank's MMDS counters in the job segment (struct bcs::MmdsArea of
+ * bcs/segment.h), where its node manager reads them when the rank exits;
+ * NULL when not attached to a job. */
+void* bcs_mmds_area(void);
 
 /* Send `len` bytes. Non-blocking: `req` receives a request to test.
  * Blocking: returns when the buffer may be reused. Messages of up to 192

@@ -24,7 +24,7 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 2;
+constexpr uint32_t kSegmentVersion = 3;  // 3: the MMDS area per rank
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -172,6 +172,35 @@ struct alignas(64) RankControl {
   uint32_t pid;                        // written by the NM after fork
 };
 
+// The MMDS counters of one rank (the paper's §5.1, monitor/include/bcs/
+// mmds.h), kept where its node manager can read them without the rank's
+// help: when the rank exits, however it exits. The rank is the only
+// writer; the NM's read is a snapshot it validates (a rank killed in the
+// middle of an update leaves a torn counter, which is dropped).
+constexpr uint32_t kMmdsMaxCalls = 128;
+constexpr uint32_t kMmdsNameLen = 32;  // "MPI_Reduce_scatter_block" and NUL fit
+constexpr uint8_t kMmdsBlocking = 1;   // MmdsArea::flags
+constexpr uint8_t kMmdsSized = 2;
+struct MmdsCounter {
+  uint64_t count;
+  uint64_t total_ns;
+  uint64_t min_ns;
+  uint64_t max_ns;
+  uint64_t bytes;
+};
+struct alignas(64) MmdsArea {
+  // Published last (release) by the rank when it starts recording: 0 =
+  // the MMDS is off for this rank.
+  std::atomic<uint32_t> ncalls;
+  uint32_t reserved;
+  uint64_t run_ns;  // MPI_Init's return to MPI_Finalize's entry, set there
+  MmdsCounter granularity;
+  MmdsCounter overhead;
+  MmdsCounter calls[kMmdsMaxCalls];
+  char names[kMmdsMaxCalls][kMmdsNameLen];
+  uint8_t flags[kMmdsMaxCalls];
+};
+
 // SegmentHeader::nm_flags: when the node manager wants a rank to ring its
 // doorbell (SegmentHeader::bell), in the manner of io_uring's need-wakeup
 // flag. Ringing costs the rank a FUTEX_WAKE, so it happens only when asked.
@@ -207,10 +236,11 @@ struct SegmentLayout {
   static size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
   size_t header_bytes() const { return align64(sizeof(SegmentHeader)); }
   size_t control_bytes() const { return align64(sizeof(RankControl)); }
+  size_t mmds_bytes() const { return align64(sizeof(MmdsArea)); }
   size_t ring_bytes() const { return size_t{ring_slots} * kDescriptorSize; }
   size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
   size_t rank_area_bytes() const {
-    return control_bytes() + ring_bytes() + requests_bytes();
+    return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes();
   }
   size_t total_bytes() const { return header_bytes() + size_t{nlocal} * rank_area_bytes(); }
 };
@@ -218,6 +248,7 @@ struct SegmentLayout {
 // A view of one rank's area inside a mapped segment.
 struct RankView {
   RankControl* ctl = nullptr;
+  MmdsArea* mmds = nullptr;
   Descriptor* ring = nullptr;
   RequestSlot* requests = nullptr;
   uint32_t ring_slots = 0;
@@ -231,8 +262,10 @@ inline RankView segment_rank_view(void* base, uint32_t local_index, const Segmen
                size_t{local_index} * l.rank_area_bytes();
   RankView v;
   v.ctl = reinterpret_cast<RankControl*>(area);
-  v.ring = reinterpret_cast<Descriptor*>(area + l.control_bytes());
-  v.requests = reinterpret_cast<RequestSlot*>(area + l.control_bytes() + l.ring_bytes());
+  v.mmds = reinterpret_cast<MmdsArea*>(area + l.control_bytes());
+  area += l.control_bytes() + l.mmds_bytes();
+  v.ring = reinterpret_cast<Descriptor*>(area);
+  v.requests = reinterpret_cast<RequestSlot*>(area + l.ring_bytes());
   v.ring_slots = l.ring_slots;
   v.request_slots = l.request_slots;
   return v;

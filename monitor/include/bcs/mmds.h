@@ -112,6 +112,20 @@ struct RankReport {
   LogHistogram granularity_hist, overhead_hist;
 };
 
+}  // namespace bcs::monitor
+
+namespace bcs {
+struct MmdsArea;
+}
+
+namespace bcs::monitor {
+
+// The summary a rank left in its segment (bcs/segment.h MmdsArea), as its
+// node manager reads it: every name and counter checked (the rank may have
+// died mid-update or scribbled over it). False with `why` when the area
+// says the MMDS was off (why empty) or holds something invalid.
+bool mmds_from_segment(const MmdsArea& area, RankReport* out, std::string* why);
+
 // The file of one rank in a job directory.
 std::string mmds_rank_file(int rank);
 std::string mmds_to_json(const RankReport& r);

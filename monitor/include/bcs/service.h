@@ -8,17 +8,28 @@
 
 #include "bcs.grpc.pb.h"
 #include "bcs/emds.h"
+#include "bcs/mmds.h"
 
 namespace bcs::monitor {
 
 void slice_to_proto(const SliceRecord& r, v1::SliceStats* s);
 SliceRecord slice_from_proto(const v1::SliceStats& s);
+// MMDS summaries on the wire (node manager -> manager -> client). From the
+// proto every name and counter is checked; false with `why` otherwise.
+void mmds_to_proto(const RankReport& r, v1::MmdsSummary* m);
+bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why);
 
 class MonitorService final : public v1::Monitor::Service {
  public:
   using Authorize = std::function<bool(grpc::ServerContext*)>;
-  MonitorService(const EmdsRecorder& emds, Authorize authorize)
-      : emds_(emds), authorize_(std::move(authorize)) {}
+  // The manager answers per-job questions: it knows the jobs and who owns them.
+  using JobStatsFn = std::function<grpc::Status(grpc::ServerContext*, uint64_t, v1::JobStatsReply*)>;
+  MonitorService(const EmdsRecorder& emds, Authorize authorize, JobStatsFn job_stats)
+      : emds_(emds), authorize_(std::move(authorize)), job_stats_(std::move(job_stats)) {}
+  grpc::Status JobStats(grpc::ServerContext* ctx, const v1::JobStatsRequest* req,
+                        v1::JobStatsReply* rep) override {
+    return job_stats_(ctx, req->job_id(), rep);
+  }
   grpc::Status Slices(grpc::ServerContext* ctx, const v1::SlicesRequest* req,
                       v1::SlicesReply* rep) override;
   grpc::Status Follow(grpc::ServerContext* ctx, const v1::FollowRequest* req,
@@ -29,6 +40,7 @@ class MonitorService final : public v1::Monitor::Service {
  private:
   const EmdsRecorder& emds_;
   Authorize authorize_;
+  JobStatsFn job_stats_;
   std::atomic<bool> stopping_{false};
 };
 
