@@ -84,4 +84,96 @@ PeriodSummary summarize_periods(std::vector<uint64_t> p) {
   return s;
 }
 
+void LocalRecorder::note(uint64_t slice, int phase, uint64_t ns, const LocalSliceRecord& a) {
+  {
+    std::lock_guard lk(mu_);
+    ++noted_;
+    if (have_cur_ && cur_.slice != slice) {
+      done_.push_back(cur_);
+      if (done_.size() > cap_) done_.pop_front();
+      have_cur_ = false;
+    }
+    if (!have_cur_) {
+      cur_ = LocalSliceRecord{};
+      cur_.slice = slice;
+      have_cur_ = true;
+    }
+    if (phase >= 0 && phase < 5) cur_.phase_ns[phase] += ns;
+    cur_.descriptors += a.descriptors;
+    cur_.coll_descriptors += a.coll_descriptors;
+    cur_.matches += a.matches;
+    cur_.chunks += a.chunks;
+    cur_.bytes += a.bytes;
+    cur_.collectives += a.collectives;
+    cur_.blocked = a.blocked;  // the last microphase's view wins
+    cur_.nlocal = a.nlocal;
+  }
+  cv_.notify_one();
+}
+
+std::vector<LocalSliceRecord> LocalRecorder::take(std::chrono::milliseconds batch) {
+  std::unique_lock lk(mu_);
+  // Untimed: an idle node (no slices) never wakes this thread.
+  cv_.wait(lk, [&] { return stop_ || !done_.empty() || have_cur_; });
+  if (stop_) return {};
+  const uint64_t seen = noted_;
+  cv_.wait_for(lk, batch, [&] { return stop_; });
+  if (have_cur_ && noted_ == seen) {  // nothing for a while: the slice is over
+    done_.push_back(cur_);
+    if (done_.size() > cap_) done_.pop_front();
+    have_cur_ = false;
+  }
+  std::vector<LocalSliceRecord> out(done_.begin(), done_.end());
+  done_.clear();
+  return out;
+}
+
+void LocalRecorder::stop() {
+  {
+    std::lock_guard lk(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool LocalRecorder::stopped() const {
+  std::lock_guard lk(mu_);
+  return stop_;
+}
+
+void NodeSeries::record(const std::string& node, const std::vector<LocalSliceRecord>& recs) {
+  std::lock_guard lk(mu_);
+  auto& q = nodes_[node];
+  for (const auto& r : recs) {
+    q.push_back(r);
+    if (q.size() > cap_) q.pop_front();
+  }
+}
+
+bool NodeSeries::known(const std::string& node) const {
+  std::lock_guard lk(mu_);
+  return nodes_.count(node) != 0;
+}
+
+std::vector<LocalSliceRecord> NodeSeries::last(const std::string& node, size_t n) const {
+  std::lock_guard lk(mu_);
+  auto it = nodes_.find(node);
+  if (it == nodes_.end()) return {};
+  n = std::min(n, it->second.size());
+  return {it->second.end() - static_cast<std::ptrdiff_t>(n), it->second.end()};
+}
+
+bool NodeSeries::range(const std::string& node, uint64_t first, uint64_t last,
+                       std::vector<LocalSliceRecord>* out, std::pair<uint64_t, uint64_t>* kept) const {
+  std::lock_guard lk(mu_);
+  auto it = nodes_.find(node);
+  *kept = {0, 0};
+  if (it == nodes_.end() || it->second.empty()) return false;
+  *kept = {it->second.front().slice, it->second.back().slice};
+  if (first < kept->first || last > kept->second) return false;
+  for (const auto& r : it->second)
+    if (r.slice >= first && r.slice <= last) out->push_back(r);
+  return true;
+}
+
 }  // namespace bcs::monitor

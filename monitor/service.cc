@@ -95,6 +95,43 @@ bool call_name_ok(const std::string& n) {
 
 }  // namespace
 
+void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s) {
+  s->set_slice(r.slice);
+  for (uint64_t p : r.phase_ns) s->add_phase_ns(p);
+  s->set_descriptors(r.descriptors);
+  s->set_coll_descriptors(r.coll_descriptors);
+  s->set_matches(r.matches);
+  s->set_chunks(r.chunks);
+  s->set_bytes(r.bytes);
+  s->set_collectives(r.collectives);
+  s->set_blocked(r.blocked);
+  s->set_nlocal(r.nlocal);
+}
+
+bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string* why) {
+  if (s.phase_ns_size() != 5) {
+    *why = "a local slice without its five microphase times";
+    return false;
+  }
+  if (s.coll_descriptors() > s.descriptors() || s.blocked() > s.nlocal()) {
+    *why = "a local slice whose counts contradict each other";
+    return false;
+  }
+  LocalSliceRecord x;
+  x.slice = s.slice();
+  for (int i = 0; i < 5; ++i) x.phase_ns[i] = s.phase_ns(i);
+  x.descriptors = s.descriptors();
+  x.coll_descriptors = s.coll_descriptors();
+  x.matches = s.matches();
+  x.chunks = s.chunks();
+  x.bytes = s.bytes();
+  x.collectives = s.collectives();
+  x.blocked = s.blocked();
+  x.nlocal = s.nlocal();
+  *r = x;
+  return true;
+}
+
 void mmds_to_proto(const RankReport& r, v1::MmdsSummary* m) {
   m->set_rank(static_cast<uint32_t>(r.rank));
   m->set_host(r.host);
@@ -179,6 +216,29 @@ grpc::Status MonitorService::Follow(grpc::ServerContext* ctx, const v1::FollowRe
     for (const auto& r : batch) slice_to_proto(r, ev.add_slices());
     if (!w->Write(ev)) break;  // the client went away
   }
+  return grpc::Status::OK;
+}
+
+grpc::Status MonitorService::NodeSlices(grpc::ServerContext* ctx, const v1::NodeSlicesRequest* req,
+                                        v1::NodeSlicesReply* rep) {
+  if (!authorize_(ctx)) return kUnauthenticated;
+  if (!nodes_.known(req->node()))
+    return {grpc::StatusCode::NOT_FOUND, "no node '" + req->node().substr(0, 64) + "' has reported slices"};
+  std::vector<LocalSliceRecord> out;
+  if (req->range()) {
+    std::pair<uint64_t, uint64_t> kept;
+    if (req->first_slice() > req->last_slice())
+      return {grpc::StatusCode::INVALID_ARGUMENT, "empty slice range"};
+    if (!nodes_.range(req->node(), req->first_slice(), req->last_slice(), &out, &kept))
+      return {grpc::StatusCode::OUT_OF_RANGE,
+              "slices " + std::to_string(req->first_slice()) + ".." + std::to_string(req->last_slice()) +
+                  " are not all kept for node " + req->node() + ": the window holds slices " +
+                  std::to_string(kept.first) + ".." + std::to_string(kept.second)};
+  } else {
+    out = nodes_.last(req->node(), req->last() ? req->last() : 100);
+  }
+  rep->set_node(req->node());
+  for (const auto& r : out) local_to_proto(r, rep->add_slices());
   return grpc::Status::OK;
 }
 

@@ -615,7 +615,43 @@ int show_job_stats(const StatsOptions& o, uint64_t job) {
   return show_mmds(o, &ranks);
 }
 
+// bcs stats --node NAME: one node's local series.
+int show_node_stats(const StatsOptions& o) {
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  pb::NodeSlicesReply rep;
+  int rc = with_manager_errors(o.manager, [&] {
+    grpc::ClientContext ctx;
+    conn->prepare(ctx, kRpcDeadline);
+    pb::NodeSlicesRequest req;
+    req.set_node(o.node);
+    req.set_last(o.last);
+    if (o.from || o.to) {
+      req.set_range(true);
+      req.set_first_slice(o.from.value_or(0));
+      req.set_last_slice(o.to.value_or(UINT64_MAX));
+    }
+    return stub->NodeSlices(&ctx, req, &rep);
+  });
+  if (rc) return rc;
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  std::printf("node %s\n%10s %9s %9s %9s %9s %9s %11s %7s %7s %12s %5s %7s\n", rep.node().c_str(),
+              "slice", "ltdem_us", "ltmsm_us", "ltp2p_us", "ltbbm_us", "ltrm_us", "descriptors",
+              "matches", "chunks", "bytes", "colls", "blocked");
+  for (const auto& s : rep.slices()) {
+    if (s.phase_ns_size() != 5) continue;
+    std::printf("%10llu %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %7u %12llu %5u %4u/%-2u\n",
+                static_cast<unsigned long long>(s.slice()), us(s.phase_ns(0)), us(s.phase_ns(1)),
+                us(s.phase_ns(2)), us(s.phase_ns(3)), us(s.phase_ns(4)), s.descriptors(), s.matches(),
+                s.chunks(), static_cast<unsigned long long>(s.bytes()), s.collectives(), s.blocked(),
+                s.nlocal());
+  }
+  return 0;
+}
+
 int show_stats(const StatsOptions& o) {
+  if (!o.node.empty()) return show_node_stats(o);
   if (!o.target.empty()) {
     if (o.target.find_first_not_of("0123456789") == std::string::npos && o.target.size() < 20)
       return show_job_stats(o, std::stoull(o.target));

@@ -244,6 +244,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   stats_cmd->add_option("JOB|DIR", stats.target,
                         "A job id on the manager (its ranks' MMDS summaries), or a job directory "
                         "holding mmds.rank*.json (bcs run --job-dir)");
+  stats_cmd->add_option("--node", stats.node,
+                        "One node manager's own series (the paper's local metrics, Table 5.2) "
+                        "instead of the global one");
   stats_cmd->add_option("--from", stats.from, "First slice of a range (instead of --last)");
   stats_cmd->add_option("--to", stats.to, "Last slice of a range (instead of --last)");
   stats_cmd->add_flag("--json", stats.json, "With JOB|DIR: every rank's report as one JSON document");

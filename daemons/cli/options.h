@@ -72,6 +72,7 @@ struct StatsOptions {
   // manager's slices.
   std::string target;
   std::optional<uint64_t> from, to;  // a slice range instead of --last
+  std::string node;                  // one node's local series (Table 5.2) instead
   bool json = false;
   bool per_rank = false;
 };

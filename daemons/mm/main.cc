@@ -245,7 +245,7 @@ int main(int argc, char** argv) {
     mm::NodeControlService nodes(manager);
     mm::JobsService jobs(manager);
     monitor::MonitorService mon(
-        manager.emds(), [&manager](grpc::ServerContext* c) { return manager.authorized(c); },
+        manager.emds(), manager.node_series(), [&manager](grpc::ServerContext* c) { return manager.authorized(c); },
         [&manager](grpc::ServerContext* c, uint64_t job, v1::JobStatsReply* rep) {
           return manager.job_stats(c, job, rep);
         });

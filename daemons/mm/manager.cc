@@ -214,6 +214,25 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         }
         break;
       }
+      case v1::NodeMsg::kLocalSlices: {
+        // Checked like any message from the network: bounded, sane counts,
+        // slices in order. A bad batch is dropped, the node keeps running.
+        const auto& b = msg.local_slices().slices();
+        std::vector<monitor::LocalSliceRecord> recs;
+        std::string why;
+        if (b.size() > static_cast<int>(node_series_.window()) + 1) why = "too many slices in one batch";
+        for (int i = 0; why.empty() && i < b.size(); ++i) {
+          monitor::LocalSliceRecord r;
+          if (!monitor::local_from_proto(b[i], &r, &why)) break;
+          if (!recs.empty() && r.slice <= recs.back().slice) why = "slices out of order";
+          recs.push_back(r);
+        }
+        if (!why.empty())
+          spdlog::warn("node {} sent bad local slice statistics: {}", node->name, why);
+        else
+          node_series_.record(node->name, recs);
+        break;
+      }
       default:
         break;
     }

@@ -134,6 +134,7 @@ class Manager {
   // The per-slice statistics, for the Monitor service (monitor/), and who
   // may read them.
   const monitor::EmdsRecorder& emds() const { return emds_; }
+  const monitor::NodeSeries& node_series() const { return node_series_; }
   // Monitor.JobStats: a job's MMDS summaries (its owner or an admin).
   grpc::Status job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::JobStatsReply* rep);
   bool authorized(grpc::ServerContext* ctx) const;
@@ -192,6 +193,7 @@ class Manager {
   UnixSessions unix_;
   std::atomic<uint16_t> tcp_port_{0};
   monitor::EmdsRecorder emds_{cfg_.emds_window};
+  monitor::NodeSeries node_series_{cfg_.emds_window};
 
   std::mutex mu_;
   std::condition_variable cv_;

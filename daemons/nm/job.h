@@ -105,6 +105,8 @@ class NmJob {
   // Every local rank asleep in a blocking call or done with MPI (the
   // private layout, not the header's).
   bool all_blocked() { return segment_all_blocked(seg_.get(), layout_); }
+  uint32_t blocked_count() { return segment_blocked_count(seg_.get(), layout_); }
+  uint32_t nlocal_ranks() const { return layout_.nlocal; }
   // No local rank posted a descriptor since the buffer sender last read
   // its ring (sends it holds back are not news).
   bool rings_empty();

@@ -363,6 +363,10 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   std::unique_ptr<core::Fabric> fabric;
   std::unique_ptr<Nic> nic;
   std::thread nic_thread;
+  // The local EMDS flusher: sends what the strobe receiver noted, in
+  // batches, on the control stream, so no strobe waits for it. It sleeps
+  // while no slice runs.
+  std::thread emds_thread;
   uint32_t self = 0;
 
   v1::ManagerMsg msg;
@@ -390,6 +394,16 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         }
         nic = std::make_unique<Nic>(*fabric, self, liveness);
         nic_thread = std::thread([&] { nic->run(); });
+        emds_thread = std::thread([&] {
+          pthread_setname_np(pthread_self(), "bcs-emds");
+          while (!nic->local().stopped()) {
+            auto recs = nic->local().take(std::chrono::milliseconds(100));
+            if (recs.empty()) continue;
+            v1::NodeMsg m;
+            for (const auto& r : recs) monitor::local_to_proto(r, m.mutable_local_slices()->add_slices());
+            up.send(m);
+          }
+        });
         v1::NodeMsg r;
         auto addr = fabric->address();
         r.mutable_fabric_ready()->set_ucx_address(addr.data(), addr.size());
@@ -506,6 +520,8 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   }
   if (fabric) fabric->close();
   if (nic_thread.joinable()) nic_thread.join();
+  if (nic) nic->local().stop();
+  if (emds_thread.joinable()) emds_thread.join();
   // Let the I/O thread reap the ranks we just killed (and report their
   // exits) before stopping it; bounded, the job's destructor reaps the rest.
   {

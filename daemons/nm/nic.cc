@@ -395,6 +395,28 @@ void Nic::run_next_dem(const wire::Strobe& s, wire::FusedReport& f) {
 }
 
 wire::Report Nic::on_strobe(const wire::Strobe& s) {
+  const auto t0 = std::chrono::steady_clock::now();
+  wire::Report r = run_roles(s);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                      std::chrono::steady_clock::now() - t0)
+                      .count();
+  if (st_) {  // a microphase of this node's job: what it did, for the local EMDS
+    monitor::LocalSliceRecord a;
+    a.descriptors = r.drained + r.coll_drained;
+    a.coll_descriptors = r.coll_drained;
+    a.matches = r.matches;
+    a.chunks = r.chunks;
+    a.bytes = r.bytes;
+    a.collectives = r.collectives;
+    const auto& job = st_->ranks.job();
+    a.blocked = job->blocked_count();
+    a.nlocal = job->nlocal_ranks();
+    local_.note(s.slice, static_cast<int>(s.phase), static_cast<uint64_t>(ns), a);
+  }
+  return r;
+}
+
+wire::Report Nic::run_roles(const wire::Strobe& s) {
   if (s.phase == Phase::dem) sync_job();
   // A strobe for a job this node does not run (it ended here already, or the
   // job has no rank here) still needs a report, or the MM would wait.

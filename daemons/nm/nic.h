@@ -26,6 +26,7 @@
 #include <mutex>
 
 #include "bcs/core.h"
+#include "bcs/emds.h"
 #include "doorbell.h"
 #include "job.h"
 #include "roles/buffer_receiver.h"
@@ -106,13 +107,18 @@ class Nic : private Net {
   void set_job(std::shared_ptr<NmJob> job);
   // The strobe receiver's loop; returns when the fabric is closed.
   void run();
+  // The local EMDS (Table 5.2): what this node did per slice, for a
+  // flusher thread to send to the manager off the strobe path.
+  monitor::LocalRecorder& local() { return local_; }
 
  private:
   // Net over the fabric.
   core::Status send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) override;
   core::Status wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) override;
 
+  // Runs the microphase's roles and notes what it did in local_.
   wire::Report on_strobe(const wire::Strobe& s);
+  wire::Report run_roles(const wire::Strobe& s);
   wire::FusedReport run_fused(const wire::Strobe& s);
   // Runs one slice of a fused strobe into `f`; false on a failed microphase.
   bool run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point t0,
@@ -144,6 +150,7 @@ class Nic : private Net {
   std::atomic<uint64_t> epoch_{0};   // phase_value() of the last microphase finished
   std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
   std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease or a report is held
+  monitor::LocalRecorder local_;
   // A held report said "all blocked", so the doorbell was left asleep on
   // leasing_ (a bell would only repeat the report); strobe receiver only.
   bool doorbell_dozing_ = false;

@@ -8,6 +8,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <algorithm>
 #include <atomic>
 #include <filesystem>
 #include <string>
@@ -185,6 +186,69 @@ TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
   EXPECT_NE(unknown.err.find("NOT_FOUND: no job 77"), std::string::npos) << unknown.err;
   std::error_code ec;
   std::filesystem::remove_all(tmpl, ec);
+  c.expect_alive_then_stop();
+  expect_nothing_left_now();
+}
+
+// Table 5.2: each node manager measures its own part of every slice and
+// sends it in batches off the strobe path; the manager serves it per node.
+// What the nodes drained adds up, exactly, to the descriptors the global
+// series counted, and each node reports its own number of ranks.
+TEST_F(MonitorStory, EveryNodeReportsItsOwnSeries) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  auto r = c.run({"-n", "3", "--nodes", "2", prog("prog_mds"), "20"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  auto stub = monitor_of(c);
+  pb::SlicesReply global;
+  {
+    grpc::ClientContext ctx;
+    pb::SlicesRequest req;
+    req.set_last(100000);
+    ASSERT_TRUE(stub->Slices(&ctx, req, &global).ok());
+  }
+  uint64_t want = 0;
+  for (const auto& s : global.slices()) want += s.descriptors();
+  ASSERT_GT(want, 0u);
+  auto local_sum = [&](const std::string& node, std::vector<uint32_t>* nlocal) {
+    grpc::ClientContext ctx;
+    pb::NodeSlicesRequest req;
+    req.set_node(node);
+    req.set_last(100000);
+    pb::NodeSlicesReply rep;
+    if (!stub->NodeSlices(&ctx, req, &rep).ok()) return uint64_t{0};
+    uint64_t n = 0;
+    for (const auto& s : rep.slices()) {
+      n += s.descriptors();
+      EXPECT_EQ(s.phase_ns_size(), 5);
+      EXPECT_LE(s.blocked(), s.nlocal());
+      if (nlocal) nlocal->push_back(s.nlocal());
+    }
+    return n;
+  };
+  // The batches come on their own schedule (at most ~100 ms after a
+  // node's last slice): wait, bounded, for the sums to meet.
+  const auto deadline = std::chrono::steady_clock::now() + 30s;
+  uint64_t got = 0;
+  while ((got = local_sum("n1", nullptr) + local_sum("n2", nullptr)) != want &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(20ms);
+  EXPECT_EQ(got, want);
+  std::vector<uint32_t> n1, n2;
+  local_sum("n1", &n1);
+  local_sum("n2", &n2);
+  ASSERT_FALSE(n1.empty());
+  ASSERT_FALSE(n2.empty());
+  // Cyclic placement: ranks 0 and 2 on n1, rank 1 on n2.
+  EXPECT_EQ(*std::max_element(n1.begin(), n1.end()), 2u);
+  EXPECT_EQ(*std::max_element(n2.begin(), n2.end()), 1u);
+  {
+    grpc::ClientContext ctx;
+    pb::NodeSlicesRequest req;
+    req.set_node("nowhere");
+    pb::NodeSlicesReply rep;
+    EXPECT_EQ(stub->NodeSlices(&ctx, req, &rep).error_code(), grpc::StatusCode::NOT_FOUND);
+  }
   c.expect_alive_then_stop();
   expect_nothing_left_now();
 }

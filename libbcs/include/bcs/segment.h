@@ -300,6 +300,18 @@ inline bool segment_all_blocked(void* base, const SegmentLayout& l) {
   return true;
 }
 
+// How many local ranks are blocked (as segment_all_blocked counts them):
+// the local EMDS's "blocked ranks per slice".
+inline uint32_t segment_blocked_count(void* base, const SegmentLayout& l) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < l.nlocal; ++i) {
+    const RankControl* c = segment_rank_view(base, i, l).ctl;
+    n += c->waiting.load(std::memory_order_relaxed) ||
+         c->mpi_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(MpiState::finalized);
+  }
+  return n;
+}
+
 // Rings the node manager's doorbell (&SegmentHeader::bell): bump, FUTEX_WAKE.
 void segment_ring_bell(std::atomic<uint32_t>* bell);
 

@@ -8,6 +8,8 @@
 #include <cstdint>
 #include <utility>
 #include <deque>
+#include <map>
+#include <string>
 #include <mutex>
 #include <vector>
 
@@ -73,5 +75,66 @@ class EmdsRecorder {
 };
 
 PeriodSummary summarize_periods(std::vector<uint64_t> periods);
+
+// The paper's local EMDS metrics (Table 5.2): what one node did in one
+// slice, measured by its node manager.
+struct LocalSliceRecord {
+  uint64_t slice = 0;
+  uint64_t phase_ns[5] = {};   // LTDEM, LTMSM, LTP2P, LTBBM, LTRM: this node's time in each
+  uint32_t descriptors = 0;    // descriptors drained from the local rings (DEM), collectives included
+  uint32_t coll_descriptors = 0;
+  uint32_t matches = 0;        // point-to-point matches made (MSM)
+  uint32_t chunks = 0;         // DMA chunks scheduled (MSM)
+  uint64_t bytes = 0;          // moved into local receivers (P2P) and written by collectives
+  uint32_t collectives = 0;    // collectives completed here (BBM, RM)
+  uint32_t blocked = 0;        // local ranks blocked at the end of the slice's last microphase
+  uint32_t nlocal = 0;         // local ranks of the job
+};
+
+// The node manager's side: the strobe receiver notes each microphase it ran
+// (cheap: a lock and a few adds), a flusher thread takes finished slices in
+// batches and sends them to the manager off the strobe path. Bounded: when
+// nobody takes them the oldest go.
+class LocalRecorder {
+ public:
+  explicit LocalRecorder(size_t capacity = EmdsRecorder::kDefaultWindow) : cap_(capacity) {}
+  // Adds one microphase (0..4) of `slice` to the current record; a note
+  // for another slice closes the current one.
+  void note(uint64_t slice, int phase, uint64_t ns, const LocalSliceRecord& add);
+  // Sleeps until there are finished slices (or stop()), then waits `batch`
+  // more to gather others, and returns them. The current slice is closed
+  // too when nothing was noted for `batch`: a job's last slice is sent.
+  std::vector<LocalSliceRecord> take(std::chrono::milliseconds batch);
+  void stop();
+  bool stopped() const;
+
+ private:
+  mutable std::mutex mu_;
+  std::condition_variable cv_;
+  size_t cap_;
+  std::deque<LocalSliceRecord> done_;
+  LocalSliceRecord cur_;
+  bool have_cur_ = false;
+  uint64_t noted_ = 0;  // notes so far: tells take() whether the current slice still grows
+  bool stop_ = false;
+};
+
+// The manager's side: a window of local records per node.
+class NodeSeries {
+ public:
+  explicit NodeSeries(size_t window = EmdsRecorder::kDefaultWindow) : cap_(window ? window : 1) {}
+  void record(const std::string& node, const std::vector<LocalSliceRecord>& recs);
+  bool known(const std::string& node) const;
+  std::vector<LocalSliceRecord> last(const std::string& node, size_t n) const;
+  // As EmdsRecorder::range, for one node.
+  bool range(const std::string& node, uint64_t first, uint64_t last, std::vector<LocalSliceRecord>* out,
+             std::pair<uint64_t, uint64_t>* kept) const;
+  size_t window() const { return cap_; }
+
+ private:
+  mutable std::mutex mu_;
+  size_t cap_;
+  std::map<std::string, std::deque<LocalSliceRecord>> nodes_;
+};
 
 }  // namespace bcs::monitor

@@ -16,6 +16,9 @@ void slice_to_proto(const SliceRecord& r, v1::SliceStats* s);
 SliceRecord slice_from_proto(const v1::SliceStats& s);
 // MMDS summaries on the wire (node manager -> manager -> client). From the
 // proto every name and counter is checked; false with `why` otherwise.
+void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s);
+// False (with why) for a record that cannot be true.
+bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string* why);
 void mmds_to_proto(const RankReport& r, v1::MmdsSummary* m);
 bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why);
 
@@ -24,8 +27,11 @@ class MonitorService final : public v1::Monitor::Service {
   using Authorize = std::function<bool(grpc::ServerContext*)>;
   // The manager answers per-job questions: it knows the jobs and who owns them.
   using JobStatsFn = std::function<grpc::Status(grpc::ServerContext*, uint64_t, v1::JobStatsReply*)>;
-  MonitorService(const EmdsRecorder& emds, Authorize authorize, JobStatsFn job_stats)
-      : emds_(emds), authorize_(std::move(authorize)), job_stats_(std::move(job_stats)) {}
+  MonitorService(const EmdsRecorder& emds, const NodeSeries& nodes, Authorize authorize,
+                 JobStatsFn job_stats)
+      : emds_(emds), nodes_(nodes), authorize_(std::move(authorize)), job_stats_(std::move(job_stats)) {}
+  grpc::Status NodeSlices(grpc::ServerContext* ctx, const v1::NodeSlicesRequest* req,
+                          v1::NodeSlicesReply* rep) override;
   grpc::Status JobStats(grpc::ServerContext* ctx, const v1::JobStatsRequest* req,
                         v1::JobStatsReply* rep) override {
     return job_stats_(ctx, req->job_id(), rep);
@@ -39,6 +45,7 @@ class MonitorService final : public v1::Monitor::Service {
 
  private:
   const EmdsRecorder& emds_;
+  const NodeSeries& nodes_;
   Authorize authorize_;
   JobStatsFn job_stats_;
   std::atomic<bool> stopping_{false};
