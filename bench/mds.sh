@@ -22,11 +22,15 @@ trap 'rm -rf "$tmp"' EXIT
 "$build/bin/mpicc" -O2 -o "$tmp/halo" "$here/bench/halo.c"
 "$build/bin/mpicc" -O2 -o "$tmp/cost" "$here/bench/mds_cost.c"
 
-modes=(off summary all)
+# BCS_MDS off / summary / all, and noemds: BCS_MDS off with the EMDS (the
+# daemons' per-slice statistics, on by default) off too.
+modes=(off summary all noemds)
 for ((i = 0; i < repeat; ++i)); do
   for m in "${modes[@]}"; do
     for form in nonblocking blocking; do
-      t=$(cd "$tmp" && BCS_MDS=$m "$build/bin/bcs" run --timeout 300s --job-dir "$tmp/job-$m-$form-$i" \
+      mds=$m emds=on
+      [ "$m" = noemds ] && mds=off emds=off
+      t=$(cd "$tmp" && BCS_MDS=$mds BCS_EMDS=$emds "$build/bin/bcs" run --timeout 300s --job-dir "$tmp/job-$m-$form-$i" \
             -n 2 "$tmp/halo" "$form" "$cells" "$steps" 2>/dev/null | awk '/halo_s/{print $2}') || true
       [ -n "$t" ] || { echo "mds.sh: run failed (BCS_MDS=$m $form)" >&2; exit 1; }
       echo "$t" >>"$tmp/$m-$form"
@@ -35,9 +39,10 @@ for ((i = 0; i < repeat; ++i)); do
 done
 
 median() { sort -g "$1" | awk '{v[NR]=$1} END{print (NR%2) ? v[(NR+1)/2] : (v[NR/2]+v[NR/2+1])/2}'; }
-printf '# halo stencil, 2 ranks, %s cells, %s steps: median of %s runs (s) and ratio to BCS_MDS=off\n' \
+printf '# halo stencil, 2 ranks, %s cells, %s steps: median of %s runs (s) and ratio to BCS_MDS=off (EMDS on)\n' \
   "$cells" "$steps" "$repeat"
 printf '%-12s %-9s %10s %8s  %s\n' form BCS_MDS seconds ratio "runs (s)"
+# (noemds: BCS_MDS=off BCS_EMDS=off; its ratio is the EMDS's cost inverted)
 for form in nonblocking blocking; do
   base=$(median "$tmp/off-$form")
   for m in "${modes[@]}"; do
@@ -49,8 +54,9 @@ done
 
 printf '\n# one timed MPI call (MPI_Test on MPI_REQUEST_NULL, 1 rank): ns per call, best loop, median of %s runs\n' "$repeat"
 printf '%-9s %10s %10s  %s\n' BCS_MDS ns_per_call added "runs (ns)"
+cmodes=(off summary all)
 for ((i = 0; i < repeat; ++i)); do
-  for m in "${modes[@]}"; do
+  for m in "${cmodes[@]}"; do
     t=$(cd "$tmp" && BCS_MDS=$m "$build/bin/bcs" run --timeout 300s --job-dir "$tmp/cost-$m-$i" -n 1 \
           "$tmp/cost" 2>/dev/null | awk '/mds_call_ns/{print $2}') || true
     [ -n "$t" ] || { echo "mds.sh: run failed (BCS_MDS=$m cost)" >&2; exit 1; }
@@ -58,7 +64,7 @@ for ((i = 0; i < repeat; ++i)); do
   done
 done
 base=$(median "$tmp/cost-off")
-for m in "${modes[@]}"; do
+for m in "${cmodes[@]}"; do
   med=$(median "$tmp/cost-$m")
   printf '%-9s %10.2f %10.2f  %s\n' "$m" "$med" "$(awk -v a="$med" -v b="$base" 'BEGIN{print a-b}')" \
     "$(sort -g "$tmp/cost-$m" | tr '\n' ' ')"

@@ -10,6 +10,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 
 #include "bcs.grpc.pb.h"
@@ -196,6 +197,10 @@ int main(int argc, char** argv) {
   cfg.chunk_bytes = *ch;
   cfg.max_unexpected = max_unexpected;
   cfg.emds_window = emds_window;
+  // BCS_EMDS=off: no slice statistics, here and (the same variable) in the
+  // node managers; read from the environment so that bench/mds.sh can turn
+  // it off for an embedded cluster.
+  if (const char* e = std::getenv("BCS_EMDS")) cfg.emds = std::string(e) != "off";
   cfg.token = *token;
   std::string why;
   const auto where = parse_endpoint(listen, &why);

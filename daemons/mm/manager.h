@@ -48,6 +48,9 @@ struct Config {
   std::chrono::nanoseconds phase_watchdog{std::chrono::seconds(120)};
   // Slices whose statistics the Monitor service keeps (--emds-window).
   size_t emds_window = monitor::EmdsRecorder::kDefaultWindow;
+  // Record the per-slice statistics at all (BCS_EMDS=off: no, for
+  // measuring what they cost).
+  bool emds = true;
 };
 
 using NodeStream = grpc::ServerReaderWriter<v1::ManagerMsg, v1::NodeMsg>;

@@ -457,7 +457,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       for (size_t i = 0; i < good; ++i) {
         const auto& part = f.parts[i];
         if (i > 0 && part.phase == Phase::dem) {
-          emds_.record(rec);
+          if (cfg_.emds) emds_.record(rec);
           // The node's offsets are input: a slice never starts before the
           // one it follows (they only feed the statistics).
           const uint64_t at = std::max(prev_start, start + (i < f.at.size() ? f.at[i] : 0));
@@ -559,7 +559,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       for (size_t i = 0; i < reps.size(); ++i)
         if (reps[i].all_blocked) blocked_after.insert(snap[i].node);
     }
-    emds_.record(rec);
+    if (cfg_.emds) emds_.record(rec);
     job_blocked = blocked_after.size() == j.nodes.size();
 
     // Next strobe one period after this one started; if this slice

@@ -8,6 +8,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <cstdlib>
 #include <chrono>
 
 namespace bcs::nm {
@@ -57,6 +58,7 @@ void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32
 // ------------------------------------------------------------ strobe receiver
 Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness)
     : fabric_(fabric), self_(self), liveness_(liveness), doorbell_(fabric, epoch_, parked_, leasing_) {
+  if (const char* e = std::getenv("BCS_EMDS")) local_emds_ = std::string(e) != "off";
   // Remote reads are served from inside progress, whatever this node is
   // waiting for (two nodes may read from each other in one microphase).
   // Each one served is also signalled on kEvDmaServed, which the P2P
@@ -400,7 +402,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - t0)
                       .count();
-  if (st_) {  // a microphase of this node's job: what it did, for the local EMDS
+  if (st_ && local_emds_) {  // a microphase of this node's job: what it did, for the local EMDS
     monitor::LocalSliceRecord a;
     a.descriptors = r.drained + r.coll_drained;
     a.coll_descriptors = r.coll_drained;

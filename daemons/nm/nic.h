@@ -151,6 +151,7 @@ class Nic : private Net {
   std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
   std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease or a report is held
   monitor::LocalRecorder local_;
+  bool local_emds_ = true;  // BCS_EMDS=off: nothing noted
   // A held report said "all blocked", so the doorbell was left asleep on
   // leasing_ (a bell would only repeat the report); strobe receiver only.
   bool doorbell_dozing_ = false;
