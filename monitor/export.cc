@@ -161,10 +161,14 @@ std::vector<std::string> slice_metric_names() {
   return n;
 }
 
-std::string slices_trace_json(const std::vector<SliceRecord>& slices) {
+std::string slices_trace_json(const std::vector<SliceRecord>& slices,
+                              const std::vector<RankReport>& ranks) {
   using nlohmann::json;
   json ev = json::array();
-  const uint64_t t0 = slices.empty() ? 0 : slices.front().start_ns;
+  uint64_t t0 = slices.empty() ? UINT64_MAX : slices.front().start_ns;
+  for (const auto& r : ranks)
+    if (!r.events.empty()) t0 = std::min(t0, r.events.front().start_ns);
+  if (t0 == UINT64_MAX) t0 = 0;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
   ev.push_back({{"ph", "M"}, {"pid", 1}, {"name", "process_name"}, {"args", {{"name", "bcs strobe"}}}});
   ev.push_back({{"ph", "M"}, {"pid", 1}, {"tid", 1}, {"name", "thread_name"}, {"args", {{"name", "slices"}}}});
@@ -198,6 +202,25 @@ std::string slices_trace_json(const std::vector<SliceRecord>& slices) {
     }
     ev.push_back({{"ph", "C"}, {"pid", 1}, {"name", "traffic"}, {"ts", ts},
                   {"args", {{"descriptors", s.descriptors}, {"collectives", s.collectives}}}});
+  }
+  if (!ranks.empty())
+    ev.push_back({{"ph", "M"}, {"pid", 2}, {"name", "process_name"}, {"args", {{"name", "ranks"}}}});
+  for (const auto& r : ranks) {
+    const int tid = r.rank + 1;
+    ev.push_back({{"ph", "M"},
+                  {"pid", 2},
+                  {"tid", tid},
+                  {"name", "thread_name"},
+                  {"args", {{"name", "rank " + std::to_string(r.rank) + " (" + r.host + ")"}}}});
+    for (const auto& e : r.events) {
+      if (e.start_ns < t0 || e.call >= r.event_calls.size()) continue;
+      ev.push_back({{"ph", "X"},
+                    {"pid", 2},
+                    {"tid", tid},
+                    {"name", r.event_calls[e.call]},
+                    {"ts", us(e.start_ns - t0)},
+                    {"dur", us(e.dur_ns)}});
+    }
   }
   return json{{"traceEvents", std::move(ev)}, {"displayTimeUnit", "ns"}}.dump() + "\n";
 }

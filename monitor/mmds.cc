@@ -121,7 +121,7 @@ bool parse_int(const std::string& s, long lo, long hi, long* out) {
 }  // namespace
 
 std::string mmds_parse_config(const char* mds, const char* ranks, const char* calls,
-                              const char* res, MmdsConfig* out) {
+                              const char* res, MmdsConfig* out, const char* events) {
   MmdsConfig c;
   const std::string m = mds ? mds : "";
   if (m.empty() || m == "off" || m == "0") {
@@ -132,6 +132,7 @@ std::string mmds_parse_config(const char* mds, const char* ranks, const char* ca
     c.enabled = true;
   } else if (m == "all") {
     c.enabled = c.histograms = true;
+    c.max_events = 100000;
   } else {
     return "BCS_MDS='" + m + "': expected off, summary or all";
   }
@@ -161,6 +162,12 @@ std::string mmds_parse_config(const char* mds, const char* ranks, const char* ca
     if (!parse_int(res, 1, LogHistogram::kMaxRes, &r) || !LogHistogram::valid_res(static_cast<uint32_t>(r)))
       return "BCS_MDS_RES='" + std::string(res) + "': expected 1, 2, 4, 8 or 16 bins per power of two";
     c.res = static_cast<uint32_t>(r);
+  }
+  if (events && *events) {
+    long n = 0;
+    if (!parse_int(events, 0, 100'000'000L, &n))
+      return "BCS_MDS_EVENTS='" + std::string(events) + "': expected a count from 0 to 100000000";
+    c.max_events = c.histograms ? static_cast<uint64_t>(n) : 0;
   }
   *out = c;
   return "";
@@ -252,6 +259,17 @@ json hist_json(const LogHistogram& h) {
   return bins;
 }
 
+// Events as flat triples (call, start, duration): compact for 100000 of them.
+json events_json(const RankReport& r) {
+  json data = json::array();
+  for (const auto& e : r.events) {
+    data.push_back(e.call);
+    data.push_back(e.start_ns);
+    data.push_back(e.dur_ns);
+  }
+  return json{{"calls", r.event_calls}, {"data", std::move(data)}, {"dropped", r.events_dropped}};
+}
+
 json rank_json(const RankReport& r) {
   json calls = json::array();
   for (const auto& c : r.calls) {
@@ -270,7 +288,8 @@ json rank_json(const RankReport& r) {
               {"resolution", r.res},
               {"calls", std::move(calls)},
               {"granularity", {{"stats", stats_json(r.granularity)}, {"hist_ns", hist_json(r.granularity_hist)}}},
-              {"overhead", {{"stats", stats_json(r.overhead)}, {"hist_ns", hist_json(r.overhead_hist)}}}};
+              {"overhead", {{"stats", stats_json(r.overhead)}, {"hist_ns", hist_json(r.overhead_hist)}}},
+              {"events", events_json(r)}};
 }
 
 uint64_t u64(const json& j, const char* key) {
@@ -340,6 +359,20 @@ RankReport mmds_from_json(std::string_view text) {
     r.overhead = stats_from(j.at("overhead").at("stats"));
     r.granularity_hist = hist_from(j.at("granularity").at("hist_ns"), r.res);
     r.overhead_hist = hist_from(j.at("overhead").at("hist_ns"), r.res);
+    if (j.contains("events")) {
+      const json& ev = j.at("events");
+      r.event_calls = ev.at("calls").get<std::vector<std::string>>();
+      r.events_dropped = u64(ev, "dropped");
+      const json& d = ev.at("data");
+      if (!d.is_array() || d.size() % 3) throw std::runtime_error("events are not triples");
+      for (size_t i = 0; i < d.size(); i += 3) {
+        if (!d[i].is_number_unsigned() || !d[i + 1].is_number_unsigned() || !d[i + 2].is_number_unsigned())
+          throw std::runtime_error("an event is not three counts");
+        if (d[i].get<uint64_t>() >= r.event_calls.size()) throw std::runtime_error("an event names no call");
+        CallEvent e{d[i].get<uint32_t>(), d[i + 1].get<uint64_t>(), d[i + 2].get<uint64_t>()};
+        r.events.push_back(e);
+      }
+    }
     return r;
   } catch (const json::exception& e) {
     throw std::runtime_error(std::string("malformed MMDS report: ") + e.what());

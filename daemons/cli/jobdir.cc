@@ -136,19 +136,34 @@ void job_dir_save_slices(const std::string& dir, const std::vector<monitor::Slic
 int export_slices(const ExportOptions& o) {
   const std::string path = o.dir + "/slices.csv";
   std::ifstream in(path, std::ios::binary);
-  if (!in) {
+  // A trace may be made of the ranks' reports alone; a plot needs slices.
+  std::error_code ec;
+  bool reports = false;
+  for (const auto& e : fs::directory_iterator(o.dir, ec))
+    reports = reports || e.path().filename().string().rfind("mmds.rank", 0) == 0;
+  if (!in && (o.plot || !reports)) {
     say(path + ": cannot read (slices are saved by an embedded bcs run with --job-dir or BCS_MDS)");
     return 1;
   }
-  std::stringstream ss;
-  ss << in.rdbuf();
   std::string text;
+  std::string where = path;
   try {
-    const auto slices = monitor::slices_from_csv(ss.str());
-    text = o.plot ? monitor::slices_svg(slices, o.metric, o.metric + " per slice (" + o.dir + ")")
-                  : monitor::slices_trace_json(slices);
+    std::vector<monitor::SliceRecord> slices;
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      slices = monitor::slices_from_csv(ss.str());
+    }
+    if (o.plot) {
+      text = monitor::slices_svg(slices, o.metric, o.metric + " per slice (" + o.dir + ")");
+    } else {
+      std::vector<monitor::RankReport> ranks;
+      where = o.dir;
+      if (reports) ranks = monitor::mmds_read_dir(o.dir);
+      text = monitor::slices_trace_json(slices, ranks);
+    }
   } catch (const std::exception& e) {
-    say(path + ": " + e.what());
+    say(where + ": " + e.what());
     return 1;
   }
   std::ofstream out(o.output, std::ios::binary);

@@ -56,6 +56,8 @@ struct State {
   PrimitiveStats *gran = nullptr, *ovh = nullptr;
   MmdsArea* area = nullptr;
   LogHistogram gran_hist, ovh_hist;
+  std::vector<monitor::CallEvent> events;  // with "all": the first max_events calls
+  uint64_t events_dropped = 0;
 };
 
 State& st() {
@@ -105,7 +107,7 @@ void start(int rank, int size) {
   State& s = st();
   const std::string err = monitor::mmds_parse_config(
       std::getenv("BCS_MDS"), std::getenv("BCS_MDS_RANKS"), std::getenv("BCS_MDS_CALLS"),
-      std::getenv("BCS_MDS_RES"), &s.cfg);
+      std::getenv("BCS_MDS_RES"), &s.cfg, std::getenv("BCS_MDS_EVENTS"));
   if (!err.empty()) {
     // Statistics are not worth ending a job for; say once why there are none.
     if (rank == 0) std::fprintf(stderr, "bcs: rank 0: MMDS off: %s\n", err.c_str());
@@ -166,6 +168,12 @@ int Call::done(int rc) {
     c.latency.add(dt);
     if (bytes_ != kNoSize) c.size.add(bytes_);
   }
+  if (s.cfg.max_events) {
+    if (s.events.size() < s.cfg.max_events)
+      s.events.push_back({static_cast<uint32_t>(id_), t0_, dt});
+    else
+      ++s.events_dropped;
+  }
   if (bcs_mds_blocking[id_]) {
     s.ovh->add(dt, 0);
     s.ovh_hist.add(dt);
@@ -201,6 +209,11 @@ void stop() {
   r.overhead = *s.ovh;
   r.granularity_hist = s.gran_hist;
   r.overhead_hist = s.ovh_hist;
+  if (s.cfg.max_events) {
+    r.event_calls.assign(bcs_mds_names, bcs_mds_names + bcs_mds_count);
+    r.events = std::move(s.events);
+    r.events_dropped = s.events_dropped;
+  }
   const std::string path = job_dir() + "/" + monitor::mmds_rank_file(s.rank);
   std::string err;
   if (!write_file(path, monitor::mmds_to_json(r), &err))

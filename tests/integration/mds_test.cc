@@ -16,6 +16,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bcs/export.h"
 #include "bcs/mmds.h"
 #include "harness.h"
@@ -120,6 +122,29 @@ TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
     EXPECT_THAT(st.out, HasSubstr("Comp Granularity"));
     EXPECT_THAT(st.out, HasSubstr("Comm Overhead"));
     EXPECT_TRUE(fs::exists(dir + "/summary.txt"));
+    // The trace: the slices, and every call of every rank on its track
+    // (BCS_MDS=all keeps each call's interval), in order.
+    auto tr = bcs::test::run({bin("bcs"), "trace", dir, "-o", dir + "/trace.json"}, std::chrono::seconds(30));
+    ASSERT_EQ(tr.status, 0) << describe(tr);
+    {
+      std::ifstream tin(dir + "/trace.json");
+      const auto t = nlohmann::json::parse(tin);
+      std::map<int, int> barriers;  // per rank track
+      std::map<int, double> last_ts;
+      int slices = 0;
+      for (const auto& e : t.at("traceEvents")) {
+        if (e.at("ph") != "X") continue;
+        if (e.at("pid") == 1 && e.at("tid") == 1) ++slices;
+        if (e.at("pid") != 2) continue;
+        const int tid = e.at("tid");
+        const double ts = e.at("ts");
+        EXPECT_GE(ts, last_ts[tid]);
+        last_ts[tid] = ts;
+        barriers[tid] += e.at("name") == "MPI_Barrier";
+      }
+      EXPECT_GT(slices, 0);
+      EXPECT_EQ(barriers, (std::map<int, int>{{1, iters}, {2, iters}, {3, iters}}));
+    }
     auto js = bcs::test::run({bin("bcs"), "stats", "--json", dir}, std::chrono::seconds(30));
     ASSERT_EQ(js.status, 0) << describe(js);
     EXPECT_THAT(js.out, HasSubstr("\"MPI_Waitall\""));

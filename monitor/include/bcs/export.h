@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "bcs/emds.h"
+#include "bcs/mmds.h"
 
 namespace bcs::monitor {
 
@@ -27,7 +28,12 @@ std::vector<std::string> slice_metric_names();
 // its microphases (DEM, MSM, P2P, BBM, RM, in order) on the "microphases"
 // track, with the slice's counters as args; counters (descriptors, bytes)
 // as counter events.
-std::string slices_trace_json(const std::vector<SliceRecord>& slices);
+// With `ranks` (MMDS reports recorded with BCS_MDS=all): one track per
+// rank holding its MPI calls as they happened; a blocking call is the time
+// the rank was blocked. Both clocks are CLOCK_MONOTONIC, so they line up
+// when the ranks and the manager shared a host (an embedded run).
+std::string slices_trace_json(const std::vector<SliceRecord>& slices,
+                              const std::vector<RankReport>& ranks = {});
 
 // An SVG line plot of `metric` against the slice number. Throws
 // std::runtime_error for an unknown metric or no slices.

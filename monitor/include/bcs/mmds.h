@@ -76,10 +76,15 @@ struct PrimitiveStats {
 //   BCS_MDS_RANKS  which ranks record: "0,2-5" (default: all);
 //   BCS_MDS_CALLS  with "all": the primitives that get histograms,
 //                  "MPI_Send,MPI_Allreduce" (default: every one);
-//   BCS_MDS_RES    histogram bins per power of two: 1, 2, 4 (default), 8, 16.
+//   BCS_MDS_RES    histogram bins per power of two: 1, 2, 4 (default), 8, 16;
+//   BCS_MDS_EVENTS with "all": how many call intervals each rank keeps for
+//                  bcs trace (default 100000; 0: none).
 struct MmdsConfig {
   bool enabled = false;
   bool histograms = false;
+  // With "all": each call's interval, up to this many per rank
+  // (BCS_MDS_EVENTS, default 100000; 0: none), for bcs trace.
+  uint64_t max_events = 0;
   std::vector<std::pair<int, int>> ranks;  // inclusive ranges; empty = every rank
   std::vector<std::string> calls;          // empty = every call
   uint32_t res = 4;
@@ -89,7 +94,7 @@ struct MmdsConfig {
 // Parses the four variables (null = unset). Returns "" or what is wrong,
 // naming the variable.
 std::string mmds_parse_config(const char* mds, const char* ranks, const char* calls,
-                              const char* res, MmdsConfig* out);
+                              const char* res, MmdsConfig* out, const char* events = nullptr);
 
 struct CallReport {
   std::string name;  // "MPI_Send"
@@ -101,6 +106,14 @@ struct CallReport {
   LogHistogram size;     // bytes (sized calls)
 };
 
+// One call as it happened (CLOCK_MONOTONIC ns): `call` indexes
+// RankReport::event_calls.
+struct CallEvent {
+  uint32_t call = 0;
+  uint64_t start_ns = 0;
+  uint64_t dur_ns = 0;
+};
+
 struct RankReport {
   int rank = 0;
   int size = 0;
@@ -110,6 +123,9 @@ struct RankReport {
   std::vector<CallReport> calls;  // the primitives called at least once
   PrimitiveStats granularity, overhead;
   LogHistogram granularity_hist, overhead_hist;
+  std::vector<std::string> event_calls;  // names the events refer to
+  std::vector<CallEvent> events;          // in order; the first max_events calls
+  uint64_t events_dropped = 0;            // calls past max_events
 };
 
 }  // namespace bcs::monitor

@@ -6,6 +6,7 @@
 #include <gtest/gtest.h>
 
 #include <nlohmann/json.hpp>
+#include <map>
 #include <regex>
 #include <stdexcept>
 
@@ -119,6 +120,27 @@ TEST(SlicesTrace, HoldsEachSliceAndItsMicrophasesInOrder) {
   EXPECT_EQ(phases, expect);
   // First slice at time 0, the next 500 us later.
   EXPECT_THAT(mon::slices_trace_json(v), HasSubstr("\"ts\":500.0"));
+}
+
+TEST(SlicesTrace, PutsEachRanksCallsOnItsOwnTrack) {
+  mon::RankReport a, b;
+  a.rank = 0;
+  a.host = "h";
+  a.event_calls = {"MPI_Send", "MPI_Barrier"};
+  a.events = {{0, 1'000'000'100, 50}, {1, 1'000'000'400, 900}};
+  b = a;
+  b.rank = 1;
+  b.events = {{1, 1'000'000'350, 950}};
+  const auto v = series(2);  // slices from 1'000'000'000 ns
+  const auto j = nlohmann::json::parse(mon::slices_trace_json(v, {a, b}));
+  std::map<int, std::vector<std::pair<std::string, double>>> tracks;
+  for (const auto& e : j.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("pid") == 2) tracks[e.at("tid")].emplace_back(e.at("name"), e.at("ts"));
+  ASSERT_EQ(tracks.size(), 2u);
+  EXPECT_EQ(tracks[1], (std::vector<std::pair<std::string, double>>{{"MPI_Send", 0.1}, {"MPI_Barrier", 0.4}}));
+  EXPECT_EQ(tracks[2], (std::vector<std::pair<std::string, double>>{{"MPI_Barrier", 0.35}}));
+  // Ranks alone (no slices) make a trace too.
+  EXPECT_NO_THROW(nlohmann::json::parse(mon::slices_trace_json({}, {a})));
 }
 
 TEST(SlicesSvg, PlotsOnePointPerSlice) {

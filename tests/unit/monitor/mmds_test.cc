@@ -133,7 +133,10 @@ mon::RankReport sample(int rank) {
 }
 
 TEST(MmdsJson, RoundTrips) {
-  const auto r = sample(1);
+  auto r = sample(1);
+  r.event_calls = {"MPI_Send", "MPI_Isend"};
+  r.events = {{0, 100, 5}, {1, 200, 7}};
+  r.events_dropped = 3;
   const auto back = mon::mmds_from_json(mon::mmds_to_json(r));
   EXPECT_EQ(back.rank, 1);
   EXPECT_EQ(back.size, 2);
@@ -152,6 +155,10 @@ TEST(MmdsJson, RoundTrips) {
   EXPECT_FALSE(back.calls[1].has_histograms);
   EXPECT_EQ(back.granularity.total_ns, 994'000u);
   EXPECT_EQ(back.overhead_hist.bins(), r.overhead_hist.bins());
+  ASSERT_EQ(back.events.size(), 2u);
+  EXPECT_EQ(back.events[1].call, 1u);
+  EXPECT_EQ(back.events[1].start_ns, 200u);
+  EXPECT_EQ(back.events_dropped, 3u);
   // And again: the text is stable.
   EXPECT_EQ(mon::mmds_to_json(back), mon::mmds_to_json(r));
 }
