@@ -31,6 +31,7 @@ struct Column {
 const std::vector<Column>& columns() {
   static const std::vector<Column> cols = {
       BCS_COL(slice, slice),
+      BCS_COL(job, job),
       BCS_COL(start_ns, start_ns),
       BCS_COL(period_ns, period_ns),
       BCS_COL(late_ns, late_ns),

@@ -8,6 +8,7 @@ namespace bcs::monitor {
 
 void slice_to_proto(const SliceRecord& r, v1::SliceStats* s) {
   s->set_slice(r.slice);
+  s->set_job_id(r.job);
   s->set_start_ns(r.start_ns);
   s->set_period_ns(r.period_ns);
   s->set_late_ns(r.late_ns);
@@ -34,6 +35,7 @@ void slice_to_proto(const SliceRecord& r, v1::SliceStats* s) {
 SliceRecord slice_from_proto(const v1::SliceStats& s) {
   SliceRecord r;
   r.slice = s.slice();
+  r.job = s.job_id();
   r.start_ns = s.start_ns();
   r.period_ns = s.period_ns();
   r.late_ns = s.late_ns();
@@ -199,22 +201,34 @@ grpc::Status MonitorService::Slices(grpc::ServerContext* ctx, const v1::SlicesRe
   return grpc::Status::OK;
 }
 
-grpc::Status MonitorService::Follow(grpc::ServerContext* ctx, const v1::FollowRequest*,
+grpc::Status MonitorService::Follow(grpc::ServerContext* ctx, const v1::FollowRequest* req,
                                     grpc::ServerWriter<v1::FollowEvent>* w) {
   if (!authorize_(ctx)) return kUnauthenticated;
+  const uint64_t job = req->job_id();
+  if (job) {
+    const JobState st = job_state_(ctx, job);
+    if (st == JobState::unknown) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job)};
+    if (st == JobState::forbidden)
+      return {grpc::StatusCode::PERMISSION_DENIED, "job " + std::to_string(job) + " is another user's"};
+  }
   // From now on: what was recorded before the call is Slices' business.
   uint64_t seq = emds_.total();
+  bool ended = false;
   while (!stopping_.load(std::memory_order_relaxed) && !ctx->IsCancelled()) {
     std::vector<SliceRecord> batch;
     uint64_t missed = 0;
-    // Woken by every record; the timeout only bounds how late a cancel or
-    // a stop is seen.
+    // Woken by every record; the timeout only bounds how late a cancel, a
+    // stop or the job's end is seen.
     seq = emds_.wait_after(seq, std::chrono::milliseconds(200), &batch, &missed);
-    if (batch.empty() && !missed) continue;
     v1::FollowEvent ev;
     ev.set_missed(missed);
-    for (const auto& r : batch) slice_to_proto(r, ev.add_slices());
-    if (!w->Write(ev)) break;  // the client went away
+    for (const auto& r : batch)
+      if (!job || r.job == job) slice_to_proto(r, ev.add_slices());
+    if ((ev.slices_size() || missed) && !w->Write(ev)) break;  // the client went away
+    // A job that has ended ends the stream, after one more round for a
+    // slice recorded as it ended.
+    if (ended) break;
+    if (job && job_state_(ctx, job) == JobState::done) ended = true;
   }
   return grpc::Status::OK;
 }

@@ -746,7 +746,9 @@ int follow_slices(const MonitorOptions& o) {
       }
     }
   });
-  auto reader = stub->Follow(&ctx, pb::FollowRequest{});
+  pb::FollowRequest freq;
+  freq.set_job_id(o.job);
+  auto reader = stub->Follow(&ctx, freq);
   pb::FollowEvent ev;
   uint64_t shown = 0;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
@@ -770,12 +772,15 @@ int follow_slices(const MonitorOptions& o) {
     }
     std::fflush(stdout);
   }
-  ctx.TryCancel();
+  // Stopped by --count: cancel the stream (else it ended by itself: the
+  // job ended, the manager stopped, or the call failed).
+  const bool enough = o.count && shown >= o.count;
+  if (enough) ctx.TryCancel();
   grpc::Status st = reader->Finish();
-  interrupted = true;
+  const bool was_interrupted = interrupted.exchange(true);
   watcher.join();
-  if (o.count && shown >= o.count) return 0;
-  if (st.ok() || st.error_code() == grpc::StatusCode::CANCELLED) return 0;
+  if (enough || st.ok()) return 0;
+  if (was_interrupted && st.error_code() == grpc::StatusCode::CANCELLED) return 0;
   say("machine manager at " + o.manager + ": " + describe(st));
   return 1;
 }

@@ -258,7 +258,8 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
 
   MonitorOptions mon;
   auto* monitor_cmd = app.add_subcommand(
-      "monitor", "Follow the slices of a running machine manager live (Monitor service)");
+      "monitor", "Follow the slices of a running machine manager live, or one job's (Monitor service)");
+  monitor_cmd->add_option("JOB", mon.job, "Only this job's slices; the table ends when the job does");
   monitor_cmd->add_option("--count", mon.count, "Stop after this many slices (default: until Ctrl-C)");
   add_manager_options(monitor_cmd, &mon.manager, &mon.token_file);
 

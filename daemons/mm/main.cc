@@ -253,7 +253,8 @@ int main(int argc, char** argv) {
         manager.emds(), manager.node_series(), [&manager](grpc::ServerContext* c) { return manager.authorized(c); },
         [&manager](grpc::ServerContext* c, uint64_t job, v1::JobStatsReply* rep) {
           return manager.job_stats(c, job, rep);
-        });
+        },
+        [&manager](grpc::ServerContext* c, uint64_t job) { return manager.job_state(c, job); });
     int port = 0;
     grpc::ServerBuilder b;
     // Keepalive both ways: a node manager on a host that hung or was cut

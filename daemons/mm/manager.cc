@@ -745,6 +745,16 @@ grpc::Status Manager::job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::J
   return grpc::Status::OK;
 }
 
+monitor::MonitorService::JobState Manager::job_state(grpc::ServerContext* ctx, uint64_t job_id) {
+  using S = monitor::MonitorService::JobState;
+  const Caller who = identify(ctx);
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return S::unknown;
+  if (!may_touch(who, *it->second).empty()) return S::forbidden;
+  return it->second->state == Job::State::done ? S::done : S::live;
+}
+
 grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
   const Caller who = identify(ctx);

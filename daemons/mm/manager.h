@@ -19,6 +19,7 @@
 #include "bcs.grpc.pb.h"
 #include "bcs/core.h"
 #include "bcs/emds.h"
+#include "bcs/service.h"
 #include "callers.h"
 
 namespace bcs::mm {
@@ -140,6 +141,8 @@ class Manager {
   const monitor::NodeSeries& node_series() const { return node_series_; }
   // Monitor.JobStats: a job's MMDS summaries (its owner or an admin).
   grpc::Status job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::JobStatsReply* rep);
+  // For Monitor.Follow of one job.
+  monitor::MonitorService::JobState job_state(grpc::ServerContext* ctx, uint64_t job_id);
   bool authorized(grpc::ServerContext* ctx) const;
 
   // Ends every job (used on SIGTERM) and waits, bounded, for them to finish.

@@ -339,6 +339,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     }
     rec.skipped += std::exchange(pace.skipped_carry, 0);
     rec.slice = ++slice_;
+    rec.job = j.id;
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
     rec.early = how == Start::next ? start < pace.next : how != Start::period;
@@ -467,6 +468,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
           rec.skipped = part.slice - s.slice - 1;
           slice_ += rec.skipped;
           rec.slice = s.slice = ++slice_;
+          rec.job = j.id;
           rec.start_ns = at;
           rec.period_ns = at - prev_start;
           // Early when every rank was blocked after the slice before (the

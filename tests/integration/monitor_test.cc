@@ -22,6 +22,7 @@
 
 using namespace std::chrono_literals;
 using bcs::test::describe;
+using bcs::test::RunResult;
 using bcs::test::prog;
 using bcs::test::Standing;
 namespace pb = bcs::v1;
@@ -239,9 +240,11 @@ TEST_F(MonitorStory, EveryNodeReportsItsOwnSeries) {
   local_sum("n2", &n2);
   ASSERT_FALSE(n1.empty());
   ASSERT_FALSE(n2.empty());
-  // Cyclic placement: ranks 0 and 2 on n1, rank 1 on n2.
-  EXPECT_EQ(*std::max_element(n1.begin(), n1.end()), 2u);
-  EXPECT_EQ(*std::max_element(n2.begin(), n2.end()), 1u);
+  // Cyclic placement: ranks 0 and 2 on one node, rank 1 on the other.
+  std::vector<uint32_t> per_node{*std::max_element(n1.begin(), n1.end()),
+                                 *std::max_element(n2.begin(), n2.end())};
+  std::sort(per_node.begin(), per_node.end());
+  EXPECT_EQ(per_node, (std::vector<uint32_t>{1, 2}));
   {
     grpc::ClientContext ctx;
     pb::NodeSlicesRequest req;
@@ -249,6 +252,67 @@ TEST_F(MonitorStory, EveryNodeReportsItsOwnSeries) {
     pb::NodeSlicesReply rep;
     EXPECT_EQ(stub->NodeSlices(&ctx, req, &rep).error_code(), grpc::StatusCode::NOT_FOUND);
   }
+  c.expect_alive_then_stop();
+  expect_nothing_left_now();
+}
+
+// Following one job: only its slices, and the stream ends with the job.
+TEST_F(MonitorStory, FollowingAJobEndsWithIt) {
+  Standing c(1);
+  ASSERT_TRUE(c.up());
+  auto stub = monitor_of(c);
+  auto jobs = pb::Jobs::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
+  // Job 1 runs while job 2 is followed from its start.
+  RunResult second;
+  std::thread runner([&] {
+    auto r1 = c.run({"-n", "2", prog("prog_ring")});
+    EXPECT_EQ(r1.status, 0) << describe(r1);
+    // A second of barriers between computations: long enough for the
+    // follower below to attach while it runs.
+    second = c.run({"-n", "2", prog("prog_periodic"), "20000", "50"});
+  });
+  // Wait (bounded) until the manager knows job 2.
+  const auto deadline = std::chrono::steady_clock::now() + 60s;
+  bool known = false;
+  while (!known && std::chrono::steady_clock::now() < deadline) {
+    grpc::ClientContext ctx;
+    pb::ListReply rep;
+    if (jobs->List(&ctx, pb::ListRequest{}, &rep).ok())
+      for (const auto& j : rep.jobs()) known = known || j.job_id() == 2;
+    if (!known) std::this_thread::sleep_for(5ms);
+  }
+  ASSERT_TRUE(known);
+  grpc::ClientContext fctx;
+  fctx.set_deadline(std::chrono::system_clock::now() + 90s);
+  pb::FollowRequest req;
+  req.set_job_id(2);
+  auto reader = stub->Follow(&fctx, req);
+  pb::FollowEvent ev;
+  uint64_t n = 0;
+  while (reader->Read(&ev))  // ends by itself when job 2 has ended
+    for (const auto& s : ev.slices()) {
+      EXPECT_EQ(s.job_id(), 2u);
+      ++n;
+    }
+  EXPECT_TRUE(reader->Finish().ok());
+  runner.join();
+  EXPECT_EQ(second.status, 0) << describe(second);
+  EXPECT_GT(n, 0u);
+  {
+    grpc::ClientContext ctx;
+    pb::FollowRequest q;
+    q.set_job_id(99);
+    auto r = stub->Follow(&ctx, q);
+    while (r->Read(&ev)) {
+    }
+    EXPECT_EQ(r->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
+  }
+  // The CLI: a finished job's table ends at once; an unknown job is an error.
+  auto done = bcs::test::run({bcs::test::bin("bcs"), "monitor", "--manager", c.addr, "2"}, 30s);
+  EXPECT_EQ(done.status, 0) << describe(done);
+  auto unknown = bcs::test::run({bcs::test::bin("bcs"), "monitor", "--manager", c.addr, "99"}, 30s);
+  EXPECT_EQ(unknown.status, 1) << describe(unknown);
+  EXPECT_NE(unknown.err.find("NOT_FOUND: no job 99"), std::string::npos) << unknown.err;
   c.expect_alive_then_stop();
   expect_nothing_left_now();
 }

@@ -17,6 +17,7 @@ namespace bcs::monitor {
 
 struct SliceRecord {
   uint64_t slice = 0;
+  uint64_t job = 0;           // the job it ran (the manager runs one at a time)
   uint64_t start_ns = 0;      // strobe time (CLOCK_MONOTONIC)
   uint64_t period_ns = 0;     // since the previous strobe; 0 for the first of a run
   uint64_t late_ns = 0;       // strobe time minus its scheduled time (the clock's own error)

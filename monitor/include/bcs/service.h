@@ -27,9 +27,16 @@ class MonitorService final : public v1::Monitor::Service {
   using Authorize = std::function<bool(grpc::ServerContext*)>;
   // The manager answers per-job questions: it knows the jobs and who owns them.
   using JobStatsFn = std::function<grpc::Status(grpc::ServerContext*, uint64_t, v1::JobStatsReply*)>;
+  // Whether a job exists, may be watched by the caller, and has ended.
+  enum class JobState { unknown, forbidden, live, done };
+  using JobStateFn = std::function<JobState(grpc::ServerContext*, uint64_t)>;
   MonitorService(const EmdsRecorder& emds, const NodeSeries& nodes, Authorize authorize,
-                 JobStatsFn job_stats)
-      : emds_(emds), nodes_(nodes), authorize_(std::move(authorize)), job_stats_(std::move(job_stats)) {}
+                 JobStatsFn job_stats, JobStateFn job_state)
+      : emds_(emds),
+        nodes_(nodes),
+        authorize_(std::move(authorize)),
+        job_stats_(std::move(job_stats)),
+        job_state_(std::move(job_state)) {}
   grpc::Status NodeSlices(grpc::ServerContext* ctx, const v1::NodeSlicesRequest* req,
                           v1::NodeSlicesReply* rep) override;
   grpc::Status JobStats(grpc::ServerContext* ctx, const v1::JobStatsRequest* req,
@@ -48,6 +55,7 @@ class MonitorService final : public v1::Monitor::Service {
   const NodeSeries& nodes_;
   Authorize authorize_;
   JobStatsFn job_stats_;
+  JobStateFn job_state_;
   std::atomic<bool> stopping_{false};
 };
 

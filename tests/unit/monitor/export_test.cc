@@ -20,6 +20,7 @@ std::vector<mon::SliceRecord> series(int n) {
   for (int i = 0; i < n; ++i) {
     mon::SliceRecord s;
     s.slice = 10 + static_cast<uint64_t>(i) * 2;  // gaps: skipped periods
+    s.job = 3;
     s.start_ns = 1'000'000'000ull + static_cast<uint64_t>(i) * 500'000;
     s.period_ns = i ? 500'000 + static_cast<uint64_t>(i) * 10 : 0;
     s.phase_ns[0] = 20'000;
@@ -41,7 +42,7 @@ std::vector<mon::SliceRecord> series(int n) {
 TEST(SlicesCsv, RoundTripsEveryField) {
   const auto v = series(7);
   const std::string csv = mon::slices_csv(v);
-  EXPECT_EQ(csv.substr(0, 25), "slice,start_ns,period_ns,");
+  EXPECT_EQ(csv.substr(0, 29), "slice,job,start_ns,period_ns,");
   const auto back = mon::slices_from_csv(csv);
   ASSERT_EQ(back.size(), v.size());
   EXPECT_EQ(mon::slices_csv(back), csv);
