@@ -583,18 +583,38 @@ int kill_job(const KillOptions& o) {
   });
 }
 
-// bcs stats JOB: the MMDS summaries the manager kept for the job.
-int show_job_stats(const StatsOptions& o, uint64_t job) {
-  auto conn = connect_manager(o.manager, o.token_file);
+// Which slices bcs stats asks for: the last --last, or --from..--to (the
+// same fields in SlicesRequest and NodeSlicesRequest).
+template <class Request>
+void set_window(const StatsOptions& o, Request* req) {
+  req->set_last(o.last);
+  if (o.from || o.to) {
+    req->set_range(true);
+    req->set_first_slice(o.from.value_or(0));
+    req->set_last_slice(o.to.value_or(UINT64_MAX));
+  }
+}
+
+// One call of the Monitor service; the manager's error, if any, said.
+template <class Call>
+int monitor_call(const std::string& manager, const std::string& token_file, Call&& call) {
+  auto conn = connect_manager(manager, token_file);
   if (!conn) return 1;
   auto stub = pb::Monitor::NewStub(conn->channel);
-  pb::JobStatsReply rep;
-  int rc = with_manager_errors(o.manager, [&] {
+  return with_manager_errors(manager, [&] {
     grpc::ClientContext ctx;
     conn->prepare(ctx, kRpcDeadline);
+    return call(*stub, ctx);
+  });
+}
+
+// bcs stats JOB: the MMDS summaries the manager kept for the job.
+int show_job_stats(const StatsOptions& o, uint64_t job) {
+  pb::JobStatsReply rep;
+  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
     pb::JobStatsRequest req;
     req.set_job_id(job);
-    return stub->JobStats(&ctx, req, &rep);
+    return stub.JobStats(&ctx, req, &rep);
   });
   if (rc) return rc;
   std::vector<monitor::RankReport> ranks;
@@ -617,22 +637,12 @@ int show_job_stats(const StatsOptions& o, uint64_t job) {
 
 // bcs stats --node NAME: one node's local series.
 int show_node_stats(const StatsOptions& o) {
-  auto conn = connect_manager(o.manager, o.token_file);
-  if (!conn) return 1;
-  auto stub = pb::Monitor::NewStub(conn->channel);
   pb::NodeSlicesReply rep;
-  int rc = with_manager_errors(o.manager, [&] {
-    grpc::ClientContext ctx;
-    conn->prepare(ctx, kRpcDeadline);
+  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
     pb::NodeSlicesRequest req;
     req.set_node(o.node);
-    req.set_last(o.last);
-    if (o.from || o.to) {
-      req.set_range(true);
-      req.set_first_slice(o.from.value_or(0));
-      req.set_last_slice(o.to.value_or(UINT64_MAX));
-    }
-    return stub->NodeSlices(&ctx, req, &rep);
+    set_window(o, &req);
+    return stub.NodeSlices(&ctx, req, &rep);
   });
   if (rc) return rc;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
@@ -657,21 +667,11 @@ int show_stats(const StatsOptions& o) {
       return show_job_stats(o, std::stoull(o.target));
     return show_mmds(o);
   }
-  auto conn = connect_manager(o.manager, o.token_file);
-  if (!conn) return 1;
-  auto stub = pb::Monitor::NewStub(conn->channel);
   pb::SlicesReply rep;
-  int rc = with_manager_errors(o.manager, [&] {
-    grpc::ClientContext ctx;
-    conn->prepare(ctx, kRpcDeadline);
+  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
     pb::SlicesRequest req;
-    req.set_last(o.last);
-    if (o.from || o.to) {
-      req.set_range(true);
-      req.set_first_slice(o.from.value_or(0));
-      req.set_last_slice(o.to.value_or(UINT64_MAX));
-    }
-    return stub->Slices(&ctx, req, &rep);
+    set_window(o, &req);
+    return stub.Slices(&ctx, req, &rep);
   });
   if (rc) return rc;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
