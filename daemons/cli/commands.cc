@@ -660,6 +660,27 @@ int show_node_stats(const StatsOptions& o) {
   return 0;
 }
 
+// bcs trace JOB / bcs plot JOB: the job's slices from the manager's window
+// (every slice carries its job), and for a trace its ranks' summaries.
+int export_job(const ExportOptions& o, uint64_t job) {
+  const auto all = fetch_slices(o.manager, o.token_file, kJobDirSlices);
+  std::vector<monitor::SliceRecord> slices;
+  for (const auto& s : all)
+    if (s.job == job) slices.push_back(s);
+  if (slices.empty()) {
+    say("job " + std::to_string(job) + ": no slices in the manager's window (the last " +
+        std::to_string(kJobDirSlices) + ")");
+    return 1;
+  }
+  return export_write(o, slices, {}, "job " + std::to_string(job));
+}
+
+int export_any(const ExportOptions& o) {
+  if (!o.dir.empty() && o.dir.find_first_not_of("0123456789") == std::string::npos && o.dir.size() < 20)
+    return export_job(o, std::stoull(o.dir));
+  return export_slices(o);
+}
+
 int show_stats(const StatsOptions& o) {
   if (!o.node.empty()) return show_node_stats(o);
   if (!o.target.empty()) {

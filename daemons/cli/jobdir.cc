@@ -133,37 +133,14 @@ void job_dir_save_slices(const std::string& dir, const std::vector<monitor::Slic
   if (!out) say("cannot write " + path);
 }
 
-int export_slices(const ExportOptions& o) {
-  const std::string path = o.dir + "/slices.csv";
-  std::ifstream in(path, std::ios::binary);
-  // A trace may be made of the ranks' reports alone; a plot needs slices.
-  std::error_code ec;
-  bool reports = false;
-  for (const auto& e : fs::directory_iterator(o.dir, ec))
-    reports = reports || e.path().filename().string().rfind("mmds.rank", 0) == 0;
-  if (!in && (o.plot || !reports)) {
-    say(path + ": cannot read (slices are saved by an embedded bcs run with --job-dir or BCS_MDS)");
-    return 1;
-  }
+int export_write(const ExportOptions& o, const std::vector<monitor::SliceRecord>& slices,
+                 const std::vector<monitor::RankReport>& ranks, const std::string& source) {
   std::string text;
-  std::string where = path;
   try {
-    std::vector<monitor::SliceRecord> slices;
-    if (in) {
-      std::stringstream ss;
-      ss << in.rdbuf();
-      slices = monitor::slices_from_csv(ss.str());
-    }
-    if (o.plot) {
-      text = monitor::slices_svg(slices, o.metric, o.metric + " per slice (" + o.dir + ")");
-    } else {
-      std::vector<monitor::RankReport> ranks;
-      where = o.dir;
-      if (reports) ranks = monitor::mmds_read_dir(o.dir);
-      text = monitor::slices_trace_json(slices, ranks);
-    }
+    text = o.plot ? monitor::slices_svg(slices, o.metric, o.metric + " per slice (" + source + ")")
+                  : monitor::slices_trace_json(slices, ranks);
   } catch (const std::exception& e) {
-    say(where + ": " + e.what());
+    say(source + ": " + e.what());
     return 1;
   }
   std::ofstream out(o.output, std::ios::binary);
@@ -174,6 +151,43 @@ int export_slices(const ExportOptions& o) {
     return 1;
   }
   return 0;
+}
+
+int export_slices(const ExportOptions& o) {
+  std::error_code ec;
+  if (!fs::is_directory(o.dir, ec)) {
+    say(o.dir + ": neither a job id nor a job directory");
+    return 2;
+  }
+  const std::string path = o.dir + "/slices.csv";
+  std::ifstream in(path, std::ios::binary);
+  // A trace may be made of the ranks' reports alone; a plot needs slices.
+  bool reports = false;
+  for (const auto& e : fs::directory_iterator(o.dir, ec))
+    reports = reports || e.path().filename().string().rfind("mmds.rank", 0) == 0;
+  if (!in && (o.plot || !reports)) {
+    say(path + ": cannot read (slices are saved by an embedded bcs run with --job-dir or BCS_MDS)");
+    return 1;
+  }
+  std::vector<monitor::SliceRecord> slices;
+  std::vector<monitor::RankReport> ranks;
+  try {
+    if (in) {
+      std::stringstream ss;
+      ss << in.rdbuf();
+      slices = monitor::slices_from_csv(ss.str());
+    }
+  } catch (const std::exception& e) {
+    say(path + ": " + e.what());
+    return 1;
+  }
+  try {
+    if (reports && !o.plot) ranks = monitor::mmds_read_dir(o.dir);
+  } catch (const std::exception& e) {
+    say(e.what());
+    return 1;
+  }
+  return export_write(o, slices, ranks, o.dir);
 }
 
 }  // namespace bcs::cli

@@ -27,5 +27,9 @@ int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* fro
 void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices);
 // `bcs trace DIR -o FILE`, `bcs plot DIR --metric M -o FILE`.
 int export_slices(const ExportOptions& o);
+// The picture or trace of these slices and ranks into o.output; `source`
+// names where they came from in messages and titles.
+int export_write(const ExportOptions& o, const std::vector<monitor::SliceRecord>& slices,
+                 const std::vector<monitor::RankReport>& ranks, const std::string& source);
 
 }  // namespace bcs::cli

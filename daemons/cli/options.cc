@@ -266,16 +266,20 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   ExportOptions trace, plot;
   plot.plot = true;
   auto* trace_cmd = app.add_subcommand(
-      "trace", "Chrome/Perfetto trace-event JSON of a job directory's slices (slices.csv)");
-  trace_cmd->add_option("DIR", trace.dir, "A job directory (bcs run --job-dir)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+      "trace", "Chrome/Perfetto trace-event JSON of a job's slices (and, recorded with "
+               "BCS_MDS=all in a job directory, its ranks' calls)");
+  trace_cmd->add_option("JOB|DIR", trace.dir,
+                        "A job id on the manager (its slices and ranks' summaries), or a job "
+                        "directory (bcs run --job-dir)")
+      ->required();
+  add_manager_options(trace_cmd, &trace.manager, &trace.token_file);
   trace_cmd->add_option("-o,--output", trace.output, "Where to write the trace (JSON)")->required();
   auto* plot_cmd = app.add_subcommand(
-      "plot", "An SVG plot of one per-slice metric of a job directory (slices.csv)");
-  plot_cmd->add_option("DIR", plot.dir, "A job directory (bcs run --job-dir)")
-      ->required()
-      ->check(CLI::ExistingDirectory);
+      "plot", "An SVG plot of one per-slice metric of a job (on the manager, or a job directory)");
+  plot_cmd->add_option("JOB|DIR", plot.dir,
+                       "A job id on the manager (its slices), or a job directory (bcs run --job-dir)")
+      ->required();
+  add_manager_options(plot_cmd, &plot.manager, &plot.token_file);
   plot_cmd->add_option("--metric", plot.metric,
                        "GETTS (the period, default), GTDEM, GTMSM, GTP2P, GTBBM, GTRM, USRDEM, "
                        "USRMSM, or a column of slices.csv (descriptors, bytes, ...)")

@@ -81,7 +81,9 @@ struct StatsOptions {
 // directory's slice series (slices.csv).
 struct ExportOptions {
   bool plot = false;  // else trace
-  std::string dir;
+  std::string dir;    // a job directory, or a job id on the manager
+  std::string manager = kDefaultManager;
+  std::string token_file;
   std::string output;
   std::string metric = "GETTS";
 };

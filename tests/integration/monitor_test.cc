@@ -307,6 +307,23 @@ TEST_F(MonitorStory, FollowingAJobEndsWithIt) {
     }
     EXPECT_EQ(r->Finish().error_code(), grpc::StatusCode::NOT_FOUND);
   }
+  // Its plot and trace come from the manager's window as well.
+  {
+    char tmpl[] = "/tmp/bcs-monitor-plot-XXXXXX";
+    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    const std::string d = tmpl;
+    auto plot = bcs::test::run(
+        {bcs::test::bin("bcs"), "plot", "--manager", c.addr, "2", "--metric", "GETTS", "-o", d + "/p.svg"}, 30s);
+    EXPECT_EQ(plot.status, 0) << describe(plot);
+    EXPECT_TRUE(std::filesystem::file_size(d + "/p.svg") > 0);
+    auto trace = bcs::test::run({bcs::test::bin("bcs"), "trace", "--manager", c.addr, "2", "-o", d + "/t.json"}, 30s);
+    EXPECT_EQ(trace.status, 0) << describe(trace);
+    auto none = bcs::test::run({bcs::test::bin("bcs"), "plot", "--manager", c.addr, "99", "-o", d + "/n.svg"}, 30s);
+    EXPECT_EQ(none.status, 1);
+    EXPECT_NE(none.err.find("job 99: no slices"), std::string::npos) << none.err;
+    std::error_code ec;
+    std::filesystem::remove_all(d, ec);
+  }
   // The CLI: a finished job's table ends at once; an unknown job is an error.
   auto done = bcs::test::run({bcs::test::bin("bcs"), "monitor", "--manager", c.addr, "2"}, 30s);
   EXPECT_EQ(done.status, 0) << describe(done);
