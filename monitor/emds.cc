@@ -128,6 +128,18 @@ std::vector<LocalSliceRecord> LocalRecorder::take(std::chrono::milliseconds batc
   return out;
 }
 
+std::vector<LocalSliceRecord> LocalRecorder::take_now() {
+  std::lock_guard lk(mu_);
+  if (have_cur_) {
+    done_.push_back(cur_);
+    if (done_.size() > cap_) done_.pop_front();
+    have_cur_ = false;
+  }
+  std::vector<LocalSliceRecord> out(done_.begin(), done_.end());
+  done_.clear();
+  return out;
+}
+
 void LocalRecorder::stop() {
   {
     std::lock_guard lk(mu_);
@@ -145,7 +157,16 @@ void NodeSeries::record(const std::string& node, const std::vector<LocalSliceRec
   std::lock_guard lk(mu_);
   auto& q = nodes_[node];
   for (const auto& r : recs) {
-    q.push_back(r);
+    // Batches may arrive out of order (a job's end sends its last slices
+    // ahead of a batch being sent): keep the window sorted, once each.
+    if (q.empty() || r.slice > q.back().slice) {
+      q.push_back(r);
+    } else {
+      auto at = std::lower_bound(q.begin(), q.end(), r.slice,
+                                 [](const LocalSliceRecord& a, uint64_t s) { return a.slice < s; });
+      if (at != q.end() && at->slice == r.slice) continue;
+      q.insert(at, r);
+    }
     if (q.size() > cap_) q.pop_front();
   }
 }

@@ -148,6 +148,22 @@ std::vector<SliceRecord> slices_from_csv(std::string_view text) {
   return out;
 }
 
+std::string local_slices_csv(const std::vector<LocalSliceRecord>& slices) {
+  std::string out =
+      "slice,ltdem_ns,ltmsm_ns,ltp2p_ns,ltbbm_ns,ltrm_ns,descriptors,coll_descriptors,matches,chunks,"
+      "bytes,collectives,blocked,nlocal\n";
+  for (const auto& s : slices) {
+    out += std::to_string(s.slice);
+    for (uint64_t p : s.phase_ns) out += "," + std::to_string(p);
+    for (uint64_t v : {uint64_t{s.descriptors}, uint64_t{s.coll_descriptors}, uint64_t{s.matches},
+                       uint64_t{s.chunks}, s.bytes, uint64_t{s.collectives}, uint64_t{s.blocked},
+                       uint64_t{s.nlocal}})
+      out += "," + std::to_string(v);
+    out += '\n';
+  }
+  return out;
+}
+
 bool slice_metric(const SliceRecord& s, std::string_view metric, double* value) {
   const Column* c = column(metric);
   if (!c) return false;

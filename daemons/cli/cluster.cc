@@ -216,6 +216,7 @@ void EmbeddedCluster::start(const ClusterConfig& cfg) {
 
   for (uint32_t i = 1; i <= cfg.nodes; ++i) {
     std::string name = i <= cfg.names.size() ? cfg.names[i - 1] : "node" + std::to_string(i);
+    names_.push_back(name);
     std::vector<std::string> nargv{nm, "--manager", address(), "--name", name};
     if (!cfg.token_file.empty()) nargv.insert(nargv.end(), {"--token-file", cfg.token_file});
     if (!cfg.liveness.empty()) nargv.insert(nargv.end(), {"--liveness-timeout", cfg.liveness});

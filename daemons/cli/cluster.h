@@ -76,6 +76,8 @@ class EmbeddedCluster {
   uint16_t port() const { return port_; }
   std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
   const std::vector<Child>& children() const { return children_; }
+  // The node managers' names (--name), in the order they were started.
+  const std::vector<std::string>& node_names() const { return names_; }
 
   // SIGTERM to every child still running, wait up to `grace_ms` in total,
   // then SIGKILL the rest; every child is reaped. Idempotent. Children that
@@ -85,6 +87,7 @@ class EmbeddedCluster {
 
  private:
   std::vector<Child> children_;
+  std::vector<std::string> names_;
   uint16_t port_ = 0;
   bool verbose_ = false;
   bool torn_down_ = false;

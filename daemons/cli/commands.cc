@@ -457,6 +457,29 @@ std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const st
   return out;
 }
 
+// A node's local series from the manager (empty if it has none).
+std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr,
+                                                         const std::string& token_file,
+                                                         const std::string& node) {
+  std::vector<monitor::LocalSliceRecord> out;
+  auto conn = connect_manager(addr, token_file);
+  if (!conn) return out;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx, kRpcDeadline);
+  pb::NodeSlicesRequest req;
+  req.set_node(node);
+  req.set_last(kJobDirSlices);
+  pb::NodeSlicesReply rep;
+  if (!stub->NodeSlices(&ctx, req, &rep).ok()) return out;
+  for (const auto& s : rep.slices()) {
+    monitor::LocalSliceRecord r;
+    std::string why;
+    if (monitor::local_from_proto(s, &r, &why)) out.push_back(r);
+  }
+  return out;
+}
+
 template <class Fn>
 int with_manager_errors(const std::string& addr, Fn&& fn) {
   grpc::Status st = fn();
@@ -541,8 +564,13 @@ int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
   // The private cluster ran this job only: its slices are the job's. (The
   // manager keeps the last kJobDirSlices; a standing cluster's slices are
   // every job's, read them with bcs stats.)
-  if (!o.job_dir.empty())
+  if (!o.job_dir.empty()) {
     job_dir_save_slices(o.job_dir, fetch_slices(cluster.address(), o.token_file, kJobDirSlices));
+    // Each node's own series: its last slices reached the manager before
+    // its last rank's exit (the node manager sends them first).
+    for (const auto& name : cluster.node_names())
+      job_dir_save_node(o.job_dir, name, fetch_node_slices(cluster.address(), o.token_file, name));
+  }
   cluster.teardown();
   return rc;
 }

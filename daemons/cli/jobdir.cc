@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cctype>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -129,6 +130,19 @@ void job_dir_save_slices(const std::string& dir, const std::vector<monitor::Slic
   const std::string path = dir + "/slices.csv";
   std::ofstream out(path);
   out << monitor::slices_csv(slices);
+  out.close();
+  if (!out) say("cannot write " + path);
+}
+
+void job_dir_save_node(const std::string& dir, const std::string& node,
+                       const std::vector<monitor::LocalSliceRecord>& slices) {
+  if (slices.empty()) return;
+  std::string safe = node;  // a host name, but it becomes a file name
+  for (char& c : safe)
+    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+  const std::string path = dir + "/node-" + safe + ".csv";
+  std::ofstream out(path);
+  out << monitor::local_slices_csv(slices);
   out.close();
   if (!out) say("cannot write " + path);
 }

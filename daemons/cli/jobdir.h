@@ -25,6 +25,9 @@ int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* fro
 // The slice series of the job's cluster, as slices.csv in `dir` (an
 // embedded run: the private cluster ran this job only).
 void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices);
+// A node's local series as node-NAME.csv in `dir` (nothing if empty).
+void job_dir_save_node(const std::string& dir, const std::string& node,
+                       const std::vector<monitor::LocalSliceRecord>& slices);
 // `bcs trace DIR -o FILE`, `bcs plot DIR --metric M -o FILE`.
 int export_slices(const ExportOptions& o);
 // The picture or trace of these slices and ranks into o.output; `source`

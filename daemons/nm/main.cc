@@ -114,6 +114,14 @@ class IoLoop {
     }
   }
 
+  // Called (from this thread) before the exit of a job's last local rank
+  // is reported: the local EMDS of the job goes first on the same stream,
+  // so the manager has all of it when the job ends.
+  void set_before_last_exit(std::function<void()> f) {
+    std::lock_guard lk(mu_);
+    before_last_exit_ = std::move(f);
+  }
+
   void stop() {
     uint64_t one = 1;
     [[maybe_unused]] auto n = ::write(stop_.get(), &one, sizeof one);
@@ -218,9 +226,16 @@ class IoLoop {
     // left here, whatever is still below the NM (a detached grandchild, a
     // daemonised helper) is killed - before the last exit is reported, so
     // it is gone by the time the job's exit status reaches `bcs`.
-    if (w.job->all_dead())
+    if (w.job->all_dead()) {
       if (int n = kill_descendants())
         spdlog::info("job {}: killed {} process(es) the ranks left behind", w.job->id(), n);
+      std::function<void()> flush;
+      {
+        std::lock_guard lk(mu_);
+        flush = before_last_exit_;
+      }
+      if (flush) flush();
+    }
     RankView v = w.job->view(*w.rank);
     v1::NodeMsg m;
     auto* e = m.mutable_rank_exit();
@@ -256,6 +271,7 @@ class IoLoop {
   }
 
   Uplink& up_;
+  std::function<void()> before_last_exit_;
   std::function<void()> on_signal_;
   UniqueFd ep_, stop_, sig_, chld_;
   std::mutex mu_;
@@ -394,16 +410,19 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         }
         nic = std::make_unique<Nic>(*fabric, self, liveness);
         nic_thread = std::thread([&] { nic->run(); });
-        emds_thread = std::thread([&] {
-          pthread_setname_np(pthread_self(), "bcs-emds");
-          while (!nic->local().stopped()) {
-            auto recs = nic->local().take(std::chrono::milliseconds(100));
-            if (recs.empty()) continue;
+        {
+          auto send = [&up](const std::vector<monitor::LocalSliceRecord>& recs) {
+            if (recs.empty()) return;
             v1::NodeMsg m;
             for (const auto& r : recs) monitor::local_to_proto(r, m.mutable_local_slices()->add_slices());
             up.send(m);
-          }
-        });
+          };
+          emds_thread = std::thread([&nic, send] {
+            pthread_setname_np(pthread_self(), "bcs-emds");
+            while (!nic->local().stopped()) send(nic->local().take(std::chrono::milliseconds(100)));
+          });
+          io.set_before_last_exit([&nic, send] { send(nic->local().take_now()); });
+        }
         v1::NodeMsg r;
         auto addr = fabric->address();
         r.mutable_fabric_ready()->set_ucx_address(addr.data(), addr.size());

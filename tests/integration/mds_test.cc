@@ -113,6 +113,35 @@ TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
       EXPECT_LE(std::fabs(sum - mine), 0.01 * mine) << "sum " << sum << " own " << mine;
     }
 
+    // Each node's own series (Table 5.2) is there too, and what the nodes
+    // drained adds up to the descriptors of the global series.
+    {
+      auto column_sum = [](const std::string& path, const std::string& col) {
+        std::ifstream in(path);
+        std::string line;
+        std::getline(in, line);
+        size_t idx = 0, k = 0;
+        for (size_t p = 0, q; (q = line.find(',', p)), true; p = q + 1, ++k) {
+          if (line.substr(p, q == std::string::npos ? std::string::npos : q - p) == col) idx = k;
+          if (q == std::string::npos) break;
+        }
+        uint64_t sum = 0;
+        while (std::getline(in, line)) {
+          size_t p = 0;
+          for (size_t i = 0; i < idx; ++i) p = line.find(',', p) + 1;
+          sum += std::stoull(line.substr(p, line.find(',', p) - p));
+        }
+        return sum;
+      };
+      uint64_t local = 0;
+      for (int n = 1; n <= nodes; ++n) {
+        const std::string f = dir + "/node-node" + std::to_string(n) + ".csv";
+        ASSERT_TRUE(fs::exists(f)) << f;
+        local += column_sum(f, "descriptors");
+      }
+      EXPECT_EQ(local, column_sum(dir + "/slices.csv", "descriptors"));
+      EXPECT_GT(local, 0u);
+    }
     // The summary, as bcs run left it and as bcs stats prints it.
     auto st = bcs::test::run({bin("bcs"), "stats", dir}, std::chrono::seconds(30));
     ASSERT_EQ(st.status, 0) << describe(st);

@@ -106,6 +106,8 @@ class LocalRecorder {
   // more to gather others, and returns them. The current slice is closed
   // too when nothing was noted for `batch`: a job's last slice is sent.
   std::vector<LocalSliceRecord> take(std::chrono::milliseconds batch);
+  // Everything now, the current slice closed, without waiting (a job's end).
+  std::vector<LocalSliceRecord> take_now();
   void stop();
   bool stopped() const;
 

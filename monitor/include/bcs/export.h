@@ -18,6 +18,9 @@ std::string slices_csv(const std::vector<SliceRecord>& slices);
 // Throws std::runtime_error naming the line that is wrong.
 std::vector<SliceRecord> slices_from_csv(std::string_view text);
 
+// A node's local series (Table 5.2) as CSV: a job directory's node-NAME.csv.
+std::string local_slices_csv(const std::vector<LocalSliceRecord>& slices);
+
 // Metrics a plot can show: the paper's names (GETTS, GTDEM, GTMSM, GTP2P,
 // GTBBM, GTRM, USRDEM, USRMSM) or a CSV column (period_ns, dem_ns, bytes,
 // descriptors, ...). Returns false for an unknown name.

@@ -70,6 +70,30 @@ TEST(NodeSeries, WindowsPerNodeAndRanges) {
   EXPECT_EQ(kept, (std::pair<uint64_t, uint64_t>{12, 15}));
 }
 
+TEST(NodeSeries, BatchesOutOfOrderStaySorted) {
+  mon::NodeSeries ns(10);
+  std::vector<mon::LocalSliceRecord> late(2), early(3);
+  late[0].slice = 8;
+  late[1].slice = 9;
+  for (size_t i = 0; i < 3; ++i) early[i].slice = 5 + i;
+  ns.record("n", late);
+  ns.record("n", early);
+  ns.record("n", late);  // again: not twice
+  std::vector<uint64_t> got;
+  for (const auto& r : ns.last("n", 100)) got.push_back(r.slice);
+  EXPECT_EQ(got, (std::vector<uint64_t>{5, 6, 7, 8, 9}));
+}
+
+TEST(LocalRecorder, TakeNowClosesTheCurrentSlice) {
+  mon::LocalRecorder rec;
+  rec.note(3, 0, 5, {});
+  rec.note(4, 0, 5, {});
+  auto out = rec.take_now();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[1].slice, 4u);
+  EXPECT_TRUE(rec.take_now().empty());
+}
+
 TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   mon::LocalSliceRecord r = counts(7, 1, 3);
   r.slice = 42;
