@@ -9,6 +9,7 @@
 #include <pthread.h>
 #include <signal.h>
 #include <sys/eventfd.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <unistd.h>
 
@@ -19,6 +20,7 @@
 #include <climits>
 #include <cstdio>
 #include <cstring>
+#include <deque>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -801,23 +803,43 @@ int follow_slices(const MonitorOptions& o) {
   pb::FollowEvent ev;
   uint64_t shown = 0;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  // On a terminal the table redraws in place, newest slice at the bottom,
+  // as top does; into a pipe or file it is plain rows, one header.
   const bool tty = ::isatty(1);
+  winsize ws{};
+  const size_t rows = tty && ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 6 ? ws.ws_row - 4 : 20;
+  std::deque<std::string> screen;
+  uint64_t missed = 0;
+  char header[160], line[160];
+  std::snprintf(header, sizeof header, "%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s\n", "slice",
+                "period_us", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
+                "bytes", "colls");
+  if (!tty) std::fputs(header, stdout);
   while ((o.count == 0 || shown < o.count) && reader->Read(&ev)) {
-    if (ev.missed())
+    missed += ev.missed();
+    if (ev.missed() && !tty)
       std::printf("(%llu slices not shown: this client fell behind the window)\n",
                   static_cast<unsigned long long>(ev.missed()));
     for (const auto& s : ev.slices()) {
-      // A header every screenful, as top does; once when not a terminal.
-      if (shown % (tty ? 20 : UINT64_MAX) == 0)
-        std::printf("%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s\n", "slice", "period_us",
-                    "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
-                    "bytes", "colls");
-      std::printf("%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u\n",
-                  static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
-                  us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
-                  s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
-                  s.collectives());
+      std::snprintf(line, sizeof line, "%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u\n",
+                    static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
+                    us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
+                    s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
+                    s.collectives());
+      if (tty) {
+        screen.emplace_back(line);
+        if (screen.size() > rows) screen.pop_front();
+      } else {
+        std::fputs(line, stdout);
+      }
       if (++shown == o.count) break;
+    }
+    if (tty) {
+      std::printf("\x1b[H\x1b[2J%s slices%s: %llu shown%s\n", o.job ? ("job " + std::to_string(o.job)).c_str() : "all",
+                  "", static_cast<unsigned long long>(shown),
+                  missed ? (", " + std::to_string(missed) + " missed (fell behind)").c_str() : "");
+      std::fputs(header, stdout);
+      for (const auto& l : screen) std::fputs(l.c_str(), stdout);
     }
     std::fflush(stdout);
   }

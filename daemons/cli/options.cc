@@ -261,6 +261,8 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "monitor", "Follow the slices of a running machine manager live, or one job's (Monitor service)");
   monitor_cmd->add_option("JOB", mon.job, "Only this job's slices; the table ends when the job does");
   monitor_cmd->add_option("--count", mon.count, "Stop after this many slices (default: until Ctrl-C)");
+  // `bcs monitor JOB --follow` reads as what it does; following is all it does.
+  monitor_cmd->add_flag("-f,--follow", mon.follow, "Follow the slices as they run (the default)");
   add_manager_options(monitor_cmd, &mon.manager, &mon.token_file);
 
   ExportOptions trace, plot;

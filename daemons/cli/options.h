@@ -94,6 +94,7 @@ struct MonitorOptions {
   std::string token_file;
   uint64_t count = 0;  // stop after this many slices (0: until interrupted)
   uint64_t job = 0;    // only this job's slices, until it ends (0: all)
+  bool follow = false; // --follow: accepted, following is what it does
 };
 
 using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions,
