@@ -107,6 +107,10 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t ns, const LocalSlic
     cur_.collectives += a.collectives;
     cur_.blocked = a.blocked;  // the last microphase's view wins
     cur_.nlocal = a.nlocal;
+    // Wake the flusher only when it sleeps for want of data: a wake-up per
+    // microphase would cost the ranks' cores a context switch each.
+    if (!flusher_idle_) return;
+    flusher_idle_ = false;
   }
   cv_.notify_one();
 }
@@ -114,7 +118,9 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t ns, const LocalSlic
 std::vector<LocalSliceRecord> LocalRecorder::take(std::chrono::milliseconds batch) {
   std::unique_lock lk(mu_);
   // Untimed: an idle node (no slices) never wakes this thread.
+  flusher_idle_ = true;
   cv_.wait(lk, [&] { return stop_ || !done_.empty() || have_cur_; });
+  flusher_idle_ = false;
   if (stop_) return {};
   const uint64_t seen = noted_;
   cv_.wait_for(lk, batch, [&] { return stop_; });

@@ -119,6 +119,7 @@ class LocalRecorder {
   LocalSliceRecord cur_;
   bool have_cur_ = false;
   uint64_t noted_ = 0;  // notes so far: tells take() whether the current slice still grows
+  bool flusher_idle_ = false;  // take() sleeps until there is something (notify only then)
   bool stop_ = false;
 };
 
