@@ -124,19 +124,16 @@ std::vector<LocalSliceRecord> LocalRecorder::take(std::chrono::milliseconds batc
   if (stop_) return {};
   const uint64_t seen = noted_;
   cv_.wait_for(lk, batch, [&] { return stop_; });
-  if (have_cur_ && noted_ == seen) {  // nothing for a while: the slice is over
-    done_.push_back(cur_);
-    if (done_.size() > cap_) done_.pop_front();
-    have_cur_ = false;
-  }
-  std::vector<LocalSliceRecord> out(done_.begin(), done_.end());
-  done_.clear();
-  return out;
+  return drain_locked(noted_ == seen);  // nothing noted for a while: the slice is over
 }
 
 std::vector<LocalSliceRecord> LocalRecorder::take_now() {
   std::lock_guard lk(mu_);
-  if (have_cur_) {
+  return drain_locked(true);
+}
+
+std::vector<LocalSliceRecord> LocalRecorder::drain_locked(bool close_current) {
+  if (close_current && have_cur_) {
     done_.push_back(cur_);
     if (done_.size() > cap_) done_.pop_front();
     have_cur_ = false;

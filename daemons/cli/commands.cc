@@ -439,22 +439,35 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
   return status >= 0 && status <= 255 ? status : 1;
 }
 
+// One Monitor call for a job directory: the reply, or nothing (said once).
+template <class Reply, class Call>
+bool fetch_for_job_dir(const std::string& addr, const std::string& token_file, Reply* rep,
+                       Call&& call) {
+  auto conn = connect_manager(addr, token_file);
+  if (!conn) return false;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx, kRpcDeadline);
+  if (grpc::Status st = call(*stub, ctx, rep); !st.ok()) {
+    // NOT_FOUND: nothing recorded (a node without slices, BCS_EMDS=off).
+    if (st.error_code() != grpc::StatusCode::NOT_FOUND)
+      say("cannot read the job's statistics: " + describe(st));
+    return false;
+  }
+  return true;
+}
+
 // The manager's slice series (its last `last` slices), for a job directory.
 std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const std::string& token_file,
                                                uint32_t last) {
   std::vector<monitor::SliceRecord> out;
-  auto conn = connect_manager(addr, token_file);
-  if (!conn) return out;
-  auto stub = pb::Monitor::NewStub(conn->channel);
-  grpc::ClientContext ctx;
-  conn->prepare(ctx, kRpcDeadline);
-  pb::SlicesRequest req;
-  req.set_last(last);
   pb::SlicesReply rep;
-  if (grpc::Status st = stub->Slices(&ctx, req, &rep); !st.ok()) {
-    say("cannot read the slices of the job: " + describe(st));
+  if (!fetch_for_job_dir(addr, token_file, &rep, [&](pb::Monitor::Stub& st, grpc::ClientContext& c, auto* r) {
+        pb::SlicesRequest req;
+        req.set_last(last);
+        return st.Slices(&c, req, r);
+      }))
     return out;
-  }
   for (const auto& s : rep.slices()) out.push_back(monitor::slice_from_proto(s));
   return out;
 }
@@ -464,16 +477,14 @@ std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr
                                                          const std::string& token_file,
                                                          const std::string& node) {
   std::vector<monitor::LocalSliceRecord> out;
-  auto conn = connect_manager(addr, token_file);
-  if (!conn) return out;
-  auto stub = pb::Monitor::NewStub(conn->channel);
-  grpc::ClientContext ctx;
-  conn->prepare(ctx, kRpcDeadline);
-  pb::NodeSlicesRequest req;
-  req.set_node(node);
-  req.set_last(kJobDirSlices);
   pb::NodeSlicesReply rep;
-  if (!stub->NodeSlices(&ctx, req, &rep).ok()) return out;
+  if (!fetch_for_job_dir(addr, token_file, &rep, [&](pb::Monitor::Stub& st, grpc::ClientContext& c, auto* r) {
+        pb::NodeSlicesRequest req;
+        req.set_node(node);
+        req.set_last(kJobDirSlices);
+        return st.NodeSlices(&c, req, r);
+      }))
+    return out;
   for (const auto& s : rep.slices()) {
     monitor::LocalSliceRecord r;
     std::string why;

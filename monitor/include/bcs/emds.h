@@ -112,6 +112,8 @@ class LocalRecorder {
   bool stopped() const;
 
  private:
+  // The finished slices (and the current one, if `close_current`), taken.
+  std::vector<LocalSliceRecord> drain_locked(bool close_current);
   mutable std::mutex mu_;
   std::condition_variable cv_;
   size_t cap_;
