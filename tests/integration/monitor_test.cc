@@ -31,6 +31,20 @@ namespace {
 
 using MonitorStory = bcs::test::Story;
 
+// A temporary directory, removed however the story ends (a failed
+// ASSERT returns early).
+struct TempDir {
+  std::string path;
+  explicit TempDir(const char* prefix) {
+    std::string t = std::string("/tmp/") + prefix + "-XXXXXX";
+    if (::mkdtemp(t.data())) path = t;
+  }
+  ~TempDir() {
+    std::error_code ec;
+    if (!path.empty()) std::filesystem::remove_all(path, ec);
+  }
+};
+
 std::unique_ptr<pb::Monitor::Stub> monitor_of(const Standing& c) {
   return pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
 }
@@ -144,9 +158,10 @@ TEST_F(MonitorStory, FollowRangeAndWindow) {
 TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
   Standing c(2);
   ASSERT_TRUE(c.up());
-  char tmpl[] = "/tmp/bcs-monitor-test-XXXXXX";
-  ASSERT_NE(::mkdtemp(tmpl), nullptr);
-  const std::string dir = std::string(tmpl) + "/job";
+  TempDir tmp("bcs-monitor-test");
+  ASSERT_FALSE(tmp.path.empty());
+  const std::string tmpl = tmp.path;
+  const std::string dir = tmpl + "/job";
   auto r = bcs::test::bcs_run({"--manager", c.addr, "-n", "3", "--nodes", "2", "--job-dir", dir,
                                prog("prog_mds"), "20"},
                               90s, {{"BCS_MDS", "summary"}});
@@ -160,7 +175,7 @@ TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
 
   // Rank 1 kills itself after MPI_Init; rank 0 is ended by bcs.
   r = bcs::test::bcs_run({"--manager", c.addr, "-n", "2", "--nodes", "2", "--job-dir",
-                          std::string(tmpl) + "/killed", prog("prog_kill")},
+                          tmpl + "/killed", prog("prog_kill")},
                          90s, {{"BCS_MDS", "summary"}});
   EXPECT_EQ(r.status, 128 + SIGKILL) << describe(r);
   {
@@ -178,7 +193,7 @@ TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
       if (m.rank() == 1) killed = &m;
     ASSERT_NE(killed, nullptr);
     EXPECT_EQ(killed->run_ns(), 0u);  // never reached MPI_Finalize
-    EXPECT_FALSE(std::filesystem::exists(std::string(tmpl) + "/killed/mmds.rank1.json"));
+    EXPECT_FALSE(std::filesystem::exists(tmpl + "/killed/mmds.rank1.json"));
   }
   // Without BCS_MDS there is nothing to show; an unknown job is NOT_FOUND.
   r = c.run({"-n", "2", prog("prog_ring")});
@@ -189,8 +204,6 @@ TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
   auto unknown = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "77"}, 30s);
   EXPECT_EQ(unknown.status, 1);
   EXPECT_NE(unknown.err.find("NOT_FOUND: no job 77"), std::string::npos) << unknown.err;
-  std::error_code ec;
-  std::filesystem::remove_all(tmpl, ec);
   c.expect_alive_then_stop();
   expect_nothing_left_now();
 }
@@ -313,9 +326,9 @@ TEST_F(MonitorStory, FollowingAJobEndsWithIt) {
   }
   // Its plot and trace come from the manager's window as well.
   {
-    char tmpl[] = "/tmp/bcs-monitor-plot-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    const std::string d = tmpl;
+    TempDir tmp("bcs-monitor-plot");
+    ASSERT_FALSE(tmp.path.empty());
+    const std::string d = tmp.path;
     auto plot = bcs::test::run(
         {bcs::test::bin("bcs"), "plot", "--manager", c.addr, "2", "--metric", "GETTS", "-o", d + "/p.svg"}, 30s);
     EXPECT_EQ(plot.status, 0) << describe(plot);
@@ -325,8 +338,6 @@ TEST_F(MonitorStory, FollowingAJobEndsWithIt) {
     auto none = bcs::test::run({bcs::test::bin("bcs"), "plot", "--manager", c.addr, "99", "-o", d + "/n.svg"}, 30s);
     EXPECT_EQ(none.status, 1);
     EXPECT_NE(none.err.find("job 99: no slices"), std::string::npos) << none.err;
-    std::error_code ec;
-    std::filesystem::remove_all(d, ec);
   }
   // The CLI: a finished job's table ends at once; an unknown job is an error.
   auto done = bcs::test::run({bcs::test::bin("bcs"), "monitor", "--manager", c.addr, "2"}, 30s);
