@@ -13,13 +13,12 @@
 
 #include "bcs/export.h"
 #include "bcs/mmds.h"
+#include "manager_client.h"
 
 namespace bcs::cli {
 namespace fs = std::filesystem;
 
 namespace {
-
-void say(const std::string& msg) { std::fprintf(stderr, "bcs: %s\n", msg.c_str()); }
 
 // NAME's value in the ranks' environment: the last --env/-x setting, else
 // bcs's own.

@@ -1,0 +1,120 @@
+// The CLI's side of the machine manager (manager_client.h).
+#include "manager_client.h"
+
+#include <cstdlib>
+
+#include <grpcpp/create_channel_posix.h>
+
+#include "bcs/service.h"
+#include "net.h"
+#include "output.h"
+#include "peer.h"
+#include "tls.h"
+
+namespace bcs::cli {
+
+void say(const std::string& msg) { write_all(2, "bcs: " + msg + "\n"); }
+
+std::string code_name(grpc::StatusCode c) {
+  switch (c) {
+    case grpc::StatusCode::OK: return "OK";
+    case grpc::StatusCode::CANCELLED: return "CANCELLED";
+    case grpc::StatusCode::UNKNOWN: return "UNKNOWN";
+    case grpc::StatusCode::INVALID_ARGUMENT: return "INVALID_ARGUMENT";
+    case grpc::StatusCode::DEADLINE_EXCEEDED: return "DEADLINE_EXCEEDED";
+    case grpc::StatusCode::NOT_FOUND: return "NOT_FOUND";
+    case grpc::StatusCode::ALREADY_EXISTS: return "ALREADY_EXISTS";
+    case grpc::StatusCode::PERMISSION_DENIED: return "PERMISSION_DENIED";
+    case grpc::StatusCode::RESOURCE_EXHAUSTED: return "RESOURCE_EXHAUSTED";
+    case grpc::StatusCode::FAILED_PRECONDITION: return "FAILED_PRECONDITION";
+    case grpc::StatusCode::ABORTED: return "ABORTED";
+    case grpc::StatusCode::OUT_OF_RANGE: return "OUT_OF_RANGE";
+    case grpc::StatusCode::UNIMPLEMENTED: return "UNIMPLEMENTED";
+    case grpc::StatusCode::INTERNAL: return "INTERNAL";
+    case grpc::StatusCode::UNAVAILABLE: return "UNAVAILABLE";
+    case grpc::StatusCode::DATA_LOSS: return "DATA_LOSS";
+    case grpc::StatusCode::UNAUTHENTICATED: return "UNAUTHENTICATED";
+    default: return "code " + std::to_string(static_cast<int>(c));
+  }
+}
+
+std::string describe(const grpc::Status& s) {
+  return s.error_message().empty() ? code_name(s.error_code())
+                                   : code_name(s.error_code()) + ": " + s.error_message();
+}
+
+std::optional<Connection> connect_manager(const std::string& addr, const std::string& token_file) {
+  Connection c;
+  std::string why;
+  auto token = load_token(token_file, &why);
+  if (!token) {
+    say(why);
+    return std::nullopt;
+  }
+  c.token = *token;
+  if (auto where = parse_endpoint(addr); where && where->is_unix) {
+    // The manager learns who we are from this very socket (peer.h): the job
+    // runs as us.
+    auto us = connect_unix_session(where->path, kRpcDeadline, &why);
+    if (!us) {
+      say("cannot reach the machine manager: " + why);
+      return std::nullopt;
+    }
+    c.session = us->id;
+    c.channel = grpc::CreateInsecureChannelFromFd(addr, us->fd.release());
+    return c;
+  }
+  // TLS when $BCS_TLS_CA names the CA of the manager's certificate (a
+  // manager started with --tls-cert); else plain TCP: the default is
+  // loopback, anything else a private network guarded by the token.
+  if (const char* ca = std::getenv(kTlsCaEnv); ca && *ca) {
+    grpc::SslCredentialsOptions ssl;
+    if (!read_pem(ca, &ssl.pem_root_certs, &why)) {
+      say(std::string(kTlsCaEnv) + ": " + why);
+      return std::nullopt;
+    }
+    c.channel = grpc::CreateChannel(addr, grpc::SslCredentials(ssl));
+    return c;
+  }
+  c.channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());
+  return c;
+}
+
+// The manager's slice series (its last `last` slices), for a job directory.
+std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const std::string& token_file,
+                                               uint32_t last) {
+  std::vector<monitor::SliceRecord> out;
+  pb::SlicesReply rep;
+  if (!fetch_for_job_dir(addr, token_file, &rep, [&](pb::Monitor::Stub& st, grpc::ClientContext& c, auto* r) {
+        pb::SlicesRequest req;
+        req.set_last(last);
+        return st.Slices(&c, req, r);
+      }))
+    return out;
+  for (const auto& s : rep.slices()) out.push_back(monitor::slice_from_proto(s));
+  return out;
+}
+
+// A node's local series from the manager (empty if it has none).
+std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr,
+                                                         const std::string& token_file,
+                                                         const std::string& node) {
+  std::vector<monitor::LocalSliceRecord> out;
+  pb::NodeSlicesReply rep;
+  if (!fetch_for_job_dir(addr, token_file, &rep, [&](pb::Monitor::Stub& st, grpc::ClientContext& c, auto* r) {
+        pb::NodeSlicesRequest req;
+        req.set_node(node);
+        req.set_last(kJobDirSlices);
+        return st.NodeSlices(&c, req, r);
+      }))
+    return out;
+  for (const auto& s : rep.slices()) {
+    monitor::LocalSliceRecord r;
+    std::string why;
+    if (monitor::local_from_proto(s, &r, &why)) out.push_back(r);
+  }
+  return out;
+}
+
+
+}  // namespace bcs::cli

@@ -1,0 +1,253 @@
+// bcs stats, bcs monitor, bcs trace and bcs plot: what the Monitor service
+// (or a job directory) says about jobs, slices and nodes.
+#include <grpcpp/grpcpp.h>
+#include <poll.h>
+#include <sys/ioctl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "bcs/service.h"
+#include "commands.h"
+#include "jobdir.h"
+#include "manager_client.h"
+
+namespace bcs::cli {
+namespace {
+
+// Which slices bcs stats asks for: the last --last, or --from..--to (the
+// same fields in SlicesRequest and NodeSlicesRequest).
+template <class Request>
+void set_window(const StatsOptions& o, Request* req) {
+  req->set_last(o.last);
+  if (o.from || o.to) {
+    req->set_range(true);
+    req->set_first_slice(o.from.value_or(0));
+    req->set_last_slice(o.to.value_or(UINT64_MAX));
+  }
+}
+
+// bcs stats JOB: the MMDS summaries the manager kept for the job.
+int show_job_stats(const StatsOptions& o, uint64_t job) {
+  pb::JobStatsReply rep;
+  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
+    pb::JobStatsRequest req;
+    req.set_job_id(job);
+    return stub.JobStats(&ctx, req, &rep);
+  });
+  if (rc) return rc;
+  std::vector<monitor::RankReport> ranks;
+  for (const auto& m : rep.ranks()) {
+    monitor::RankReport r;
+    std::string why;
+    if (!monitor::mmds_from_proto(m, &r, &why)) {
+      say("job " + std::to_string(job) + ": a bad summary from the manager: " + why);
+      return 1;
+    }
+    r.size = static_cast<int>(rep.nranks());
+    ranks.push_back(std::move(r));
+  }
+  if (ranks.empty()) {
+    say("job " + std::to_string(job) + ": no MMDS summaries (was it run with BCS_MDS=summary or all?)");
+    return 1;
+  }
+  return show_mmds(o, &ranks);
+}
+
+// bcs stats --node NAME: one node's local series.
+int show_node_stats(const StatsOptions& o) {
+  pb::NodeSlicesReply rep;
+  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
+    pb::NodeSlicesRequest req;
+    req.set_node(o.node);
+    set_window(o, &req);
+    return stub.NodeSlices(&ctx, req, &rep);
+  });
+  if (rc) return rc;
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  std::printf("node %s\n%10s %9s %9s %9s %9s %9s %11s %7s %7s %12s %5s %7s\n", rep.node().c_str(),
+              "slice", "ltdem_us", "ltmsm_us", "ltp2p_us", "ltbbm_us", "ltrm_us", "descriptors",
+              "matches", "chunks", "bytes", "colls", "blocked");
+  for (const auto& s : rep.slices()) {
+    if (s.phase_ns_size() != 5) continue;
+    std::printf("%10llu %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %7u %12llu %5u %4u/%-2u\n",
+                static_cast<unsigned long long>(s.slice()), us(s.phase_ns(0)), us(s.phase_ns(1)),
+                us(s.phase_ns(2)), us(s.phase_ns(3)), us(s.phase_ns(4)), s.descriptors(), s.matches(),
+                s.chunks(), static_cast<unsigned long long>(s.bytes()), s.collectives(), s.blocked(),
+                s.nlocal());
+  }
+  return 0;
+}
+
+// bcs trace JOB / bcs plot JOB: the job's slices from the manager's window
+// (every slice carries its job), and for a trace its ranks' summaries.
+int export_job(const ExportOptions& o, uint64_t job) {
+  const auto all = fetch_slices(o.manager, o.token_file, kJobDirSlices);
+  std::vector<monitor::SliceRecord> slices;
+  for (const auto& s : all)
+    if (s.job == job) slices.push_back(s);
+  if (slices.empty()) {
+    say("job " + std::to_string(job) + ": no slices in the manager's window (the last " +
+        std::to_string(kJobDirSlices) + ")");
+    return 1;
+  }
+  return export_write(o, slices, {}, "job " + std::to_string(job));
+}
+
+}  // namespace
+
+int export_any(const ExportOptions& o) {
+  if (!o.dir.empty() && o.dir.find_first_not_of("0123456789") == std::string::npos && o.dir.size() < 20)
+    return export_job(o, std::stoull(o.dir));
+  return export_slices(o);
+}
+
+int show_stats(const StatsOptions& o) {
+  if (!o.node.empty()) return show_node_stats(o);
+  if (!o.target.empty()) {
+    if (o.target.find_first_not_of("0123456789") == std::string::npos && o.target.size() < 20)
+      return show_job_stats(o, std::stoull(o.target));
+    return show_mmds(o);
+  }
+  pb::SlicesReply rep;
+  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
+    pb::SlicesRequest req;
+    set_window(o, &req);
+    return stub.Slices(&ctx, req, &rep);
+  });
+  if (rc) return rc;
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  // start: "period" (the strobe's clock), "early" (every rank was blocked),
+  // "lease" (early, run by a one-node job's node on its own), "ahead" (its
+  // DEM ran on the nodes as the slice before ended) or "+N" (a rank posted
+  // after N periods with nothing to do: parked).
+  std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
+              "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
+              "bytes", "colls", "late_us");
+  uint64_t early = 0, skipped = 0, leased = 0, held = 0, bells = 0, ahead = 0;
+  for (const auto& s : rep.slices()) {
+    const std::string start = s.skipped()  ? "+" + std::to_string(s.skipped())
+                              : s.leased() ? "lease"
+                              : s.dem_ahead() ? "ahead"
+                              : s.early()  ? "early"
+                                           : "period";
+    early += s.early() && !s.skipped();
+    leased += s.leased();
+    held += s.held();
+    bells += s.bells();
+    ahead += s.dem_ahead();
+    skipped += s.skipped();
+    std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
+                static_cast<unsigned long long>(s.slice()), us(s.period_ns()), start.c_str(),
+                us(s.dem_ns()), us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()),
+                s.descriptors(), s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
+                s.collectives(), us(s.late_ns()));
+  }
+  std::printf(
+      "(%d of %llu slices; %llu started early; %llu ran on a node's lease, %llu with their DEM run "
+      "ahead; %llu periods skipped (parked or on a lease); %llu sends held back by "
+      "--max-unexpected; %llu doorbells)\n",
+      rep.slices_size(), static_cast<unsigned long long>(rep.total_slices()),
+      static_cast<unsigned long long>(early), static_cast<unsigned long long>(leased),
+      static_cast<unsigned long long>(ahead),
+      static_cast<unsigned long long>(skipped), static_cast<unsigned long long>(held),
+      static_cast<unsigned long long>(bells));
+  // The figures an operator asks first: does the clock keep its period?
+  // (Over the slices the clock started: early ones are not its doing.)
+  std::vector<uint64_t> periods, late;
+  for (const auto& s : rep.slices())
+    if (s.period_ns() && !s.early()) {
+      periods.push_back(s.period_ns());
+      late.push_back(s.late_ns());
+    }
+  if (!periods.empty()) {
+    auto pct = [](std::vector<uint64_t> v, double q) {
+      std::sort(v.begin(), v.end());
+      return static_cast<double>(v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]) / 1e3;
+    };
+    std::printf("period: p50 %.1f us, p99 %.1f us, max %.1f us; strobe lateness p99 %.1f us\n",
+                pct(periods, 0.5), pct(periods, 0.99), pct(periods, 1.0), pct(late, 0.99));
+  }
+  return 0;
+}
+
+int follow_slices(const MonitorOptions& o) {
+  SignalBlock sig;  // Ctrl-C ends the stream cleanly (the call is cancelled)
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Monitor::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx, std::chrono::hours(24 * 365));
+  std::atomic<bool> interrupted{false};
+  std::thread watcher([&] {
+    pollfd p{sig.fd(), POLLIN, 0};
+    while (!interrupted.load()) {
+      if (::poll(&p, 1, 200) > 0) {
+        interrupted = true;
+        ctx.TryCancel();
+      }
+    }
+  });
+  pb::FollowRequest freq;
+  freq.set_job_id(o.job);
+  auto reader = stub->Follow(&ctx, freq);
+  pb::FollowEvent ev;
+  uint64_t shown = 0;
+  auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
+  // On a terminal the table redraws in place, newest slice at the bottom,
+  // as top does; into a pipe or file it is plain rows, one header.
+  const bool tty = ::isatty(1);
+  winsize ws{};
+  const size_t rows = tty && ::ioctl(1, TIOCGWINSZ, &ws) == 0 && ws.ws_row > 6 ? ws.ws_row - 4 : 20;
+  std::deque<std::string> screen;
+  uint64_t missed = 0;
+  char header[160], line[160];
+  std::snprintf(header, sizeof header, "%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s\n", "slice",
+                "period_us", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
+                "bytes", "colls");
+  if (!tty) std::fputs(header, stdout);
+  while ((o.count == 0 || shown < o.count) && reader->Read(&ev)) {
+    missed += ev.missed();
+    if (ev.missed() && !tty)
+      std::printf("(%llu slices not shown: this client fell behind the window)\n",
+                  static_cast<unsigned long long>(ev.missed()));
+    for (const auto& s : ev.slices()) {
+      std::snprintf(line, sizeof line, "%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u\n",
+                    static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
+                    us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
+                    s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
+                    s.collectives());
+      if (tty) {
+        screen.emplace_back(line);
+        if (screen.size() > rows) screen.pop_front();
+      } else {
+        std::fputs(line, stdout);
+      }
+      if (++shown == o.count) break;
+    }
+    if (tty) {
+      std::printf("\x1b[H\x1b[2J%s slices%s: %llu shown%s\n", o.job ? ("job " + std::to_string(o.job)).c_str() : "all",
+                  "", static_cast<unsigned long long>(shown),
+                  missed ? (", " + std::to_string(missed) + " missed (fell behind)").c_str() : "");
+      std::fputs(header, stdout);
+      for (const auto& l : screen) std::fputs(l.c_str(), stdout);
+    }
+    std::fflush(stdout);
+  }
+  // Stopped by --count: cancel the stream (else it ended by itself: the
+  // job ended, the manager stopped, or the call failed).
+  const bool enough = o.count && shown >= o.count;
+  if (enough) ctx.TryCancel();
+  grpc::Status st = reader->Finish();
+  const bool was_interrupted = interrupted.exchange(true);
+  watcher.join();
+  if (enough || st.ok()) return 0;
+  if (was_interrupted && st.error_code() == grpc::StatusCode::CANCELLED) return 0;
+  say("machine manager at " + o.manager + ": " + describe(st));
+  return 1;
+}
+
+}  // namespace bcs::cli
