@@ -84,7 +84,8 @@ PeriodSummary summarize_periods(std::vector<uint64_t> p) {
   return s;
 }
 
-void LocalRecorder::note(uint64_t slice, int phase, uint64_t ns, const LocalSliceRecord& a) {
+void LocalRecorder::note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns,
+                         const LocalSliceRecord& a) {
   {
     std::lock_guard lk(mu_);
     ++noted_;
@@ -96,9 +97,15 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t ns, const LocalSlic
     if (!have_cur_) {
       cur_ = LocalSliceRecord{};
       cur_.slice = slice;
+      cur_.start_ns = at_ns;
       have_cur_ = true;
     }
-    if (phase >= 0 && phase < 5) cur_.phase_ns[phase] += ns;
+    if (phase >= 0 && phase < 5) {
+      // A microphase run twice in one slice (a DEM ahead and its own) keeps
+      // its first start.
+      if (!cur_.phase_ns[phase] && at_ns >= cur_.start_ns) cur_.phase_at_ns[phase] = at_ns - cur_.start_ns;
+      cur_.phase_ns[phase] += ns;
+    }
     cur_.descriptors += a.descriptors;
     cur_.coll_descriptors += a.coll_descriptors;
     cur_.matches += a.matches;

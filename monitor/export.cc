@@ -8,7 +8,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <nlohmann/json.hpp>
+#include <map>
 #include <sstream>
+#include <tuple>
 #include <stdexcept>
 
 namespace bcs::monitor {
@@ -45,6 +47,23 @@ const std::vector<Column>& columns() {
       BCS_COL(usr_p2p, retries[2]),
       BCS_COL(usr_bbm, retries[3]),
       BCS_COL(usr_rm, retries[4]),
+      // Table 5.1's GTTS (the slice's microphases, end to end: shorter than
+      // the period when the slice had little to do) and USRTS (retries over
+      // the whole slice). Derived: written, ignored when read back.
+      Column{"gtts_ns",
+             [](const SliceRecord& s) {
+               uint64_t t = 0;
+               for (uint64_t p : s.phase_ns) t += p;
+               return t;
+             },
+             [](SliceRecord&, uint64_t) {}},
+      Column{"usr_ts",
+             [](const SliceRecord& s) {
+               uint64_t t = 0;
+               for (uint64_t r : s.retries) t += r;
+               return t;
+             },
+             [](SliceRecord&, uint64_t) {}},
       BCS_COL(descriptors, descriptors),
       BCS_COL(chunks, chunks),
       BCS_COL(bytes, bytes),
@@ -66,7 +85,8 @@ const std::vector<Column>& columns() {
 const std::vector<std::pair<const char*, const char*>>& aliases() {
   static const std::vector<std::pair<const char*, const char*>> a = {
       {"GETTS", "period_ns"}, {"GTDEM", "dem_ns"},   {"GTMSM", "msm_ns"},   {"GTP2P", "p2p_ns"},
-      {"GTBBM", "bbm_ns"},    {"GTRM", "rm_ns"},     {"USRDEM", "usr_dem"}, {"USRMSM", "usr_msm"},
+      {"GTBBM", "bbm_ns"},    {"GTRM", "rm_ns"},     {"GTTS", "gtts_ns"},   {"USRTS", "usr_ts"},
+      {"USRDEM", "usr_dem"},  {"USRMSM", "usr_msm"},
   };
   return a;
 }
@@ -100,10 +120,14 @@ std::string slices_csv(const std::vector<SliceRecord>& slices) {
   return out;
 }
 
-std::vector<SliceRecord> slices_from_csv(std::string_view text) {
-  std::vector<SliceRecord> out;
+namespace {
+
+// Splits CSV text into lines of fields; `row` gets each line after the
+// header with its number. The header's names go through `header`.
+template <class Header, class Row>
+void read_csv(std::string_view text, Header&& header, Row&& row) {
   size_t line_no = 0, pos = 0;
-  std::vector<const Column*> order;
+  bool have_header = false;
   while (pos < text.size()) {
     size_t end = text.find('\n', pos);
     if (end == std::string_view::npos) end = text.size();
@@ -122,45 +146,143 @@ std::vector<SliceRecord> slices_from_csv(std::string_view text) {
     auto bad = [&](const std::string& why) {
       return std::runtime_error("line " + std::to_string(line_no) + ": " + why);
     };
-    if (order.empty()) {  // the header names the columns (any order, known names)
-      for (const auto& name : fields) {
-        const Column* c = column(name);
-        if (!c) throw bad("unknown column '" + name + "'");
-        order.push_back(c);
-      }
-      if (order.front() != &columns().front()) throw bad("the first column must be 'slice'");
+    if (!have_header) {
+      header(fields, bad);
+      have_header = true;
       continue;
     }
-    if (fields.size() != order.size())
-      throw bad(std::to_string(fields.size()) + " fields, the header has " + std::to_string(order.size()));
-    SliceRecord s;
-    for (size_t i = 0; i < fields.size(); ++i) {
-      const std::string& v = fields[i];
+    std::vector<uint64_t> values;
+    for (const std::string& v : fields) {
       char* e = nullptr;
       errno = 0;
       const unsigned long long x = std::strtoull(v.c_str(), &e, 10);
       if (v.empty() || *e || errno || v[0] == '-') throw bad("'" + v + "' is not a count");
-      order[i]->set(s, x);
+      values.push_back(x);
     }
-    out.push_back(s);
+    row(values, bad);
   }
-  if (order.empty()) throw std::runtime_error("no header line");
+  if (!have_header) throw std::runtime_error("no header line");
+}
+
+}  // namespace
+
+std::vector<SliceRecord> slices_from_csv(std::string_view text) {
+  std::vector<SliceRecord> out;
+  std::vector<const Column*> order;
+  read_csv(
+      text,
+      [&](const std::vector<std::string>& names, auto& bad) {
+        // The header names the columns (any order, known names).
+        for (const auto& name : names) {
+          const Column* c = column(name);
+          if (!c) throw bad("unknown column '" + name + "'");
+          order.push_back(c);
+        }
+        if (order.front() != &columns().front()) throw bad("the first column must be 'slice'");
+      },
+      [&](const std::vector<uint64_t>& v, auto& bad) {
+        if (v.size() != order.size())
+          throw bad(std::to_string(v.size()) + " fields, the header has " + std::to_string(order.size()));
+        SliceRecord s;
+        for (size_t i = 0; i < v.size(); ++i) order[i]->set(s, v[i]);
+        out.push_back(s);
+      });
   return out;
 }
 
+namespace {
+
+struct LocalColumn {
+  const char* name;
+  uint64_t (*get)(const LocalSliceRecord&);
+  void (*set)(LocalSliceRecord&, uint64_t);
+};
+
+#define BCS_LCOL(name, expr)                                                                  \
+  LocalColumn {                                                                               \
+    #name, [](const LocalSliceRecord& s) -> uint64_t { return static_cast<uint64_t>(s.expr); }, \
+        [](LocalSliceRecord& s, uint64_t v) { s.expr = static_cast<decltype(s.expr)>(v); }      \
+  }
+
+uint64_t ltts(const LocalSliceRecord& s) {
+  uint64_t t = 0;
+  for (uint64_t p : s.phase_ns) t += p;
+  return t;
+}
+
+// Table 5.2's names where it has one (LTDEM ... LTTS); LETTS is computed
+// from consecutive start_ns by local_slices_csv.
+const std::vector<LocalColumn>& local_columns() {
+  static const std::vector<LocalColumn> cols = {
+      BCS_LCOL(slice, slice),
+      BCS_LCOL(start_ns, start_ns),
+      LocalColumn{"letts_ns", nullptr, [](LocalSliceRecord&, uint64_t) {}},
+      LocalColumn{"ltts_ns", ltts, [](LocalSliceRecord&, uint64_t) {}},
+      BCS_LCOL(ltdem_ns, phase_ns[0]),
+      BCS_LCOL(ltmsm_ns, phase_ns[1]),
+      BCS_LCOL(ltp2p_ns, phase_ns[2]),
+      BCS_LCOL(ltbbm_ns, phase_ns[3]),
+      BCS_LCOL(ltrm_ns, phase_ns[4]),
+      BCS_LCOL(descriptors, descriptors),
+      BCS_LCOL(coll_descriptors, coll_descriptors),
+      BCS_LCOL(matches, matches),
+      BCS_LCOL(chunks, chunks),
+      BCS_LCOL(bytes, bytes),
+      BCS_LCOL(collectives, collectives),
+      BCS_LCOL(blocked, blocked),
+      BCS_LCOL(nlocal, nlocal),
+      BCS_LCOL(dem_at_ns, phase_at_ns[0]),
+      BCS_LCOL(msm_at_ns, phase_at_ns[1]),
+      BCS_LCOL(p2p_at_ns, phase_at_ns[2]),
+      BCS_LCOL(bbm_at_ns, phase_at_ns[3]),
+      BCS_LCOL(rm_at_ns, phase_at_ns[4]),
+  };
+  return cols;
+}
+#undef BCS_LCOL
+
+}  // namespace
+
 std::string local_slices_csv(const std::vector<LocalSliceRecord>& slices) {
-  std::string out =
-      "slice,ltdem_ns,ltmsm_ns,ltp2p_ns,ltbbm_ns,ltrm_ns,descriptors,coll_descriptors,matches,chunks,"
-      "bytes,collectives,blocked,nlocal\n";
+  std::string out;
+  for (size_t i = 0; i < local_columns().size(); ++i) out += (i ? "," : "") + std::string(local_columns()[i].name);
+  out += '\n';
+  const LocalSliceRecord* prev = nullptr;
   for (const auto& s : slices) {
-    out += std::to_string(s.slice);
-    for (uint64_t p : s.phase_ns) out += "," + std::to_string(p);
-    for (uint64_t v : {uint64_t{s.descriptors}, uint64_t{s.coll_descriptors}, uint64_t{s.matches},
-                       uint64_t{s.chunks}, s.bytes, uint64_t{s.collectives}, uint64_t{s.blocked},
-                       uint64_t{s.nlocal}})
-      out += "," + std::to_string(v);
+    // LETTS: since this node's previous slice (0 for the first kept).
+    const uint64_t letts = prev && s.start_ns >= prev->start_ns ? s.start_ns - prev->start_ns : 0;
+    prev = &s;
+    for (size_t i = 0; i < local_columns().size(); ++i) {
+      const auto& c = local_columns()[i];
+      out += (i ? "," : "") + std::to_string(c.get ? c.get(s) : letts);
+    }
     out += '\n';
   }
+  return out;
+}
+
+std::vector<LocalSliceRecord> local_slices_from_csv(std::string_view text) {
+  std::vector<LocalSliceRecord> out;
+  std::vector<const LocalColumn*> order;
+  read_csv(
+      text,
+      [&](const std::vector<std::string>& names, auto& bad) {
+        for (const auto& name : names) {
+          const LocalColumn* c = nullptr;
+          for (const auto& k : local_columns())
+            if (name == k.name) c = &k;
+          if (!c) throw bad("unknown column '" + name + "'");
+          order.push_back(c);
+        }
+        if (order.front() != &local_columns().front()) throw bad("the first column must be 'slice'");
+      },
+      [&](const std::vector<uint64_t>& v, auto& bad) {
+        if (v.size() != order.size())
+          throw bad(std::to_string(v.size()) + " fields, the header has " + std::to_string(order.size()));
+        LocalSliceRecord s;
+        for (size_t i = 0; i < v.size(); ++i) order[i]->set(s, v[i]);
+        out.push_back(s);
+      });
   return out;
 }
 
@@ -178,8 +300,30 @@ std::vector<std::string> slice_metric_names() {
   return n;
 }
 
+namespace {
+
+// How much to subtract from a node's clock to put its records on the
+// manager's (see export.h).
+int64_t node_clock_offset(const std::vector<SliceRecord>& slices, const std::vector<LocalSliceRecord>& local) {
+  std::map<uint64_t, uint64_t> start;
+  for (const auto& s : slices) start[s.slice] = s.start_ns;
+  bool any = false, same = true;
+  int64_t best = 0;
+  for (const auto& l : local) {
+    auto it = start.find(l.slice);
+    if (it == start.end() || !l.start_ns) continue;
+    const int64_t d = static_cast<int64_t>(l.start_ns - it->second);
+    if (d < -1'000'000'000 || d > 1'000'000'000) same = false;
+    if (!any || d < best) best = d;
+    any = true;
+  }
+  return any && !same ? best : 0;
+}
+
+}  // namespace
+
 std::string slices_trace_json(const std::vector<SliceRecord>& slices,
-                              const std::vector<RankReport>& ranks) {
+                              const std::vector<RankReport>& ranks, const NodeSeriesList& nodes) {
   using nlohmann::json;
   json ev = json::array();
   uint64_t t0 = slices.empty() ? UINT64_MAX : slices.front().start_ns;
@@ -237,6 +381,50 @@ std::string slices_trace_json(const std::vector<SliceRecord>& slices,
                     {"name", r.event_calls[e.call]},
                     {"ts", us(e.start_ns - t0)},
                     {"dur", us(e.dur_ns)}});
+    }
+  }
+  // Messages: the n-th send of A to B is the receive at B from A numbered n.
+  std::map<std::tuple<int, int, uint64_t>, const MsgEvent*> received;
+  for (const auto& r : ranks)
+    for (const auto& m : r.messages)
+      if (!m.send) received[{m.peer, r.rank, m.seq}] = &m;
+  uint64_t flow = 0;
+  for (const auto& r : ranks)
+    for (const auto& m : r.messages) {
+      if (!m.send) continue;
+      auto it = received.find({r.rank, m.peer, m.seq});
+      if (it == received.end() || m.at_ns < t0 || it->second->at_ns < m.at_ns) continue;
+      ++flow;
+      const json args = {{"bytes", m.bytes}, {"seq", m.seq}, {"from", r.rank}, {"to", m.peer}};
+      ev.push_back({{"ph", "s"}, {"id", flow}, {"pid", 2}, {"tid", r.rank + 1}, {"cat", "message"},
+                    {"name", "message"}, {"ts", us(m.at_ns - t0)}, {"args", args}});
+      ev.push_back({{"ph", "f"}, {"bp", "e"}, {"id", flow}, {"pid", 2}, {"tid", m.peer + 1},
+                    {"cat", "message"}, {"name", "message"}, {"ts", us(it->second->at_ns - t0)},
+                    {"args", args}});
+    }
+  // Each node's microphases, as it ran them.
+  if (!nodes.empty())
+    ev.push_back({{"ph", "M"}, {"pid", 3}, {"name", "process_name"}, {"args", {{"name", "nodes"}}}});
+  for (size_t n = 0; n < nodes.size(); ++n) {
+    const auto& [name, local] = nodes[n];
+    const int tid = static_cast<int>(n) + 1;
+    ev.push_back({{"ph", "M"}, {"pid", 3}, {"tid", tid}, {"name", "thread_name"},
+                  {"args", {{"name", "node " + name}}}});
+    const int64_t off = node_clock_offset(slices, local);
+    for (const auto& l : local) {
+      const uint64_t start = static_cast<uint64_t>(static_cast<int64_t>(l.start_ns) - off);
+      if (!l.start_ns || start < t0) continue;
+      for (int p = 0; p < 5; ++p) {
+        if (!l.phase_ns[p]) continue;
+        ev.push_back({{"ph", "X"},
+                      {"pid", 3},
+                      {"tid", tid},
+                      {"name", kPhaseNames[p]},
+                      {"ts", us(start + l.phase_at_ns[p] - t0)},
+                      {"dur", us(l.phase_ns[p])},
+                      {"args", {{"slice", l.slice}, {"descriptors", l.descriptors}, {"matches", l.matches},
+                                {"chunks", l.chunks}, {"bytes", l.bytes}, {"blocked", l.blocked}}}});
+      }
     }
   }
   return json{{"traceEvents", std::move(ev)}, {"displayTimeUnit", "ns"}}.dump() + "\n";

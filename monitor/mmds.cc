@@ -194,6 +194,31 @@ PrimitiveStats stats_of(const MmdsCounter& c) {
 
 }  // namespace
 
+bool mmds_report_from_segment(const MmdsArea& area, const char* block, int rank, int size,
+                              RankReport* out, std::string* why) {
+  why->clear();
+  const uint64_t len = area.report_len.load(std::memory_order_acquire);
+  if (len == 0) return false;
+  if (len > kMmdsReportMax) {
+    *why = "MMDS report claims " + std::to_string(len) + " bytes (at most " +
+           std::to_string(kMmdsReportMax) + ")";
+    return false;
+  }
+  try {
+    // A copy: the block is the rank's to scribble on.
+    RankReport r = mmds_from_json(std::string(block, static_cast<size_t>(len)));
+    if (r.rank != rank || r.size != size) {
+      *why = "MMDS report is rank " + std::to_string(r.rank) + " of " + std::to_string(r.size);
+      return false;
+    }
+    *out = std::move(r);
+    return true;
+  } catch (const std::exception& e) {
+    *why = std::string("MMDS report: ") + e.what();
+    return false;
+  }
+}
+
 bool mmds_from_segment(const MmdsArea& area, RankReport* out, std::string* why) {
   why->clear();
   const uint32_t n = area.ncalls.load(std::memory_order_acquire);
@@ -270,6 +295,19 @@ json events_json(const RankReport& r) {
   return json{{"calls", r.event_calls}, {"data", std::move(data)}, {"dropped", r.events_dropped}};
 }
 
+// Message ends as flat quintuples (at, peer, send, seq, bytes).
+json messages_json(const RankReport& r) {
+  json data = json::array();
+  for (const auto& m : r.messages) {
+    data.push_back(m.at_ns);
+    data.push_back(m.peer);
+    data.push_back(m.send ? 1 : 0);
+    data.push_back(m.seq);
+    data.push_back(m.bytes);
+  }
+  return json{{"data", std::move(data)}, {"dropped", r.messages_dropped}};
+}
+
 json rank_json(const RankReport& r) {
   json calls = json::array();
   for (const auto& c : r.calls) {
@@ -289,7 +327,8 @@ json rank_json(const RankReport& r) {
               {"calls", std::move(calls)},
               {"granularity", {{"stats", stats_json(r.granularity)}, {"hist_ns", hist_json(r.granularity_hist)}}},
               {"overhead", {{"stats", stats_json(r.overhead)}, {"hist_ns", hist_json(r.overhead_hist)}}},
-              {"events", events_json(r)}};
+              {"events", events_json(r)},
+              {"messages", messages_json(r)}};
 }
 
 uint64_t u64(const json& j, const char* key) {
@@ -337,6 +376,7 @@ RankReport mmds_from_json(std::string_view text) {
     if (!j.is_object() || j.value("format", "") != "bcs-mmds-1")
       throw std::runtime_error("not an MMDS rank report (format is not bcs-mmds-1)");
     RankReport r;
+    r.full = true;
     r.rank = j.at("rank").get<int>();
     r.size = j.at("size").get<int>();
     if (r.rank < 0 || r.size < 1 || r.rank >= r.size) throw std::runtime_error("bad rank/size");
@@ -371,6 +411,26 @@ RankReport mmds_from_json(std::string_view text) {
         if (d[i].get<uint64_t>() >= r.event_calls.size()) throw std::runtime_error("an event names no call");
         CallEvent e{d[i].get<uint32_t>(), d[i + 1].get<uint64_t>(), d[i + 2].get<uint64_t>()};
         r.events.push_back(e);
+      }
+    }
+    if (j.contains("messages")) {
+      const json& ms = j.at("messages");
+      r.messages_dropped = u64(ms, "dropped");
+      const json& d = ms.at("data");
+      if (!d.is_array() || d.size() % 5) throw std::runtime_error("messages are not quintuples");
+      for (size_t i = 0; i < d.size(); i += 5) {
+        for (size_t k = 0; k < 5; ++k)
+          if (!d[i + k].is_number_unsigned()) throw std::runtime_error("a message is not five counts");
+        MsgEvent m;
+        m.at_ns = d[i].get<uint64_t>();
+        const uint64_t peer = d[i + 1].get<uint64_t>();
+        if (peer >= static_cast<uint64_t>(r.size)) throw std::runtime_error("a message names no rank");
+        m.peer = static_cast<int32_t>(peer);
+        if (d[i + 2].get<uint64_t>() > 1) throw std::runtime_error("a message is neither send nor receive");
+        m.send = d[i + 2].get<uint64_t>() == 1;
+        m.seq = d[i + 3].get<uint64_t>();
+        m.bytes = d[i + 4].get<uint64_t>();
+        r.messages.push_back(m);
       }
     }
     return r;
@@ -412,7 +472,13 @@ std::vector<RankReport> mmds_read_dir(const std::string& dir) {
 
 std::string mmds_job_json(const std::vector<RankReport>& ranks) {
   json all = json::array();
-  for (const auto& r : ranks) all.push_back(rank_json(r));
+  for (const auto& r : ranks) {
+    // Statistics and distributions; the events are bcs trace's.
+    json j = rank_json(r);
+    j.erase("events");
+    j.erase("messages");
+    all.push_back(std::move(j));
+  }
   return json{{"ranks", std::move(all)}}.dump(1) + "\n";
 }
 

@@ -100,6 +100,8 @@ bool call_name_ok(const std::string& n) {
 void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s) {
   s->set_slice(r.slice);
   for (uint64_t p : r.phase_ns) s->add_phase_ns(p);
+  s->set_start_ns(r.start_ns);
+  for (uint64_t p : r.phase_at_ns) s->add_phase_at_ns(p);
   s->set_descriptors(r.descriptors);
   s->set_coll_descriptors(r.coll_descriptors);
   s->set_matches(r.matches);
@@ -111,7 +113,7 @@ void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s) {
 }
 
 bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string* why) {
-  if (s.phase_ns_size() != 5) {
+  if (s.phase_ns_size() != 5 || s.phase_at_ns_size() != 5) {
     *why = "a local slice without its five microphase times";
     return false;
   }
@@ -121,7 +123,11 @@ bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string*
   }
   LocalSliceRecord x;
   x.slice = s.slice();
-  for (int i = 0; i < 5; ++i) x.phase_ns[i] = s.phase_ns(i);
+  x.start_ns = s.start_ns();
+  for (int i = 0; i < 5; ++i) {
+    x.phase_ns[i] = s.phase_ns(i);
+    x.phase_at_ns[i] = s.phase_at_ns(i);
+  }
   x.descriptors = s.descriptors();
   x.coll_descriptors = s.coll_descriptors();
   x.matches = s.matches();
@@ -138,9 +144,56 @@ void mmds_to_proto(const RankReport& r, v1::MmdsSummary* m) {
   m->set_rank(static_cast<uint32_t>(r.rank));
   m->set_host(r.host);
   m->set_run_ns(r.run_ns);
-  for (const auto& c : r.calls) call_to_proto(c.name, c.blocking, c.sized, c.stats, m->add_calls());
+  auto hist = [](const LogHistogram& h, v1::MmdsHistogram* p) {
+    for (uint64_t b : h.bins()) p->add_bins(b);
+  };
+  for (const auto& c : r.calls) {
+    v1::MmdsCall* pc = m->add_calls();
+    call_to_proto(c.name, c.blocking, c.sized, c.stats, pc);
+    if (r.full && c.has_histograms) {
+      hist(c.latency, pc->mutable_latency());
+      hist(c.size, pc->mutable_sizes());
+    }
+  }
   call_to_proto("granularity", false, false, r.granularity, m->mutable_granularity());
   call_to_proto("overhead", false, false, r.overhead, m->mutable_overhead());
+  if (!r.full) return;
+  m->set_has_report(true);
+  m->set_size(static_cast<uint32_t>(r.size));
+  m->set_resolution(r.res);
+  hist(r.granularity_hist, m->mutable_granularity_hist());
+  hist(r.overhead_hist, m->mutable_overhead_hist());
+  for (const auto& n : r.event_calls) m->add_event_calls(n);
+  for (const auto& e : r.events) {
+    m->add_events(e.call);
+    m->add_events(e.start_ns);
+    m->add_events(e.dur_ns);
+  }
+  m->set_events_dropped(r.events_dropped);
+  for (const auto& x : r.messages) {
+    m->add_messages(x.at_ns);
+    m->add_messages(static_cast<uint64_t>(x.peer));
+    m->add_messages(x.send ? 1 : 0);
+    m->add_messages(x.seq);
+    m->add_messages(x.bytes);
+  }
+  m->set_messages_dropped(r.messages_dropped);
+}
+
+void mmds_strip_proto(v1::MmdsSummary* m, bool detail, bool events) {
+  if (!detail) {
+    for (auto& c : *m->mutable_calls()) {
+      c.clear_latency();
+      c.clear_sizes();
+    }
+    m->clear_granularity_hist();
+    m->clear_overhead_hist();
+  }
+  if (!events) {
+    m->clear_event_calls();
+    m->clear_events();
+    m->clear_messages();
+  }
 }
 
 bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why) {
@@ -152,6 +205,26 @@ bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why) 
   out.rank = static_cast<int>(m.rank());
   out.host = m.host().substr(0, 256);
   out.run_ns = m.run_ns();
+  out.full = m.has_report();
+  if (out.full) {
+    out.size = static_cast<int>(m.size());
+    out.res = m.resolution();
+    if (!LogHistogram::valid_res(out.res) || m.size() == 0 || m.rank() >= m.size() ||
+        m.size() > (1u << 24)) {
+      *why = "a report with a bad resolution or rank";
+      return false;
+    }
+  }
+  // A histogram has at most one bin past 64 powers of two per resolution step.
+  auto hist = [&](const v1::MmdsHistogram& p, LogHistogram* h) {
+    if (static_cast<uint64_t>(p.bins_size()) > 64ull * out.res + 1) {
+      *why = "a histogram with too many bins";
+      return false;
+    }
+    *h = LogHistogram(out.res);
+    h->set_bins({p.bins().begin(), p.bins().end()});
+    return true;
+  };
   for (const auto& c : m.calls()) {
     if (!call_name_ok(c.name())) {
       *why = "a call name is not an MPI call name";
@@ -162,11 +235,49 @@ bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why) 
     cr.blocking = c.blocking();
     cr.sized = c.sized();
     if (!call_from_proto(c, &cr.stats, why)) return false;
+    if (out.full && (c.has_latency() || c.has_sizes())) {
+      cr.has_histograms = true;
+      if (!hist(c.latency(), &cr.latency) || !hist(c.sizes(), &cr.size)) return false;
+    }
     out.calls.push_back(std::move(cr));
   }
   if (!call_from_proto(m.granularity(), &out.granularity, why) ||
       !call_from_proto(m.overhead(), &out.overhead, why))
     return false;
+  if (!out.full) {
+    *r = std::move(out);
+    return true;
+  }
+  if (!hist(m.granularity_hist(), &out.granularity_hist) || !hist(m.overhead_hist(), &out.overhead_hist))
+    return false;
+  if (m.event_calls_size() > 1024 || m.events_size() % 3 || m.messages_size() % 5) {
+    *why = "events that are not whole";
+    return false;
+  }
+  for (const auto& n : m.event_calls()) {
+    if (!call_name_ok(n)) {
+      *why = "an event call name is not an MPI call name";
+      return false;
+    }
+    out.event_calls.push_back(n);
+  }
+  for (int i = 0; i < m.events_size(); i += 3) {
+    if (m.events(i) >= out.event_calls.size()) {
+      *why = "an event names no call";
+      return false;
+    }
+    out.events.push_back({static_cast<uint32_t>(m.events(i)), m.events(i + 1), m.events(i + 2)});
+  }
+  out.events_dropped = m.events_dropped();
+  for (int i = 0; i < m.messages_size(); i += 5) {
+    if (m.messages(i + 1) >= static_cast<uint64_t>(out.size) || m.messages(i + 2) > 1) {
+      *why = "a message names no rank";
+      return false;
+    }
+    out.messages.push_back({m.messages(i), static_cast<int32_t>(m.messages(i + 1)), m.messages(i + 2) == 1,
+                            m.messages(i + 3), m.messages(i + 4)});
+  }
+  out.messages_dropped = m.messages_dropped();
   *r = std::move(out);
   return true;
 }

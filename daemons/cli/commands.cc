@@ -214,7 +214,8 @@ class Watcher {
 
 // Launch, attach, forward output; returns bcs's exit status. Messages are
 // printed here, before the caller tears the embedded cluster down.
-int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
+// `job_out`: the job's id once launched (0 until then).
+int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint64_t* job_out = nullptr) {
   auto conn = connect_manager(addr, o.token_file);
   if (!conn) return 1;
   auto stub = pb::Jobs::NewStub(conn->channel);
@@ -273,6 +274,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig) {
     return 1;
   }
   const uint64_t job = rep.job_id();
+  if (job_out) *job_out = job;
   if (o.verbose) say("job " + std::to_string(job) + " launched on " + addr);
 
   bool out_ok[2] = {true, true};
@@ -367,7 +369,15 @@ namespace {
 
 // The job on the given manager, or on a private cluster started for it.
 int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
-  if (o.manager) return submit(o, *o.manager, sig);
+  if (o.manager) {
+    uint64_t job = 0;
+    const int rc = submit(o, *o.manager, sig, &job);
+    // The job's own slices from the standing cluster's window, and its
+    // nodes' (those its ranks reported from).
+    if (!o.job_dir.empty() && job)
+      job_dir_save_series(o.job_dir, *o.manager, o.token_file, job, job_dir_nodes(o.job_dir));
+    return rc;
+  }
 
   // The cluster is destroyed (torn down) on every path out of here,
   // including exceptions.
@@ -400,13 +410,7 @@ int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
   // The private cluster ran this job only: its slices are the job's. (The
   // manager keeps the last kJobDirSlices; a standing cluster's slices are
   // every job's, read them with bcs stats.)
-  if (!o.job_dir.empty()) {
-    job_dir_save_slices(o.job_dir, fetch_slices(cluster.address(), o.token_file, kJobDirSlices));
-    // Each node's own series: its last slices reached the manager before
-    // its last rank's exit (the node manager sends them first).
-    for (const auto& name : cluster.node_names())
-      job_dir_save_node(o.job_dir, name, fetch_node_slices(cluster.address(), o.token_file, name));
-  }
+  if (!o.job_dir.empty()) job_dir_save_series(o.job_dir, cluster.address(), o.token_file, 0, cluster.node_names());
   cluster.teardown();
   return rc;
 }

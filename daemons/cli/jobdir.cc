@@ -125,33 +125,51 @@ int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* fro
   return 0;
 }
 
-void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices) {
-  const std::string path = dir + "/slices.csv";
+namespace {
+
+void save_text(const std::string& path, const std::string& text) {
   std::ofstream out(path);
-  out << monitor::slices_csv(slices);
+  out << text;
   out.close();
   if (!out) say("cannot write " + path);
 }
 
-void job_dir_save_node(const std::string& dir, const std::string& node,
-                       const std::vector<monitor::LocalSliceRecord>& slices) {
-  if (slices.empty()) return;
-  std::string safe = node;  // a host name, but it becomes a file name
-  for (char& c : safe)
-    if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
-  const std::string path = dir + "/node-" + safe + ".csv";
-  std::ofstream out(path);
-  out << monitor::local_slices_csv(slices);
-  out.close();
-  if (!out) say("cannot write " + path);
+}  // namespace
+
+void job_dir_save_series(const std::string& dir, const std::string& addr, const std::string& token_file,
+                         uint64_t job, const std::vector<std::string>& nodes) {
+  // Each node's own series: its last slices reached the manager before its
+  // last rank's exit (the node manager sends them first).
+  std::vector<monitor::SliceRecord> slices;
+  monitor::NodeSeriesList series;
+  fetch_job_series(addr, token_file, job, nodes, &slices, &series);
+  save_text(dir + "/slices.csv", monitor::slices_csv(slices));
+  for (const auto& [node, mine] : series) {
+    std::string safe = node;  // a host name, but it becomes a file name
+    for (char& c : safe)
+      if (!std::isalnum(static_cast<unsigned char>(c)) && c != '.' && c != '-' && c != '_') c = '_';
+    save_text(dir + "/node-" + safe + ".csv", monitor::local_slices_csv(mine));
+  }
+}
+
+std::vector<std::string> job_dir_nodes(const std::string& dir) {
+  std::vector<std::string> nodes;
+  try {
+    for (const auto& r : monitor::mmds_read_dir(dir))
+      if (std::find(nodes.begin(), nodes.end(), r.host) == nodes.end()) nodes.push_back(r.host);
+  } catch (const std::exception&) {
+    // No reports (BCS_MDS off): no nodes to name.
+  }
+  return nodes;
 }
 
 int export_write(const ExportOptions& o, const std::vector<monitor::SliceRecord>& slices,
-                 const std::vector<monitor::RankReport>& ranks, const std::string& source) {
+                 const std::vector<monitor::RankReport>& ranks, const std::string& source,
+                 const monitor::NodeSeriesList& nodes) {
   std::string text;
   try {
     text = o.plot ? monitor::slices_svg(slices, o.metric, o.metric + " per slice (" + source + ")")
-                  : monitor::slices_trace_json(slices, ranks);
+                  : monitor::slices_trace_json(slices, ranks, nodes);
   } catch (const std::exception& e) {
     say(source + ": " + e.what());
     return 1;
@@ -200,7 +218,30 @@ int export_slices(const ExportOptions& o) {
     say(e.what());
     return 1;
   }
-  return export_write(o, slices, ranks, o.dir);
+  // Each node's series (node-NAME.csv), sorted by name as a job's are.
+  monitor::NodeSeriesList nodes;
+  if (!o.plot) {
+    std::vector<fs::path> files;
+    for (const auto& e : fs::directory_iterator(o.dir, ec)) {
+      const std::string n = e.path().filename().string();
+      if (n.rfind("node-", 0) == 0 && n.size() > 9 && n.compare(n.size() - 4, 4, ".csv") == 0)
+        files.push_back(e.path());
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& f : files) {
+      std::ifstream nf(f, std::ios::binary);
+      std::stringstream ss;
+      ss << nf.rdbuf();
+      const std::string n = f.filename().string();
+      try {
+        nodes.emplace_back(n.substr(5, n.size() - 9), monitor::local_slices_from_csv(ss.str()));
+      } catch (const std::exception& e) {
+        say(f.string() + ": " + e.what());
+        return 1;
+      }
+    }
+  }
+  return export_write(o, slices, ranks, o.dir, nodes);
 }
 
 }  // namespace bcs::cli

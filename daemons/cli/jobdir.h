@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "bcs/emds.h"
+#include "bcs/export.h"
 #include "bcs/mmds.h"
 #include "options.h"
 
@@ -22,17 +23,20 @@ std::string job_dir_prepare(const RunOptions& o, std::string* err);
 void job_dir_finish(const std::string& dir);
 // `bcs stats DIR`, or the reports of `bcs stats JOB` (from_job).
 int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* from_job = nullptr);
-// The slice series of the job's cluster, as slices.csv in `dir` (an
-// embedded run: the private cluster ran this job only).
-void job_dir_save_slices(const std::string& dir, const std::vector<monitor::SliceRecord>& slices);
-// A node's local series as node-NAME.csv in `dir` (nothing if empty).
-void job_dir_save_node(const std::string& dir, const std::string& node,
-                       const std::vector<monitor::LocalSliceRecord>& slices);
+// The job's slice series from the manager at `addr` as slices.csv in
+// `dir`, and each of `nodes`' local series over the same slices as
+// node-NAME.csv. job 0: every slice (a private cluster ran this job only);
+// else the slices of that job (a standing cluster).
+void job_dir_save_series(const std::string& dir, const std::string& addr, const std::string& token_file,
+                         uint64_t job, const std::vector<std::string>& nodes);
+// The nodes the ranks' reports in `dir` came from (none without reports).
+std::vector<std::string> job_dir_nodes(const std::string& dir);
 // `bcs trace DIR -o FILE`, `bcs plot DIR --metric M -o FILE`.
 int export_slices(const ExportOptions& o);
 // The picture or trace of these slices and ranks into o.output; `source`
 // names where they came from in messages and titles.
 int export_write(const ExportOptions& o, const std::vector<monitor::SliceRecord>& slices,
-                 const std::vector<monitor::RankReport>& ranks, const std::string& source);
+                 const std::vector<monitor::RankReport>& ranks, const std::string& source,
+                 const monitor::NodeSeriesList& nodes = {});
 
 }  // namespace bcs::cli

@@ -125,6 +125,11 @@ int monitor_call(const std::string& manager, const std::string& token_file, Call
 // The manager's slice series (its last `last` slices), for a job directory.
 std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const std::string& token_file,
                                                uint32_t last);
+// A job's slices (job 0: every slice kept) and `nodes`' local series over
+// the same slice numbers, each node's only if it has some.
+void fetch_job_series(const std::string& addr, const std::string& token_file, uint64_t job,
+                      const std::vector<std::string>& nodes, std::vector<monitor::SliceRecord>* slices,
+                      std::vector<std::pair<std::string, std::vector<monitor::LocalSliceRecord>>>* series);
 // A node's local series from the manager (empty if it has none).
 std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr,
                                                          const std::string& token_file,

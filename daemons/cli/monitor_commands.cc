@@ -30,26 +30,46 @@ void set_window(const StatsOptions& o, Request* req) {
   }
 }
 
-// bcs stats JOB: the MMDS summaries the manager kept for the job.
-int show_job_stats(const StatsOptions& o, uint64_t job) {
+// The MMDS reports the manager kept for a job: with their distributions,
+// and with `events` their calls and messages too, asked for rank by rank
+// (each can be a megabyte). Returns the exit status after saying why.
+int fetch_job_reports(const std::string& manager, const std::string& token_file, uint64_t job,
+                      bool events, std::vector<monitor::RankReport>* ranks) {
+  auto ask = [&](const std::vector<uint32_t>& which, bool with_events, pb::JobStatsReply* rep) {
+    return monitor_call(manager, token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
+      pb::JobStatsRequest req;
+      req.set_job_id(job);
+      req.set_detail(true);
+      req.set_events(with_events);
+      for (uint32_t r : which) req.add_ranks(r);
+      return stub.JobStats(&ctx, req, rep);
+    });
+  };
   pb::JobStatsReply rep;
-  int rc = monitor_call(o.manager, o.token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
-    pb::JobStatsRequest req;
-    req.set_job_id(job);
-    return stub.JobStats(&ctx, req, &rep);
-  });
-  if (rc) return rc;
-  std::vector<monitor::RankReport> ranks;
+  if (int rc = ask({}, false, &rep)) return rc;
   for (const auto& m : rep.ranks()) {
+    pb::JobStatsReply one;
+    const pb::MmdsSummary* use = &m;
+    if (events && m.has_report()) {
+      if (int rc = ask({m.rank()}, true, &one)) return rc;
+      if (one.ranks_size() == 1) use = &one.ranks(0);
+    }
     monitor::RankReport r;
     std::string why;
-    if (!monitor::mmds_from_proto(m, &r, &why)) {
+    if (!monitor::mmds_from_proto(*use, &r, &why)) {
       say("job " + std::to_string(job) + ": a bad summary from the manager: " + why);
       return 1;
     }
-    r.size = static_cast<int>(rep.nranks());
-    ranks.push_back(std::move(r));
+    if (!r.full) r.size = static_cast<int>(rep.nranks());
+    ranks->push_back(std::move(r));
   }
+  return 0;
+}
+
+// bcs stats JOB: the MMDS summaries the manager kept for the job.
+int show_job_stats(const StatsOptions& o, uint64_t job) {
+  std::vector<monitor::RankReport> ranks;
+  if (int rc = fetch_job_reports(o.manager, o.token_file, job, false, &ranks)) return rc;
   if (ranks.empty()) {
     say("job " + std::to_string(job) + ": no MMDS summaries (was it run with BCS_MDS=summary or all?)");
     return 1;
@@ -83,18 +103,25 @@ int show_node_stats(const StatsOptions& o) {
 }
 
 // bcs trace JOB / bcs plot JOB: the job's slices from the manager's window
-// (every slice carries its job), and for a trace its ranks' summaries.
+// (every slice carries its job), and for a trace its ranks' calls and
+// messages and its nodes' microphases over those slices.
 int export_job(const ExportOptions& o, uint64_t job) {
-  const auto all = fetch_slices(o.manager, o.token_file, kJobDirSlices);
+  // A job run without BCS_MDS has no reports: a trace of its slices still.
+  std::vector<monitor::RankReport> ranks;
+  if (!o.plot && fetch_job_reports(o.manager, o.token_file, job, true, &ranks) != 0) ranks.clear();
+  std::vector<std::string> hosts;
+  for (const auto& r : ranks)
+    if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
+  std::sort(hosts.begin(), hosts.end());
   std::vector<monitor::SliceRecord> slices;
-  for (const auto& s : all)
-    if (s.job == job) slices.push_back(s);
+  monitor::NodeSeriesList nodes;
+  fetch_job_series(o.manager, o.token_file, job, hosts, &slices, &nodes);
   if (slices.empty()) {
     say("job " + std::to_string(job) + ": no slices in the manager's window (the last " +
         std::to_string(kJobDirSlices) + ")");
     return 1;
   }
-  return export_write(o, slices, {}, "job " + std::to_string(job));
+  return export_write(o, slices, ranks, "job " + std::to_string(job), nodes);
 }
 
 }  // namespace

@@ -283,8 +283,8 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       ->required();
   add_manager_options(plot_cmd, &plot.manager, &plot.token_file);
   plot_cmd->add_option("--metric", plot.metric,
-                       "GETTS (the period, default), GTDEM, GTMSM, GTP2P, GTBBM, GTRM, USRDEM, "
-                       "USRMSM, or a column of slices.csv (descriptors, bytes, ...)")
+                       "GETTS (the period, default), GTDEM, GTMSM, GTTS, USRTS, USRDEM, USRMSM, "
+                       "GTP2P, GTBBM, GTRM, or a column of slices.csv (descriptors, bytes, ...)")
       ->capture_default_str();
   plot_cmd->add_option("-o,--output", plot.output, "Where to write the picture (SVG)")->required();
 

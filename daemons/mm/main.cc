@@ -251,8 +251,8 @@ int main(int argc, char** argv) {
     mm::JobsService jobs(manager);
     monitor::MonitorService mon(
         manager.emds(), manager.node_series(), [&manager](grpc::ServerContext* c) { return manager.authorized(c); },
-        [&manager](grpc::ServerContext* c, uint64_t job, v1::JobStatsReply* rep) {
-          return manager.job_stats(c, job, rep);
+        [&manager](grpc::ServerContext* c, const v1::JobStatsRequest& req, v1::JobStatsReply* rep) {
+          return manager.job_stats(c, req, rep);
         },
         [&manager](grpc::ServerContext* c, uint64_t job) { return manager.job_state(c, job); });
     int port = 0;

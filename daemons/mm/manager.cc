@@ -726,12 +726,29 @@ void Manager::keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e) {
   v1::MmdsSummary m = e.mmds();
   m.set_rank(e.rank());
   m.set_host(n.name);
+  if (m.has_report()) {
+    const size_t bytes = m.ByteSizeLong();
+    mmds_detail_.push_back({j.id, e.rank(), bytes});
+    mmds_detail_bytes_ += bytes;
+  }
   j.mmds[e.rank()] = std::move(m);
+  while (mmds_detail_bytes_ > kMmdsDetailBudget && !mmds_detail_.empty()) {
+    const MmdsDetail d = mmds_detail_.front();
+    mmds_detail_.pop_front();
+    mmds_detail_bytes_ -= d.bytes;
+    if (auto it = jobs_.find(d.job); it != jobs_.end())
+      if (auto r = it->second->mmds.find(d.rank); r != it->second->mmds.end()) {
+        monitor::mmds_strip_proto(&r->second, false, false);
+        r->second.set_has_report(false);  // counters only now
+      }
+  }
 }
 
-grpc::Status Manager::job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::JobStatsReply* rep) {
+grpc::Status Manager::job_stats(grpc::ServerContext* ctx, const v1::JobStatsRequest& req,
+                                v1::JobStatsReply* rep) {
   if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
   const Caller who = identify(ctx);
+  const uint64_t job_id = req.job_id();
   std::lock_guard lk(mu_);
   auto it = jobs_.find(job_id);
   if (it == jobs_.end())
@@ -741,7 +758,17 @@ grpc::Status Manager::job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::J
   if (std::string why = may_touch(who, j); !why.empty()) return {grpc::StatusCode::PERMISSION_DENIED, why};
   rep->set_job_id(job_id);
   rep->set_nranks(j.req.nranks());
-  for (const auto& [rank, m] : j.mmds) *rep->add_ranks() = m;
+  auto add = [&](const v1::MmdsSummary& m) {
+    v1::MmdsSummary* out = rep->add_ranks();
+    *out = m;
+    monitor::mmds_strip_proto(out, req.detail(), req.events());
+  };
+  if (req.ranks().empty()) {
+    for (const auto& [rank, m] : j.mmds) add(m);
+  } else {
+    for (uint32_t r : req.ranks())
+      if (auto m = j.mmds.find(r); m != j.mmds.end()) add(m->second);
+  }
   return grpc::Status::OK;
 }
 

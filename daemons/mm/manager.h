@@ -140,7 +140,7 @@ class Manager {
   const monitor::EmdsRecorder& emds() const { return emds_; }
   const monitor::NodeSeries& node_series() const { return node_series_; }
   // Monitor.JobStats: a job's MMDS summaries (its owner or an admin).
-  grpc::Status job_stats(grpc::ServerContext* ctx, uint64_t job_id, v1::JobStatsReply* rep);
+  grpc::Status job_stats(grpc::ServerContext* ctx, const v1::JobStatsRequest& req, v1::JobStatsReply* rep);
   // For Monitor.Follow of one job.
   monitor::MonitorService::JobState job_state(grpc::ServerContext* ctx, uint64_t job_id);
   bool authorized(grpc::ServerContext* ctx) const;
@@ -163,6 +163,17 @@ class Manager {
   void broadcast_peers_locked();
   void fail_job_locked(Job& j, int status, const std::string& message);
   void keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e);
+  // The ranks' full reports (distributions, events) kept, oldest first,
+  // within kMmdsDetailBudget bytes; past it the oldest lose their detail
+  // and keep their counters.
+  static constexpr size_t kMmdsDetailBudget = size_t{256} << 20;
+  struct MmdsDetail {
+    uint64_t job;
+    uint32_t rank;
+    size_t bytes;
+  };
+  std::deque<MmdsDetail> mmds_detail_;
+  size_t mmds_detail_bytes_ = 0;
   // Fails the job with the failure of a rank that only noticed a lost peer
   // once its grace period is over (or `now`), unless a first cause came.
   void fail_noticed_if_due(Job& j, bool now);

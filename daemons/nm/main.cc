@@ -260,10 +260,21 @@ class IoLoop {
     {
       monitor::RankReport rep;
       std::string why;
-      if (monitor::mmds_from_segment(*v.mmds, &rep, &why))
+      if (monitor::mmds_from_segment(*v.mmds, &rep, &why)) {
+        // Its whole report, when it reached MPI_Finalize: distributions and
+        // events for the Monitor service. Checked too; the counters stand
+        // without it.
+        monitor::RankReport full;
+        std::string bad;
+        if (monitor::mmds_report_from_segment(*v.mmds, v.mmds_report, w.rank->world_rank,
+                                              static_cast<int>(w.job->spec().nranks), &full, &bad))
+          rep = std::move(full);
+        else if (!bad.empty())
+          spdlog::warn("job {} rank {}: MMDS report dropped: {}", w.job->id(), w.rank->world_rank, bad);
         monitor::mmds_to_proto(rep, e->mutable_mmds());
-      else if (!why.empty())
+      } else if (!why.empty()) {
         spdlog::warn("job {} rank {}: MMDS summary dropped: {}", w.job->id(), w.rank->world_rank, why);
+      }
     }
     up_.send(m);
     std::lock_guard lk(mu_);

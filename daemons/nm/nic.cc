@@ -48,11 +48,11 @@ void JobRanks::complete(int32_t r, uint32_t request, int32_t error) {
 }
 
 void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32_t source,
-                               int32_t tag, uint64_t bytes, uint32_t found) {
+                               int32_t tag, uint64_t bytes, uint32_t found, uint64_t seq) {
   if (!job_->is_local(r)) return;
   RankView v = job_->view_of(r);
   if (request >= v.request_slots) return;
-  request_complete(v, request, error, source, tag, bytes, found);
+  request_complete(v, request, error, source, tag, bytes, found, seq);
 }
 
 // ------------------------------------------------------------ strobe receiver
@@ -413,7 +413,8 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
     const auto& job = st_->ranks.job();
     a.blocked = job->blocked_count();
     a.nlocal = job->nlocal_ranks();
-    local_.note(s.slice, static_cast<int>(s.phase), static_cast<uint64_t>(ns), a);
+    const auto at = std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
+    local_.note(s.slice, static_cast<int>(s.phase), static_cast<uint64_t>(at), static_cast<uint64_t>(ns), a);
   }
   return r;
 }

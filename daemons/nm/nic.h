@@ -59,7 +59,7 @@ class JobRanks : public LocalRanks {
                        size_t len) override;
   void complete(int32_t r, uint32_t request, int32_t error) override;
   void complete_status(int32_t r, uint32_t request, int32_t error, int32_t source, int32_t tag,
-                       uint64_t bytes, uint32_t found) override;
+                       uint64_t bytes, uint32_t found, uint64_t seq = 0) override;
   const std::shared_ptr<NmJob>& job() const { return job_; }
   ReadGrants& read_grants() override { return job_->read_grants(); }
   void rank_corrupted(int32_t r, const std::string& why) override { job_->end_corrupt(r, why); }

@@ -145,6 +145,7 @@ int32_t bcs_world_rank(void) { return st().initialized ? st().rank : 0; }
 int32_t bcs_world_size(void) { return st().initialized ? st().size : 1; }
 uint64_t bcs_slice_ns(void) { return st().initialized ? st().slice_ns : 0; }
 void* bcs_mmds_area(void) { return st().initialized ? st().view.mmds : nullptr; }
+char* bcs_mmds_report(void) { return st().initialized ? st().view.mmds_report : nullptr; }
 
 namespace {
 
@@ -187,7 +188,8 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
   st().send_dest[idx] = dest;  // for bcs_cancel
   // The node manager numbers each rank's sends per destination the same way
   // (SendDesc::pair_seq): the number names an inline send to bcs_cancel_sent.
-  ++st().send_seq[static_cast<size_t>(dest)];
+  const uint64_t pair_seq = ++st().send_seq[static_cast<size_t>(dest)];
+  if (st().observer) st().observer(1, dest, pair_seq, len);
   // A synchronous send must not complete before it is matched, so it never
   // takes the inline shortcut (which completes at post).
   const bool inl = !sync && len <= bcs::kInlineMax;
@@ -349,6 +351,8 @@ bcs_status_t bcs_cancel(bcs_request_t req) {
   post(d);
   return BCS_OK;
 }
+
+void bcs_set_msg_observer(bcs_msg_observer_t fn) { st().observer = fn; }
 
 uint64_t bcs_send_seq(int32_t dest) {
   const auto& s = st();

@@ -29,6 +29,7 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
   r.tag = 0;
   r.bytes = 0;
   r.found = 0;
+  r.seq = 0;
   r.kind = static_cast<uint32_t>(kind);
   // The NM only looks at a slot after the descriptor naming it was published
   // by the ring's release store, so relaxed is enough here.
@@ -37,6 +38,12 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
 }
 
 void release_slot(uint32_t idx) {
+  if (st().observer) {  // a receive the program took back: the end of a message flow
+    const RequestSlot& r = slot(idx);
+    if (r.kind == static_cast<uint32_t>(DescKind::recv) && r.seq &&
+        r.state.load(std::memory_order_acquire) == static_cast<uint32_t>(ReqState::done))
+      st().observer(0, r.source, r.seq, r.bytes);
+  }
   slot(idx).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
   st().free_slots.push_back(idx);
 }

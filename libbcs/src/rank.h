@@ -86,6 +86,7 @@ struct State {
   std::vector<uint64_t> send_seq;                  // per world rank: sends posted to it
   std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
+  bcs_msg_observer_t observer = nullptr;           // bcs_set_msg_observer
   bool initialized = false;
 };
 

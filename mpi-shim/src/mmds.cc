@@ -58,6 +58,8 @@ struct State {
   LogHistogram gran_hist, ovh_hist;
   std::vector<monitor::CallEvent> events;  // with "all": the first max_events calls
   uint64_t events_dropped = 0;
+  std::vector<monitor::MsgEvent> messages;  // and the first max_events message ends
+  uint64_t messages_dropped = 0;
 };
 
 State& st() {
@@ -101,6 +103,44 @@ bool write_file(const std::string& path, const std::string& text, std::string* e
   return true;
 }
 
+// libbcs tells us of every send posted and receive taken back (BCS_MDS=all
+// with events): the two ends of each message, for bcs trace's flows.
+void on_message(int is_send, int32_t peer, uint64_t seq, uint64_t bytes) {
+  State& s = st();
+  if (!g_on) return;
+  if (s.messages.size() >= s.cfg.max_events) {
+    ++s.messages_dropped;
+    return;
+  }
+  s.messages.push_back({now_ns(), peer, is_send != 0, seq, bytes});
+}
+
+// The report for the node manager (and through it the manager's Monitor
+// service), in the segment's report block: whole if it fits, else without
+// its events, else without the calls' histograms too.
+void leave_in_segment(MmdsArea* area, const monitor::RankReport& r, const std::string& full) {
+  char* block = bcs_mmds_report();
+  if (!block) return;
+  std::string text;
+  if (full.size() <= kMmdsReportMax) {
+    text = full;
+  } else {
+    monitor::RankReport cut = r;
+    cut.events_dropped += cut.events.size();
+    cut.events.clear();
+    cut.messages_dropped += cut.messages.size();
+    cut.messages.clear();
+    text = monitor::mmds_to_json(cut);
+    if (text.size() > kMmdsReportMax) {
+      for (auto& c : cut.calls) c.has_histograms = false;
+      text = monitor::mmds_to_json(cut);
+    }
+    if (text.size() > kMmdsReportMax) return;
+  }
+  std::memcpy(block, text.data(), text.size());
+  area->report_len.store(text.size(), std::memory_order_release);
+}
+
 }  // namespace
 
 void start(int rank, int size) {
@@ -142,6 +182,7 @@ void start(int rank, int size) {
   if (s.area) s.area->ncalls.store(static_cast<uint32_t>(bcs_mds_count), std::memory_order_release);
   s.gran_hist = s.ovh_hist = LogHistogram(s.cfg.res);
   s.t_init = s.last_wake = now_ns();
+  if (s.cfg.max_events) bcs_set_msg_observer(on_message);
   g_on = true;
 }
 
@@ -185,6 +226,7 @@ int Call::done(int rc) {
 void stop() {
   if (!g_on) return;
   g_on = false;
+  bcs_set_msg_observer(nullptr);
   State& s = st();
   const uint64_t t = now_ns();
   // MPI_Finalize is the last blocking call: the computation before it.
@@ -194,9 +236,15 @@ void stop() {
   monitor::RankReport r;
   r.rank = s.rank;
   r.size = s.size;
-  char host[256] = {};
-  ::gethostname(host, sizeof host - 1);
-  r.host = host;
+  // The node manager's name (what the manager, bcs stats --node and the
+  // job directory's node-NAME.csv call the node), else the host's.
+  if (const char* node = std::getenv("BCS_NODE"); node && *node) {
+    r.host = node;
+  } else {
+    char host[256] = {};
+    ::gethostname(host, sizeof host - 1);
+    r.host = host;
+  }
   r.run_ns = t - s.t_init;
   r.res = s.cfg.res;
   for (int i = 0; i < bcs_mds_count; ++i) {
@@ -213,10 +261,18 @@ void stop() {
     r.event_calls.assign(bcs_mds_names, bcs_mds_names + bcs_mds_count);
     r.events = std::move(s.events);
     r.events_dropped = s.events_dropped;
+    r.messages = std::move(s.messages);
+    r.messages_dropped = s.messages_dropped;
   }
+  const std::string text = monitor::mmds_to_json(r);
+  if (s.area) leave_in_segment(s.area, r, text);
+  // The file: unless this run has no job directory and the report reached
+  // the node manager (a standing cluster keeps it; bcs stats JOB reads it).
+  const char* dir = std::getenv("BCS_JOB_DIR");
+  if (s.area && s.area->report_len.load(std::memory_order_relaxed) && !(dir && *dir)) return;
   const std::string path = job_dir() + "/" + monitor::mmds_rank_file(s.rank);
   std::string err;
-  if (!write_file(path, monitor::mmds_to_json(r), &err))
+  if (!write_file(path, text, &err))
     std::fprintf(stderr, "bcs: rank %d: cannot write its MMDS report: %s\n", s.rank, err.c_str());
 }
 

@@ -11,6 +11,8 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
+#include <iterator>
 #include <string>
 #include <thread>
 #include <vector>
@@ -204,6 +206,93 @@ TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
   auto unknown = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "77"}, 30s);
   EXPECT_EQ(unknown.status, 1);
   EXPECT_NE(unknown.err.find("NOT_FOUND: no job 77"), std::string::npos) << unknown.err;
+  c.expect_alive_then_stop();
+  expect_nothing_left_now();
+}
+
+// Distributions and events live over gRPC, not only in files: a job run
+// with BCS_MDS=all on a standing cluster reads the same from the manager
+// (bcs stats JOB, bcs trace JOB) as from its job directory. The trace
+// holds every message of the ring as a flow from its send to its receive,
+// and each node's microphases on a track of its own.
+TEST_F(MonitorStory, DistributionsAndTracesFromTheManagerMatchTheJobDirectory) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  TempDir tmp("bcs-monitor-detail");
+  ASSERT_FALSE(tmp.path.empty());
+  const std::string dir = tmp.path + "/job";
+  auto r = bcs::test::bcs_run({"--manager", c.addr, "-n", "3", "--nodes", "2", "--job-dir", dir,
+                               prog("prog_ring")},
+                              90s, {{"BCS_MDS", "all"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  // Straight from the service: distributions when asked, events only when asked.
+  auto stub = monitor_of(c);
+  auto stats = [&](bool detail, bool events, std::vector<uint32_t> ranks) {
+    grpc::ClientContext ctx;
+    pb::JobStatsRequest req;
+    req.set_job_id(1);
+    req.set_detail(detail);
+    req.set_events(events);
+    for (uint32_t k : ranks) req.add_ranks(k);
+    pb::JobStatsReply rep;
+    EXPECT_TRUE(stub->JobStats(&ctx, req, &rep).ok());
+    return rep;
+  };
+  const auto plain = stats(false, false, {});
+  ASSERT_EQ(plain.ranks_size(), 3);
+  for (const auto& m : plain.ranks()) {
+    EXPECT_TRUE(m.has_report());
+    EXPECT_EQ(m.granularity_hist().bins_size(), 0);
+    EXPECT_EQ(m.events_size(), 0);
+  }
+  const auto detail = stats(true, false, {});
+  ASSERT_EQ(detail.ranks_size(), 3);
+  for (const auto& m : detail.ranks()) {
+    uint64_t n = 0;
+    for (uint64_t b : m.overhead_hist().bins()) n += b;
+    EXPECT_EQ(n, m.overhead().count());  // every blocking call in the distribution
+    EXPECT_EQ(m.events_size(), 0);
+  }
+  const auto one = stats(true, true, {1});
+  ASSERT_EQ(one.ranks_size(), 1);
+  EXPECT_EQ(one.ranks(0).rank(), 1u);
+  EXPECT_GT(one.ranks(0).events_size(), 0);
+  // 10 laps: rank 1 receives 10 messages and sends 10.
+  EXPECT_EQ(one.ranks(0).messages_size(), 20 * 5);
+
+  // The CLI: the same statistics (distributions included) either way.
+  auto by_dir = bcs::test::run({bcs::test::bin("bcs"), "stats", dir, "--json"}, 30s);
+  ASSERT_EQ(by_dir.status, 0) << describe(by_dir);
+  auto by_job = bcs::test::run({bcs::test::bin("bcs"), "stats", "--manager", c.addr, "1", "--json"}, 30s);
+  ASSERT_EQ(by_job.status, 0) << describe(by_job);
+  EXPECT_EQ(by_job.out, by_dir.out);
+  EXPECT_NE(by_job.out.find("hist_ns"), std::string::npos);
+
+  // And the same messages and nodes in both traces.
+  auto trace_of = [&](const std::vector<std::string>& args, const std::string& out) {
+    std::vector<std::string> cmd{bcs::test::bin("bcs"), "trace"};
+    cmd.insert(cmd.end(), args.begin(), args.end());
+    cmd.insert(cmd.end(), {"-o", out});
+    auto t = bcs::test::run(cmd, 30s);
+    EXPECT_EQ(t.status, 0) << describe(t);
+    std::ifstream in(out, std::ios::binary);
+    return std::string(std::istreambuf_iterator<char>(in), {});
+  };
+  auto count = [](const std::string& text, const std::string& what) {
+    size_t n = 0;
+    for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + 1)) ++n;
+    return n;
+  };
+  const std::string from_dir = trace_of({dir}, tmp.path + "/dir.json");
+  const std::string from_job = trace_of({"--manager", c.addr, "1"}, tmp.path + "/job.json");
+  EXPECT_EQ(count(from_dir, "\"ph\":\"s\""), 30u);  // 3 ranks x 10 laps, each paired
+  EXPECT_EQ(count(from_dir, "\"ph\":\"f\""), 30u);
+  EXPECT_EQ(count(from_job, "\"ph\":\"s\""), 30u);
+  EXPECT_EQ(count(from_job, "\"ph\":\"f\""), 30u);
+  for (const std::string* t : {&from_dir, &from_job}) {
+    EXPECT_NE(t->find("\"node n1\""), std::string::npos);
+    EXPECT_NE(t->find("\"node n2\""), std::string::npos);
+  }
   c.expect_alive_then_stop();
   expect_nothing_left_now();
 }

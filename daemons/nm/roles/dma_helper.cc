@@ -61,7 +61,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       xfer_error_.erase(it);
     }
     if (!e && m.truncated) e = bcs_err_truncate;
-    job.complete_status(m.recv.rank, m.recv.request, e, m.send.src, m.send.tag, m.bytes, 0);
+    job.complete_status(m.recv.rank, m.recv.request, e, m.send.src, m.send.tag, m.bytes, 0,
+                        m.send.pair_seq);
   };
 
   for (auto& c : br.chunks()) {

@@ -74,9 +74,11 @@ class LocalRanks : public RankMemory {
   virtual std::vector<int32_t> local_ranks() const = 0;  // world ranks, ascending
   // The rank's control block, ring and request table in the job segment.
   virtual RankView view_of(int32_t world_rank) = 0;
-  // Completes a request with a full status (receives, probes).
+  // Completes a request with a full status (receives, probes); `seq`: a
+  // receive's matched send's pair sequence number (0: none).
   virtual void complete_status(int32_t world_rank, uint32_t request, int32_t error,
-                               int32_t source, int32_t tag, uint64_t bytes, uint32_t found) = 0;
+                               int32_t source, int32_t tag, uint64_t bytes, uint32_t found,
+                               uint64_t seq = 0) = 0;
   // What peers may read of the local ranks' memory (read_grants.h).
   virtual ReadGrants& read_grants() = 0;
   // A local rank wrote garbage into its segment: end it, naming `why`.

@@ -66,6 +66,9 @@ uint64_t bcs_slice_ns(void);
  * bcs/segment.h), where its node manager reads them when the rank exits;
  * NULL when not attached to a job. */
 void* bcs_mmds_area(void);
+/* The block after it for the rank's final MMDS report (kMmdsReportMax
+ * bytes, length in MmdsArea::report_len); NULL when not attached. */
+char* bcs_mmds_report(void);
 
 /* Send `len` bytes. Non-blocking: `req` receives a request to test.
  * Blocking: returns when the buffer may be reused. Messages of up to 192
@@ -119,6 +122,14 @@ bcs_status_t bcs_cancel(bcs_request_t req);
 /* Sends posted so far by this rank to world rank `dest` (0 before the
  * first): right after bcs_send, the number of that send. */
 uint64_t bcs_send_seq(int32_t dest);
+/* Message flows, for the MMDS's traces: `fn` is called for every send
+ * posted (is_send 1, peer = its destination, seq = its number as
+ * bcs_send_seq gives it) and for every receive whose request the program
+ * took back completed (is_send 0, peer = the world rank it came from, seq =
+ * that sender's number for it), so a send and its receive pair up by
+ * (sender, receiver, seq). NULL (the default): nothing, one branch. */
+typedef void (*bcs_msg_observer_t)(int is_send, int32_t peer, uint64_t seq, uint64_t bytes);
+void bcs_set_msg_observer(bcs_msg_observer_t fn);
 /* Cancels an inline send (one that completed when posted), named by its
  * destination and its number from bcs_send_seq. `*ticket` is a new request
  * that completes at the next scheduling microphase at the receiver's node:

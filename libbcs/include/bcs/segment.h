@@ -12,6 +12,7 @@
 //   SegmentHeader
 //   RankArea[nlocal]           — one per local rank
 //     RankControl               futexes, ring indices, MPI state
+//     MmdsArea, report block     the MMDS's counters and final report
 //     Descriptor ring[ring_slots]
 //     RequestSlot[request_slots]
 #pragma once
@@ -24,7 +25,8 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 3;  // 3: the MMDS area per rank
+constexpr uint32_t kSegmentVersion = 4;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+                                         // the MMDS report block
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -150,7 +152,12 @@ struct alignas(64) RequestSlot {
   uint64_t bytes;         // bytes delivered (recv) / message size (probe)
   uint32_t found;         // iprobe: 1 if a matching message exists
   uint32_t kind;          // DescKind of the descriptor that owns it
+  // recv: the matched send's pair sequence number (the n-th send of
+  // `source` to this rank, as the sender numbers them too): which send it
+  // was, for the MMDS's message flows. 0 when unknown.
+  uint64_t seq;
 };
+static_assert(sizeof(RequestSlot) == 64);
 
 // ------------------------------------------------------------- per rank
 enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
@@ -199,7 +206,16 @@ struct alignas(64) MmdsArea {
   MmdsCounter calls[kMmdsMaxCalls];
   char names[kMmdsMaxCalls][kMmdsNameLen];
   uint8_t flags[kMmdsMaxCalls];
+  // The rank's whole report (its distributions, and with BCS_MDS=all its
+  // calls' and messages' events as far as they fit), written at
+  // MPI_Finalize into the report block that follows this area: its length,
+  // published (release) after the bytes. 0: none. The node manager parses
+  // and checks it like anything a rank writes.
+  std::atomic<uint64_t> report_len;
 };
+// The report block: untouched (hence never backed by memory) unless the
+// rank records.
+constexpr size_t kMmdsReportMax = size_t{1} << 20;
 
 // SegmentHeader::nm_flags: when the node manager wants a rank to ring its
 // doorbell (SegmentHeader::bell), in the manner of io_uring's need-wakeup
@@ -236,7 +252,7 @@ struct SegmentLayout {
   static size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
   size_t header_bytes() const { return align64(sizeof(SegmentHeader)); }
   size_t control_bytes() const { return align64(sizeof(RankControl)); }
-  size_t mmds_bytes() const { return align64(sizeof(MmdsArea)); }
+  size_t mmds_bytes() const { return align64(sizeof(MmdsArea)) + kMmdsReportMax; }
   size_t ring_bytes() const { return size_t{ring_slots} * kDescriptorSize; }
   size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
   size_t rank_area_bytes() const {
@@ -249,6 +265,7 @@ struct SegmentLayout {
 struct RankView {
   RankControl* ctl = nullptr;
   MmdsArea* mmds = nullptr;
+  char* mmds_report = nullptr;  // kMmdsReportMax bytes
   Descriptor* ring = nullptr;
   RequestSlot* requests = nullptr;
   uint32_t ring_slots = 0;
@@ -263,6 +280,7 @@ inline RankView segment_rank_view(void* base, uint32_t local_index, const Segmen
   RankView v;
   v.ctl = reinterpret_cast<RankControl*>(area);
   v.mmds = reinterpret_cast<MmdsArea*>(area + l.control_bytes());
+  v.mmds_report = reinterpret_cast<char*>(area + l.control_bytes() + SegmentLayout::align64(sizeof(MmdsArea)));
   area += l.control_bytes() + l.mmds_bytes();
   v.ring = reinterpret_cast<Descriptor*>(area);
   v.requests = reinterpret_cast<RequestSlot*>(area + l.ring_bytes());
@@ -394,7 +412,7 @@ RingDrained ring_drain_holding(RankView& v, std::vector<uint8_t>& taken, Fn&& fn
 
 // Marks request `idx` done with the given fields and wakes the rank if it waits.
 void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,
-                      uint64_t bytes, uint32_t found = 0);
+                      uint64_t bytes, uint32_t found = 0, uint64_t seq = 0);
 // Wake the rank if it sleeps (after completing several requests, or after
 // freeing ring space).
 void rank_wake(RankView& v);

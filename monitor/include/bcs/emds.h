@@ -81,6 +81,12 @@ PeriodSummary summarize_periods(std::vector<uint64_t> periods);
 // slice, measured by its node manager.
 struct LocalSliceRecord {
   uint64_t slice = 0;
+  // When this node began the slice's first microphase (the NM's
+  // CLOCK_MONOTONIC), and when it began each microphase, from start_ns (0
+  // and phase_ns 0: not run here). LETTS is the difference of two
+  // consecutive start_ns; LTTS the sum of phase_ns.
+  uint64_t start_ns = 0;
+  uint64_t phase_at_ns[5] = {};
   uint64_t phase_ns[5] = {};   // LTDEM, LTMSM, LTP2P, LTBBM, LTRM: this node's time in each
   uint32_t descriptors = 0;    // descriptors drained from the local rings (DEM), collectives included
   uint32_t coll_descriptors = 0;
@@ -99,9 +105,10 @@ struct LocalSliceRecord {
 class LocalRecorder {
  public:
   explicit LocalRecorder(size_t capacity = EmdsRecorder::kDefaultWindow) : cap_(capacity) {}
-  // Adds one microphase (0..4) of `slice` to the current record; a note
-  // for another slice closes the current one.
-  void note(uint64_t slice, int phase, uint64_t ns, const LocalSliceRecord& add);
+  // Adds one microphase (0..4) of `slice`, begun at `at_ns` and lasting
+  // `ns`, to the current record; a note for another slice closes the
+  // current one.
+  void note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns, const LocalSliceRecord& add);
   // Sleeps until there are finished slices (or stop()), then waits `batch`
   // more to gather others, and returns them. The current slice is closed
   // too when nothing was noted for `batch`: a job's last slice is sent.

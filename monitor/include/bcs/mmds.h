@@ -77,8 +77,9 @@ struct PrimitiveStats {
 //   BCS_MDS_CALLS  with "all": the primitives that get histograms,
 //                  "MPI_Send,MPI_Allreduce" (default: every one);
 //   BCS_MDS_RES    histogram bins per power of two: 1, 2, 4 (default), 8, 16;
-//   BCS_MDS_EVENTS with "all": how many call intervals each rank keeps for
-//                  bcs trace (default 100000; 0: none).
+//   BCS_MDS_EVENTS with "all": how many call intervals (and as many
+//                  message ends) each rank keeps for bcs trace (default
+//                  100000; 0: none).
 struct MmdsConfig {
   bool enabled = false;
   bool histograms = false;
@@ -114,11 +115,27 @@ struct CallEvent {
   uint64_t dur_ns = 0;
 };
 
+// One end of a point-to-point message (BCS_MDS=all): a send when posted, a
+// receive when the program took its completed request back. A send from A
+// to B and the receive at B from A with the same `seq` (the n-th send of A
+// to B) are the same message: bcs trace draws them as one flow.
+struct MsgEvent {
+  uint64_t at_ns = 0;
+  int32_t peer = 0;  // world rank: the destination of a send, the source of a receive
+  bool send = false;
+  uint64_t seq = 0;
+  uint64_t bytes = 0;
+};
+
 struct RankReport {
   int rank = 0;
   int size = 0;
   std::string host;
   uint64_t run_ns = 0;  // MPI_Init's return to MPI_Finalize's entry
+  // From the rank's own report (MPI_Finalize): distributions and events.
+  // False: counters only (its node manager read them from the segment
+  // after it died).
+  bool full = false;
   uint32_t res = 4;
   std::vector<CallReport> calls;  // the primitives called at least once
   PrimitiveStats granularity, overhead;
@@ -126,6 +143,8 @@ struct RankReport {
   std::vector<std::string> event_calls;  // names the events refer to
   std::vector<CallEvent> events;          // in order; the first max_events calls
   uint64_t events_dropped = 0;            // calls past max_events
+  std::vector<MsgEvent> messages;         // in order; the first max_events
+  uint64_t messages_dropped = 0;
 };
 
 }  // namespace bcs::monitor
@@ -141,6 +160,12 @@ namespace bcs::monitor {
 // died mid-update or scribbled over it). False with `why` when the area
 // says the MMDS was off (why empty) or holds something invalid.
 bool mmds_from_segment(const MmdsArea& area, RankReport* out, std::string* why);
+// The whole report the rank left in the block after its area at
+// MPI_Finalize (`block`: kMmdsReportMax bytes), parsed and checked, for
+// world rank `rank` of `size`. False with `why` when there is none (why
+// empty) or it is not valid.
+bool mmds_report_from_segment(const MmdsArea& area, const char* block, int rank, int size,
+                              RankReport* out, std::string* why);
 
 // The file of one rank in a job directory.
 std::string mmds_rank_file(int rank);

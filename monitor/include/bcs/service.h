@@ -21,12 +21,17 @@ void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s);
 bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string* why);
 void mmds_to_proto(const RankReport& r, v1::MmdsSummary* m);
 bool mmds_from_proto(const v1::MmdsSummary& m, RankReport* r, std::string* why);
+// Drops what a JobStats caller did not ask for: the distributions
+// (!detail), the events (!events).
+void mmds_strip_proto(v1::MmdsSummary* m, bool detail, bool events);
 
 class MonitorService final : public v1::Monitor::Service {
  public:
   using Authorize = std::function<bool(grpc::ServerContext*)>;
   // The manager answers per-job questions: it knows the jobs and who owns them.
-  using JobStatsFn = std::function<grpc::Status(grpc::ServerContext*, uint64_t, v1::JobStatsReply*)>;
+  // The ranks the request names (all when none), stripped (mmds_strip_proto).
+  using JobStatsFn =
+      std::function<grpc::Status(grpc::ServerContext*, const v1::JobStatsRequest&, v1::JobStatsReply*)>;
   // Whether a job exists, may be watched by the caller, and has ended.
   enum class JobState { unknown, forbidden, live, done };
   using JobStateFn = std::function<JobState(grpc::ServerContext*, uint64_t)>;
@@ -41,7 +46,7 @@ class MonitorService final : public v1::Monitor::Service {
                           v1::NodeSlicesReply* rep) override;
   grpc::Status JobStats(grpc::ServerContext* ctx, const v1::JobStatsRequest* req,
                         v1::JobStatsReply* rep) override {
-    return job_stats_(ctx, req->job_id(), rep);
+    return job_stats_(ctx, *req, rep);
   }
   grpc::Status Slices(grpc::ServerContext* ctx, const v1::SlicesRequest* req,
                       v1::SlicesReply* rep) override;

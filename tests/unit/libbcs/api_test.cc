@@ -13,6 +13,7 @@
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <tuple>
 #include <vector>
 
 #include <gtest/gtest.h>
@@ -146,6 +147,36 @@ TEST_F(ApiTest, LargeSendWaitsForTheNodeManager) {
   ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
   EXPECT_EQ(flag, 1);
   EXPECT_EQ(req, BCS_REQUEST_NULL);
+}
+
+// The MMDS's message flows: each send posted and each receive taken back
+// completed is told to the observer with the pair number that joins them.
+std::vector<std::tuple<int, int32_t, uint64_t, uint64_t>> g_flows;
+void note_flow(int is_send, int32_t peer, uint64_t seq, uint64_t bytes) {
+  g_flows.emplace_back(is_send, peer, seq, bytes);
+}
+
+TEST_F(ApiTest, TheMessageObserverSeesBothEndsOfEachMessage) {
+  attach(2);
+  g_flows.clear();
+  bcs_set_msg_observer(note_flow);
+  char small[8] = {}, into[64] = {};
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  bcs_request_t req = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_recv(into, sizeof into, 1, 5, kContextWorld, BCS_NONBLOCKING, &req, nullptr), BCS_OK);
+  nm_->step();
+  auto seen = nm_->seen();
+  ASSERT_EQ(seen.size(), 3u);
+  // Rank 1's third send to us took it.
+  request_complete(view_, seen[2].request, bcs_err_none, 1, 5, 16, 0, 3);
+  int flag = 0;
+  ASSERT_EQ(bcs_test(&req, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+  ASSERT_EQ(flag, 1);
+  bcs_set_msg_observer(nullptr);
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  using F = std::tuple<int, int32_t, uint64_t, uint64_t>;
+  EXPECT_EQ(g_flows, (std::vector<F>{{1, 1, 1, 8}, {1, 1, 2, 8}, {0, 1, 3, 16}}));
 }
 
 // A non-contiguous buffer goes to the node manager as its block list (the

@@ -88,6 +88,13 @@ TEST(SlicesMetric, KnowsThePapersNames) {
   EXPECT_EQ(v, 7);
   ASSERT_TRUE(mon::slice_metric(s, "USRMSM", &v));
   EXPECT_EQ(v, 2);
+  // GTTS: the slice's microphases end to end; USRTS: its retries.
+  s.phase_ns[0] = 20;
+  s.retries[0] = 1;
+  ASSERT_TRUE(mon::slice_metric(s, "GTTS", &v));
+  EXPECT_EQ(v, 27);
+  ASSERT_TRUE(mon::slice_metric(s, "USRTS", &v));
+  EXPECT_EQ(v, 3);
   EXPECT_FALSE(mon::slice_metric(s, "NOPE", &v));
   EXPECT_THAT(mon::slice_metric_names(), testing::Contains("GTDEM"));
 }
@@ -156,6 +163,74 @@ TEST(SlicesSvg, PlotsOnePointPerSlice) {
   EXPECT_EQ(std::count(pts.begin(), pts.end(), ','), 9);
   EXPECT_THROW(mon::slices_svg(v, "NOPE", "x"), std::runtime_error);
   EXPECT_THROW(mon::slices_svg({}, "GETTS", "x"), std::runtime_error);
+}
+
+TEST(LocalSlicesCsv, RoundTripsWithLettsAndLtts) {
+  std::vector<mon::LocalSliceRecord> v(3);
+  for (size_t i = 0; i < v.size(); ++i) {
+    v[i].slice = 5 + i;
+    v[i].start_ns = 1'000'000 + i * 400;
+    v[i].phase_ns[0] = 30;
+    v[i].phase_ns[2] = 50 * i;
+    v[i].phase_at_ns[2] = 60;
+    v[i].descriptors = static_cast<uint32_t>(i);
+    v[i].bytes = uint64_t{1} << 40;
+    v[i].blocked = 1;
+    v[i].nlocal = 2;
+  }
+  const std::string csv = mon::local_slices_csv(v);
+  // slice 6: LETTS 400 since slice 5, LTTS 30 + 50.
+  EXPECT_THAT(csv, HasSubstr("\n6,1000400,400,80,30,"));
+  const auto back = mon::local_slices_from_csv(csv);
+  ASSERT_EQ(back.size(), 3u);
+  EXPECT_EQ(mon::local_slices_csv(back), csv);
+  EXPECT_EQ(back[2].phase_at_ns[2], 60u);
+  EXPECT_THROW(mon::local_slices_from_csv("slice,nope\n1,2\n"), std::runtime_error);
+}
+
+TEST(SlicesTrace, MessagesAreFlowsAndNodesHaveTheirOwnMicrophases) {
+  mon::RankReport a, b;
+  a.rank = 0;
+  a.size = b.size = 2;
+  b.rank = 1;
+  a.event_calls = b.event_calls = {"MPI_Send", "MPI_Recv"};
+  a.events = {{0, 1'000'000'100, 50}, {0, 1'000'000'300, 50}};
+  b.events = {{1, 1'000'000'090, 400}};
+  // Two sends 0 -> 1 (numbers 1 and 2); only the first was received.
+  a.messages = {{1'000'000'110, 1, true, 1, 8}, {1'000'000'310, 1, true, 2, 8}};
+  b.messages = {{1'000'000'480, 0, false, 1, 8}};
+  const auto v = series(2);
+  std::vector<mon::LocalSliceRecord> n1(1);
+  n1[0].slice = 10;
+  n1[0].start_ns = v[0].start_ns + 5'000;  // the same clock, 5 us after the strobe
+  n1[0].phase_ns[0] = 2'000;
+  n1[0].phase_at_ns[1] = 3'000;
+  n1[0].phase_ns[1] = 1'000;
+  const auto j = nlohmann::json::parse(mon::slices_trace_json(v, {a, b}, {{"n1", n1}}));
+  std::vector<nlohmann::json> starts, ends, node;
+  for (const auto& e : j.at("traceEvents")) {
+    if (e.at("ph") == "s") starts.push_back(e);
+    if (e.at("ph") == "f") ends.push_back(e);
+    if (e.at("ph") == "X" && e.at("pid") == 3) node.push_back(e);
+  }
+  ASSERT_EQ(starts.size(), 1u);
+  ASSERT_EQ(ends.size(), 1u);
+  EXPECT_EQ(starts[0].at("id"), ends[0].at("id"));
+  EXPECT_EQ(starts[0].at("tid"), 1);  // from rank 0's track
+  EXPECT_EQ(ends[0].at("tid"), 2);    // to rank 1's
+  EXPECT_DOUBLE_EQ(ends[0].at("ts").get<double>(), 0.48);
+  ASSERT_EQ(node.size(), 2u);
+  EXPECT_EQ(node[0].at("name"), "DEM");
+  EXPECT_DOUBLE_EQ(node[0].at("ts").get<double>(), 5.0);
+  EXPECT_EQ(node[1].at("name"), "MSM");
+  EXPECT_DOUBLE_EQ(node[1].at("ts").get<double>(), 8.0);
+  // Another host's clock (days off): its earliest reception meets the strobe.
+  n1[0].start_ns += 86'400'000'000'000ull;
+  const auto k = nlohmann::json::parse(mon::slices_trace_json(v, {}, {{"n1", n1}}));
+  double dem = -1;
+  for (const auto& e : k.at("traceEvents"))
+    if (e.at("ph") == "X" && e.at("pid") == 3 && e.at("name") == "DEM") dem = e.at("ts");
+  EXPECT_DOUBLE_EQ(dem, 0.0);
 }
 
 }  // namespace

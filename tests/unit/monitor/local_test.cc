@@ -22,10 +22,10 @@ mon::LocalSliceRecord counts(uint32_t descriptors, uint32_t blocked, uint32_t nl
 
 TEST(LocalRecorder, OneRecordPerSliceSummingItsMicrophases) {
   mon::LocalRecorder rec;
-  rec.note(5, 0, 100, counts(3, 0, 2));
-  rec.note(5, 1, 40, counts(0, 1, 2));
-  rec.note(5, 2, 60, counts(0, 2, 2));
-  rec.note(6, 0, 10, counts(1, 2, 2));  // closes slice 5
+  rec.note(5, 0, 1000, 100, counts(3, 0, 2));
+  rec.note(5, 1, 1150, 40, counts(0, 1, 2));
+  rec.note(5, 2, 1200, 60, counts(0, 2, 2));
+  rec.note(6, 0, 1500, 10, counts(1, 2, 2));  // closes slice 5
   auto out = rec.take(0ms);
   // Slice 6 got nothing more within the batch time: closed too.
   ASSERT_EQ(out.size(), 2u);
@@ -35,12 +35,20 @@ TEST(LocalRecorder, OneRecordPerSliceSummingItsMicrophases) {
   EXPECT_EQ(out[0].phase_ns[2], 60u);
   EXPECT_EQ(out[0].descriptors, 3u);
   EXPECT_EQ(out[0].blocked, 2u);  // the last microphase's view
+  // When the node began the slice and each microphase (from the slice's start).
+  EXPECT_EQ(out[0].start_ns, 1000u);
+  EXPECT_EQ(out[0].phase_at_ns[0], 0u);
+  EXPECT_EQ(out[0].phase_at_ns[1], 150u);
+  EXPECT_EQ(out[0].phase_at_ns[2], 200u);
+  EXPECT_EQ(out[0].phase_ns[3], 0u);  // not run: no start either
+  EXPECT_EQ(out[0].phase_at_ns[3], 0u);
   EXPECT_EQ(out[1].slice, 6u);
+  EXPECT_EQ(out[1].start_ns, 1500u);
 }
 
 TEST(LocalRecorder, BoundedWhenNobodyTakesAndStopWakesTheFlusher) {
   mon::LocalRecorder rec(3);
-  for (uint64_t s = 1; s <= 10; ++s) rec.note(s, 0, 1, {});
+  for (uint64_t s = 1; s <= 10; ++s) rec.note(s, 0, s * 100, 1, {});
   auto out = rec.take(0ms);
   ASSERT_EQ(out.size(), 3u);  // the window: slice 10 closed, the last 3 kept
   EXPECT_EQ(out.front().slice, 8u);
@@ -86,8 +94,8 @@ TEST(NodeSeries, BatchesOutOfOrderStaySorted) {
 
 TEST(LocalRecorder, TakeNowClosesTheCurrentSlice) {
   mon::LocalRecorder rec;
-  rec.note(3, 0, 5, {});
-  rec.note(4, 0, 5, {});
+  rec.note(3, 0, 10, 5, {});
+  rec.note(4, 0, 20, 5, {});
   auto out = rec.take_now();
   ASSERT_EQ(out.size(), 2u);
   EXPECT_EQ(out[1].slice, 4u);
@@ -98,6 +106,8 @@ TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   mon::LocalSliceRecord r = counts(7, 1, 3);
   r.slice = 42;
   r.phase_ns[3] = 99;
+  r.start_ns = 123456;
+  r.phase_at_ns[3] = 77;
   r.coll_descriptors = 2;
   bcs::v1::LocalSlice p;
   mon::local_to_proto(r, &p);
@@ -106,6 +116,8 @@ TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   ASSERT_TRUE(mon::local_from_proto(p, &back, &why)) << why;
   EXPECT_EQ(back.slice, 42u);
   EXPECT_EQ(back.phase_ns[3], 99u);
+  EXPECT_EQ(back.start_ns, 123456u);
+  EXPECT_EQ(back.phase_at_ns[3], 77u);
   EXPECT_EQ(back.descriptors, 7u);
   auto bad = p;
   bad.set_blocked(4);  // more blocked than ranks
@@ -115,6 +127,9 @@ TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   EXPECT_FALSE(mon::local_from_proto(bad, &back, &why));
   bad = p;
   bad.clear_phase_ns();
+  EXPECT_FALSE(mon::local_from_proto(bad, &back, &why));
+  bad = p;
+  bad.clear_phase_at_ns();  // the microphases' starts come with their times
   EXPECT_FALSE(mon::local_from_proto(bad, &back, &why));
 }
 

@@ -105,4 +105,104 @@ TEST(MmdsProto, RoundTripsAndChecks) {
   EXPECT_FALSE(mon::mmds_from_proto(bad, &back, &why));
 }
 
+// A whole report (what a rank leaves at MPI_Finalize) with distributions,
+// calls and messages.
+mon::RankReport full_report() {
+  mon::RankReport r;
+  r.full = true;
+  r.rank = 1;
+  r.size = 3;
+  r.host = "n2";
+  r.run_ns = 5000;
+  r.res = 2;
+  mon::CallReport c;
+  c.name = "MPI_Send";
+  c.blocking = c.sized = true;
+  c.stats.add(300, 8);
+  c.has_histograms = true;
+  c.latency = c.size = mon::LogHistogram(2);
+  c.latency.add(300);
+  c.size.add(8);
+  r.calls.push_back(c);
+  r.granularity.add(4000, 0);
+  r.overhead.add(300, 0);
+  r.granularity_hist = r.overhead_hist = mon::LogHistogram(2);
+  r.granularity_hist.add(4000);
+  r.overhead_hist.add(300);
+  r.event_calls = {"MPI_Send"};
+  r.events = {{0, 1000, 300}};
+  r.messages = {{1100, 2, true, 1, 8}, {1500, 0, false, 4, 16}};
+  return r;
+}
+
+TEST(MmdsReportFromSegment, TakesAWholeReportAndRefusesAnythingElse) {
+  auto a = area_with_two_calls();
+  std::vector<char> block(bcs::kMmdsReportMax);
+  auto put = [&](const std::string& text) {
+    std::memcpy(block.data(), text.data(), text.size());
+    a->report_len.store(text.size());
+  };
+  mon::RankReport r;
+  std::string why;
+  // None: no complaint.
+  a->report_len.store(0);
+  EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why));
+  EXPECT_EQ(why, "");
+  put(mon::mmds_to_json(full_report()));
+  ASSERT_TRUE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why)) << why;
+  EXPECT_TRUE(r.full);
+  EXPECT_EQ(r.messages.size(), 2u);
+  EXPECT_EQ(r.granularity_hist.count(), 1u);
+  // Another rank's report, a length past the block, garbage.
+  EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 0, 3, &r, &why));
+  EXPECT_THAT(why, HasSubstr("is rank 1 of 3"));
+  a->report_len.store(bcs::kMmdsReportMax + 1);
+  EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why));
+  EXPECT_THAT(why, HasSubstr("claims"));
+  put("{\"format\":\"bcs-mmds-1\",\"rank\":");
+  EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why));
+  EXPECT_THAT(why, HasSubstr("not JSON"));
+  auto bad = full_report();
+  bad.messages[0].peer = 7;  // no such rank
+  put(mon::mmds_to_json(bad));
+  EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why));
+  EXPECT_THAT(why, HasSubstr("names no rank"));
+}
+
+TEST(MmdsProto, AWholeReportRoundTripsAndStripsWhatWasNotAskedFor) {
+  const auto r = full_report();
+  bcs::v1::MmdsSummary m;
+  mon::mmds_to_proto(r, &m);
+  EXPECT_TRUE(m.has_report());
+  mon::RankReport back;
+  std::string why;
+  ASSERT_TRUE(mon::mmds_from_proto(m, &back, &why)) << why;
+  EXPECT_EQ(mon::mmds_to_json(back), mon::mmds_to_json(r));  // nothing lost
+
+  auto bare = m;
+  mon::mmds_strip_proto(&bare, false, false);
+  EXPECT_EQ(bare.granularity_hist().bins_size(), 0);
+  EXPECT_FALSE(bare.calls(0).has_latency());
+  EXPECT_EQ(bare.events_size(), 0);
+  EXPECT_EQ(bare.messages_size(), 0);
+  EXPECT_EQ(bare.calls(0).count(), 1u);  // the counters stay
+  auto detail = m;
+  mon::mmds_strip_proto(&detail, true, false);
+  EXPECT_GT(detail.granularity_hist().bins_size(), 0);
+  EXPECT_EQ(detail.events_size(), 0);
+
+  auto bad = m;
+  bad.add_events(0);  // not a whole triple
+  EXPECT_FALSE(mon::mmds_from_proto(bad, &back, &why));
+  bad = m;
+  bad.set_messages(1, 9);  // a peer past the job's size
+  EXPECT_FALSE(mon::mmds_from_proto(bad, &back, &why));
+  bad = m;
+  for (int i = 0; i < 200; ++i) bad.mutable_granularity_hist()->add_bins(1);  // past 64 * res + 1
+  EXPECT_FALSE(mon::mmds_from_proto(bad, &back, &why));
+  bad = m;
+  bad.set_resolution(3);
+  EXPECT_FALSE(mon::mmds_from_proto(bad, &back, &why));
+}
+
 }  // namespace

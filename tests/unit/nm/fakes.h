@@ -152,11 +152,11 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   std::vector<std::pair<int32_t, std::string>> corrupted_;
   void complete(int32_t r, uint32_t req, int32_t e) override { complete_status(r, req, e, r, 0, 0, 0); }
   void complete_status(int32_t r, uint32_t req, int32_t e, int32_t src, int32_t tag, uint64_t bytes,
-                       uint32_t found) override {
+                       uint32_t found, uint64_t seq = 0) override {
     RankView v = view_of(r);
     // The roles must never complete a request index they did not check.
     if (req >= v.request_slots) fault("completion of request index out of range");
-    request_complete(v, req, e, src, tag, bytes, found);
+    request_complete(v, req, e, src, tag, bytes, found, seq);
   }
 
  private:
