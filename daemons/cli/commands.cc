@@ -332,7 +332,8 @@ namespace {
 int run_cluster_job(const RunOptions& o, SignalBlock& sig);
 }  // namespace
 
-int run_job(const RunOptions& o) {
+int run_job(const RunOptions& given) {
+  RunOptions o = given;
   // gRPC turns SIGPIPE off too; be explicit: a closed stdout is an EPIPE.
   ::signal(SIGPIPE, SIG_IGN);
   // Before any thread exists, so that every thread inherits the mask.
@@ -348,6 +349,7 @@ int run_job(const RunOptions& o) {
     say("-n " + std::to_string(o.nranks) + ": " + why);
     return 2;
   }
+  if (!record_prepare(&o)) return 2;
   std::string dir_err;
   const std::string job_dir = job_dir_prepare(o, &dir_err);
   if (!dir_err.empty()) {

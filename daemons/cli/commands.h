@@ -12,5 +12,10 @@ int show_stats(const StatsOptions& o);
 int follow_slices(const MonitorOptions& o);
 // bcs trace / bcs plot of a job id (on the manager) or a job directory.
 int export_any(const ExportOptions& o);
+// bcs replay DIR (record_commands.cc).
+int replay_job(const ReplayOptions& o);
+// bcs run --record / --replay: the recording's directory made ready and the
+// ranks' environment set (BCS_RECORD / BCS_REPLAY); false after saying why.
+bool record_prepare(RunOptions* o);
 
 }  // namespace bcs::cli

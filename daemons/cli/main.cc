@@ -18,6 +18,7 @@ int main(int argc, char** argv) {
         else if constexpr (std::is_same_v<T, KillOptions>) return kill_job(o);
         else if constexpr (std::is_same_v<T, StatsOptions>) return show_stats(o);
         else if constexpr (std::is_same_v<T, MonitorOptions>) return follow_slices(o);
+        else if constexpr (std::is_same_v<T, ReplayOptions>) return replay_job(o);
         else return export_any(o);
       },
       std::get<Command>(parsed));

@@ -224,8 +224,39 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "writes its MMDS report there and bcs writes summary.txt (default: a new "
                    "bcs-job-* directory here when BCS_MDS is on)")
       ->type_name("DIR");
+  auto* record_opt = run_cmd
+      ->add_option("--record", run.record_dir,
+                   "Record what each rank observes that another run could change (wildcard "
+                   "matches, tests, probes, wait-any/some) into DIR, a new directory, for "
+                   "bcs replay DIR")
+      ->type_name("DIR");
+  run_cmd
+      ->add_option("--replay", run.replay_dir,
+                   "Replay the recording in DIR: the ranks observe what they observed then "
+                   "(a program that does something else is stopped, saying where)")
+      ->type_name("DIR")
+      ->excludes(record_opt);
   run_cmd->add_flag("-v,--verbose", run.verbose,
                     "Say what bcs does; embedded daemons log at debug level");
+
+  ReplayOptions replay;
+  uint32_t replay_nodes = 0;
+  std::string replay_manager;
+  auto* replay_cmd = app.add_subcommand(
+      "replay", "Run a recorded job again (bcs run --record DIR), observing what it observed");
+  replay_cmd->add_option("DIR", replay.dir, "The recording")->required();
+  replay_cmd->add_flag("--info", replay.info, "Print the recording's header and events per rank");
+  auto* replay_nodes_opt = replay_cmd->add_option("--nodes", replay_nodes,
+                                                  "Node managers (default: as recorded)")
+                               ->check(kAtLeastOne);
+  replay_cmd->add_option("--slice", replay.slice, "Time slice (default: as recorded)")
+      ->check(kSliceDuration);
+  replay_cmd->add_option("--timeout", replay.timeout, "Kill the job after this long (exit 124)")
+      ->check(kDuration);
+  auto* replay_manager_opt = replay_cmd->add_option(
+      "--manager", replay_manager, "Submit to a running machine manager (HOST:PORT)");
+  add_token_options(replay_cmd, &replay.token_file);
+  replay_cmd->add_flag("-l,--label", replay.label, "Prefix every output line with [RANK]");
 
   JobsOptions jobs;
   auto* jobs_cmd = app.add_subcommand("jobs", "List the jobs of a running machine manager");
@@ -373,6 +404,12 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
         throw CLI::RequiredError("-n");
       }
       return Command{std::move(run)};
+    }
+    if (*replay_cmd) {
+      if (*replay_nodes_opt) replay.nodes = replay_nodes;
+      if (*replay_manager_opt) replay.manager = replay_manager;
+      if (!replay.timeout.empty()) replay.timeout_ns = *parse_duration_ns(replay.timeout);
+      return Command{std::move(replay)};
     }
     if (*jobs_cmd) return Command{std::move(jobs)};
     if (*kill_cmd) return Command{std::move(kill)};

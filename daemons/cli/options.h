@@ -36,6 +36,10 @@ struct RunOptions {
   // BCS_MDS on and no --job-dir gets a new directory (job_dir stays empty
   // here; the run creates it).
   std::string job_dir;
+  // --record DIR: the ranks record what they observe for a replay (a new
+  // directory); --replay DIR: they replay that recording.
+  std::string record_dir;
+  std::string replay_dir;
   std::string program;
   std::vector<std::string> args;     // argv[1..] of the program
   // Environment of the ranks: bcs's own environment, with these NAME=VALUE
@@ -97,8 +101,21 @@ struct MonitorOptions {
   bool follow = false; // --follow: accepted, following is what it does
 };
 
+// bcs replay DIR: the recorded job again, made to observe what it observed.
+struct ReplayOptions {
+  std::string dir;
+  bool info = false;                 // print the recording's header and event counts
+  std::optional<uint32_t> nodes;     // node managers (default: as recorded)
+  std::string slice;                 // slice length (default: as recorded)
+  std::string timeout;
+  uint64_t timeout_ns = 0;
+  std::optional<std::string> manager;
+  std::string token_file;
+  bool label = false;
+};
+
 using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions,
-                             MonitorOptions>;
+                             MonitorOptions, ReplayOptions>;
 
 // Either a command to execute or an exit status (help/version printed: 0,
 // bad arguments: 2, message already written to `out`/`err`).

@@ -83,6 +83,7 @@ void fill_status(uint32_t idx, bcs_msg_status_t* out) {
   out->tag = r.tag;
   out->bytes = r.bytes;
   out->error = r.error;
+  out->seq = r.seq;
 }
 
 void empty_status(bcs_msg_status_t* out) {
@@ -91,6 +92,7 @@ void empty_status(bcs_msg_status_t* out) {
   out->tag = BCS_ANY_TAG;
   out->bytes = 0;
   out->error = BCS_OK;
+  out->seq = 0;
 }
 
 // A polling caller (MPI_Test / MPI_Iprobe loops) found nothing: give the CPU

@@ -13,6 +13,7 @@
 // descriptor); cancelling it sends a cancel naming the send by its number
 // to the receiver's node, and the request completes again with the answer.
 // A buffered send (MPI_Ibsend) is cancelled through its message's send.
+#include "replay.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -31,6 +32,7 @@ using namespace bcs::shim;
 extern "C" {
 
 int bcs_impl_Cancel(MPI_Request* request) {
+  if (replay::g_mode != replay::Mode::off) replay::not_covered("MPI_Cancel");
   static const char fn[] = "MPI_Cancel";
   REQUIRE_RUNNING(fn);
   if (!request) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");

@@ -26,6 +26,7 @@
 #include <unordered_set>
 
 #include "mmds.h"
+#include "replay.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -99,6 +100,7 @@ int bcs_impl_Init_thread(int* argc, char*** argv, int required, int* provided) {
   if (provided) *provided = s.thread_level;
   s.phase = Phase::running;
   mmds::start(s.rank, s.size);
+  if (!s.singleton) replay::start(s.rank, s.size);
   return MPI_SUCCESS;
 }
 
@@ -121,6 +123,7 @@ int bcs_impl_Finalized(int* flag) {
 int bcs_impl_Finalize(void) {
   REQUIRE_RUNNING("MPI_Finalize");
   mmds::stop();  // the program's time ends where MPI_Finalize begins
+  replay::stop();
   Shim& s = S();
   // MPI: the attributes of MPI_COMM_SELF are deleted first, in the reverse
   // order they were set, while MPI is still fully usable; then WORLD's.

@@ -18,6 +18,7 @@
 #include <memory>
 #include <vector>
 
+#include "replay.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -80,6 +81,15 @@ int probe(const char* fn, int source, int tag, MPI_Comm c, bool blocking, int* f
     return raise_error(comm, fn, MPI_ERR_OTHER,
                        "point-to-point communication needs the bcs runtime: this program must "
                        "be started with `bcs run`");
+  const bool wild = source == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
+  if (replay::g_mode == replay::Mode::replay && (wild || !blocking)) {
+    // The message found when recorded, waited for; none found: none now.
+    const auto r = replay::next(blocking ? record::Kind::mprobe : record::Kind::improbe, fn);
+    if (!blocking && !r.flag) return MPI_SUCCESS;
+    source = r.source;
+    tag = r.tag;
+    blocking = true;
+  }
   bcs_msg_status_t b{};
   int found = 0;
   const int e = post_with_retry([&] {
@@ -87,6 +97,16 @@ int probe(const char* fn, int source, int tag, MPI_Comm c, bool blocking, int* f
                      blocking ? BCS_BLOCKING : BCS_NONBLOCKING, blocking ? nullptr : &found, &b);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  if (replay::g_mode == replay::Mode::record && (wild || !blocking)) {
+    record::Event r;
+    r.kind = blocking ? record::Kind::mprobe : record::Kind::improbe;
+    r.flag = blocking || found;
+    if (r.flag) {
+      r.source = from_world(comm, b.source);
+      r.tag = b.tag;
+    }
+    replay::record(r);
+  }
   if (!blocking && !found) return MPI_SUCCESS;
   if (int e2 = claim(fn, comm, b, message)) return e2;
   if (flag) *flag = 1;

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "dtype.h"
+#include "replay.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -281,9 +282,12 @@ void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
     if (!ignored(st)) st->bcs_cancelled = 1;
     return;
   }
-  if (r.is_recv)
+  if (r.is_recv) {
+    if (r.wild && replay::g_mode != replay::Mode::off && !bcs_failed(b.error))
+      replay::recv_matched("MPI_Irecv", r.wild, from_world(r.comm, b.source), b.tag, b.seq);
     set_status(st, from_world(r.comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));
+  }
   else
     set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, bcs_to_class(b.error));
 }
@@ -582,6 +586,7 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  if (replay::g_mode != replay::Mode::off) r.wild = replay::recv_posted(fn, &source, &tag);
   const P2pBuf p = stage_recv(buf, count, type);
   r.coll = p.keep;
   bcs_request_t b = BCS_REQUEST_NULL;
@@ -668,6 +673,7 @@ int bcs_impl_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, 
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  const uint64_t wild = replay::g_mode != replay::Mode::off ? replay::recv_posted(fn, &source, &tag) : 0;
   const P2pBuf staged = stage_recv(buf, count, type);
   bcs_msg_status_t b{};
   const int e = post_with_retry([&] {
@@ -675,6 +681,7 @@ int bcs_impl_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, 
                      BCS_BLOCKING, nullptr, &b);
   });
   if (staged.keep && staged.keep->unpack) staged.keep->unpack(b.bytes);
+  if (wild && !bcs_failed(b.error)) replay::recv_matched(fn, wild, from_world(comm, b.source), b.tag, b.seq);
   if (e == BCS_OK || e == b.error) {
     set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));
@@ -735,11 +742,24 @@ int bcs_impl_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  const bool wild = source == MPI_ANY_SOURCE || tag == MPI_ANY_TAG;
+  if (wild && replay::g_mode == replay::Mode::replay) {  // the message it found
+    const auto r = replay::next(record::Kind::probe, fn);
+    source = r.source;
+    tag = r.tag;
+  }
   bcs_msg_status_t b{};
   const int e = post_with_retry([&] {
     return bcs_probe(to_world(comm, source), tag, context_of(comm), BCS_BLOCKING, nullptr, &b);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  if (wild && replay::g_mode == replay::Mode::record) {
+    record::Event r;
+    r.kind = record::Kind::probe;
+    r.source = from_world(comm, b.source);
+    r.tag = b.tag;
+    replay::record(r);
+  }
   set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes), MPI_SUCCESS);
   return MPI_SUCCESS;
 }
@@ -757,12 +777,33 @@ int bcs_impl_Iprobe(int source, int tag, MPI_Comm c, int* flag, MPI_Status* st) 
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  if (replay::g_mode == replay::Mode::replay) {
+    // Not found then: not found now, without asking. Found: the same
+    // message, waited for.
+    const auto r = replay::next(record::Kind::iprobe, fn);
+    if (!r.flag) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+    *flag = 1;
+    return bcs_impl_Probe(r.source, r.tag, c, st);
+  }
   bcs_msg_status_t b{};
   int found = 0;
   const int e = post_with_retry([&] {
     return bcs_probe(to_world(comm, source), tag, context_of(comm), BCS_NONBLOCKING, &found, &b);
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
+  if (replay::g_mode == replay::Mode::record) {
+    record::Event r;
+    r.kind = record::Kind::iprobe;
+    r.flag = found != 0;
+    if (found) {
+      r.source = from_world(comm, b.source);
+      r.tag = b.tag;
+    }
+    replay::record(r);
+  }
   *flag = found;
   if (found)
     set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
@@ -778,7 +819,23 @@ int bcs_impl_Wait(MPI_Request* request, MPI_Status* st) {
 
 int bcs_impl_Test(MPI_Request* request, int* flag, MPI_Status* st) {
   if (!flag) return raise_error(kNoComm, "MPI_Test", MPI_ERR_ARG, "NULL flag pointer");
-  return complete_one("MPI_Test", request, BCS_NONBLOCKING, flag, st);
+  if (replay::g_mode == replay::Mode::replay) {
+    // "Not yet" again without looking; done: the same request, waited for.
+    if (!replay::next(record::Kind::test, "MPI_Test").flag) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+    *flag = 1;
+    return complete_one("MPI_Test", request, BCS_BLOCKING, nullptr, st);
+  }
+  const int e = complete_one("MPI_Test", request, BCS_NONBLOCKING, flag, st);
+  if (replay::g_mode == replay::Mode::record) {
+    record::Event r;
+    r.kind = record::Kind::test;
+    r.flag = *flag != 0;
+    replay::record(r);
+  }
+  return e;
 }
 
 int bcs_impl_Waitall(int count, MPI_Request reqs[], MPI_Status sts[]) {
@@ -787,16 +844,75 @@ int bcs_impl_Waitall(int count, MPI_Request reqs[], MPI_Status sts[]) {
 
 int bcs_impl_Testall(int count, MPI_Request reqs[], int* flag, MPI_Status sts[]) {
   if (!flag) return raise_error(kNoComm, "MPI_Testall", MPI_ERR_ARG, "NULL flag pointer");
-  return complete_all("MPI_Testall", count, reqs, BCS_NONBLOCKING, flag, sts);
+  if (replay::g_mode == replay::Mode::replay) {
+    if (!replay::next(record::Kind::testall, "MPI_Testall").flag) {
+      *flag = 0;
+      return MPI_SUCCESS;
+    }
+    *flag = 1;
+    return complete_all("MPI_Testall", count, reqs, BCS_BLOCKING, nullptr, sts);
+  }
+  const int e = complete_all("MPI_Testall", count, reqs, BCS_NONBLOCKING, flag, sts);
+  if (replay::g_mode == replay::Mode::record) {
+    record::Event r;
+    r.kind = record::Kind::testall;
+    r.flag = *flag != 0;
+    replay::record(r);
+  }
+  return e;
 }
 
+namespace {
+// Replaying a wait-any or a test-any that completed request `index`: that
+// request, waited for (MPI_UNDEFINED: every request was null or inactive,
+// which the call itself finds again).
+int replay_any(const char* fn, int count, MPI_Request reqs[], int recorded, int* index,
+               int* flag, MPI_Status* st) {
+  if (recorded == MPI_UNDEFINED) return complete_any(fn, count, reqs, BCS_BLOCKING, index, flag, st);
+  if (recorded < 0 || recorded >= count || !reqs || reqs[recorded] == MPI_REQUEST_NULL)
+    replay::diverge(fn, "request " + std::to_string(recorded) + " completed",
+                    "a call with " + std::to_string(count) + " requests, that one not active");
+  *index = recorded;
+  if (flag) *flag = 1;
+  return complete_one(fn, &reqs[recorded], BCS_BLOCKING, nullptr, st);
+}
+void record_any(record::Kind k, int index, int flag) {
+  record::Event r;
+  r.kind = k;
+  r.flag = flag != 0;
+  r.indices = {index};
+  replay::record(r);
+}
+}  // namespace
+
 int bcs_impl_Waitany(int count, MPI_Request reqs[], int* index, MPI_Status* st) {
-  return complete_any("MPI_Waitany", count, reqs, BCS_BLOCKING, index, nullptr, st);
+  if (replay::g_mode == replay::Mode::replay) {
+    if (!index) return raise_error(kNoComm, "MPI_Waitany", MPI_ERR_ARG, "NULL index pointer");
+    const auto r = replay::next(record::Kind::waitany, "MPI_Waitany");
+    return replay_any("MPI_Waitany", count, reqs, r.indices.empty() ? MPI_UNDEFINED : r.indices[0],
+                      index, nullptr, st);
+  }
+  const int e = complete_any("MPI_Waitany", count, reqs, BCS_BLOCKING, index, nullptr, st);
+  if (replay::g_mode == replay::Mode::record && index) record_any(record::Kind::waitany, *index, 1);
+  return e;
 }
 
 int bcs_impl_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_Status* st) {
   if (!flag) return raise_error(kNoComm, "MPI_Testany", MPI_ERR_ARG, "NULL flag pointer");
-  return complete_any("MPI_Testany", count, reqs, BCS_NONBLOCKING, index, flag, st);
+  if (replay::g_mode == replay::Mode::replay) {
+    if (!index) return raise_error(kNoComm, "MPI_Testany", MPI_ERR_ARG, "NULL index pointer");
+    const auto r = replay::next(record::Kind::testany, "MPI_Testany");
+    if (!r.flag) {
+      *flag = 0;
+      *index = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    return replay_any("MPI_Testany", count, reqs, r.indices.empty() ? MPI_UNDEFINED : r.indices[0],
+                      index, flag, st);
+  }
+  const int e = complete_any("MPI_Testany", count, reqs, BCS_NONBLOCKING, index, flag, st);
+  if (replay::g_mode == replay::Mode::record && index) record_any(record::Kind::testany, *index, *flag);
+  return e;
 }
 
 // MPI_Request_get_status: like MPI_Test, but the request stays. A runtime
@@ -806,6 +922,7 @@ int bcs_impl_Testany(int count, MPI_Request reqs[], int* index, int* flag, MPI_S
 int bcs_impl_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) {
   static const char fn[] = "MPI_Request_get_status";
   REQUIRE_RUNNING(fn);
+  if (replay::g_mode != replay::Mode::off) replay::not_covered(fn);
   if (!flag) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL flag pointer");
   if (request == MPI_REQUEST_NULL) {
     *flag = 1;

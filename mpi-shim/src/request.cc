@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "replay.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -268,12 +269,55 @@ using namespace bcs::shim;
 
 extern "C" {
 
+namespace {
+
+// Wait-some / test-some under record and replay: the recording holds the
+// indices that completed (flag set: outcount was MPI_UNDEFINED); a replay
+// waits for exactly those, in that order, and for nothing else.
+int some(const char* fn, record::Kind kind, int incount, MPI_Request reqs[], int* outcount,
+         int indices[], MPI_Status* sts) {
+  const bool blocking = kind == record::Kind::waitsome;
+  if (replay::g_mode != replay::Mode::replay) {
+    const int e = complete_some(fn, incount, reqs, blocking, outcount, indices, sts);
+    if (replay::g_mode == replay::Mode::record && outcount) {
+      record::Event r;
+      r.kind = kind;
+      r.flag = *outcount == MPI_UNDEFINED;
+      if (!r.flag && indices) r.indices.assign(indices, indices + *outcount);
+      replay::record(r);
+    }
+    return e;
+  }
+  const auto r = replay::next(kind, fn);
+  if (r.flag) return complete_some(fn, incount, reqs, blocking, outcount, indices, sts);
+  if (!outcount || (!r.indices.empty() && (!reqs || !indices)))
+    return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL outcount, requests or indices");
+  const bool keep = sts && sts != MPI_STATUSES_IGNORE;
+  int first_error = MPI_SUCCESS;
+  *outcount = 0;
+  for (int32_t i : r.indices) {
+    if (i < 0 || i >= incount || reqs[i] == MPI_REQUEST_NULL)
+      replay::diverge(fn, record::describe(r),
+                      "a call with " + std::to_string(incount) + " requests, " + std::to_string(i) +
+                          " not active");
+    MPI_Status st{};
+    const int e = p2p_complete_one(fn, &reqs[i], true, nullptr, &st);
+    indices[*outcount] = i;
+    if (keep) sts[*outcount] = st;
+    ++*outcount;
+    if (e != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = e;
+  }
+  return first_error == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_IN_STATUS;
+}
+
+}  // namespace
+
 int bcs_impl_Waitsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status* sts) {
-  return complete_some("MPI_Waitsome", incount, reqs, true, outcount, indices, sts);
+  return some("MPI_Waitsome", record::Kind::waitsome, incount, reqs, outcount, indices, sts);
 }
 
 int bcs_impl_Testsome(int incount, MPI_Request reqs[], int* outcount, int indices[], MPI_Status* sts) {
-  return complete_some("MPI_Testsome", incount, reqs, false, outcount, indices, sts);
+  return some("MPI_Testsome", record::Kind::testsome, incount, reqs, outcount, indices, sts);
 }
 
 // ------------------------------------------------------------ ready mode

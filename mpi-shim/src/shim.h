@@ -197,6 +197,8 @@ struct Req {
   bool persistent = false;
   bool active = false;
   std::function<int(MPI_Request*)> start;
+  // Record and replay: the number of this wildcard receive (0: none).
+  uint64_t wild = 0;
 };
 
 // A BCS request whose MPI request was freed (MPI_Request_free) while pending,

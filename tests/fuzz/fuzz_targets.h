@@ -10,6 +10,7 @@
 
 extern "C" int bcs_fuzz_wire(const uint8_t* data, size_t size);
 extern "C" int bcs_fuzz_ring(const uint8_t* data, size_t size);
+extern "C" int bcs_fuzz_record(const uint8_t* data, size_t size);
 
 namespace bcs::fuzz {
 // A property broken: abort, so that libFuzzer saves the input and the

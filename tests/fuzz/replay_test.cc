@@ -8,6 +8,7 @@
 #include <random>
 #include <vector>
 
+#include "bcs/record.h"
 #include "fuzz_targets.h"
 #include "wire.h"
 
@@ -97,6 +98,38 @@ TEST(FuzzReplay, WireDecodersRefuseOrRoundTripEveryInput) {
     if (i % 4) in = mutate(std::move(in), rng);
     SCOPED_TRACE("input " + std::to_string(i));
     bcs_fuzz_wire(in.data(), in.size());
+  }
+}
+
+// Valid recordings (a header, events of every kind), then mutated.
+TEST(FuzzReplay, RecordDecoderRefusesOrRoundTripsEveryInput) {
+  namespace r = bcs::record;
+  std::mt19937_64 rng(20261126);
+  for (int i = 0; i < 20000; ++i) {
+    std::string text;
+    r::Header h;
+    h.rank = static_cast<int32_t>(rng() % 5) - 1;
+    h.size = static_cast<uint32_t>(rng() % 64);
+    h.program = "/bin/prog";
+    h.args.assign(rng() % 3, "arg");
+    h.exe_hash = rng();
+    r::append_header(h, &text);
+    for (int k = static_cast<int>(rng() % 6); k > 0; --k) {
+      r::Event e;
+      e.kind = static_cast<r::Kind>(1 + rng() % r::kKindMax);
+      e.index = rng() % 100;
+      e.source = static_cast<int32_t>(rng() % 9) - 2;
+      e.tag = static_cast<int32_t>(rng() % 1000) - 1;
+      e.seq = rng() % 1000;
+      e.flag = rng() % 2;
+      e.indices.assign(rng() % 4, static_cast<int32_t>(rng() % 7) - 1);
+      e.repeat = rng() % 3 ? 1 : 1 + rng() % 100000;
+      r::append_event(e, &text);
+    }
+    Bytes in(text.begin(), text.end());
+    if (i % 4) in = mutate(std::move(in), rng);
+    SCOPED_TRACE("input " + std::to_string(i));
+    bcs_fuzz_record(in.data(), in.size());
   }
 }
 

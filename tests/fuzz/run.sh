@@ -16,9 +16,9 @@ if [ ! -f "$build/CMakeCache.txt" ]; then
   CC=clang CXX=clang++ cmake -S "$here" -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
     -DBCS_FUZZ=ON >/dev/null
 fi
-cmake --build "$build" -j"${BUILD_JOBS:-2}" --target fuzz_wire fuzz_ring
+cmake --build "$build" -j"${BUILD_JOBS:-2}" --target fuzz_wire fuzz_ring fuzz_record
 status=0
-for t in wire ring; do
+for t in wire ring record; do
   corpus=$build/corpus/$t
   mkdir -p "$corpus" "$build/findings/$t"
   log=$build/fuzz_$t.log

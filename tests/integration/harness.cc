@@ -16,6 +16,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <sstream>
@@ -453,6 +454,16 @@ void Story::TearDown() {
 void Story::expect_nothing_left_now() {
   auto left = marked_processes();
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) still alive when bcs returned";
+}
+
+TempDir::TempDir(const char* prefix) {
+  std::string t = std::string("/tmp/") + prefix + "-XXXXXX";
+  if (::mkdtemp(t.data())) path = t;
+}
+
+TempDir::~TempDir() {
+  std::error_code ec;
+  if (!path.empty()) std::filesystem::remove_all(path, ec);
 }
 
 }  // namespace bcs::test

@@ -114,4 +114,15 @@ std::string blocker();
 size_t count(const std::string& s, const std::string& what);
 // If `out` holds "rank R pid P blocking", sends `sig` to P and returns true.
 bool kill_announced_rank(const std::string& out, int rank, int sig);
+// A new directory under /tmp ("/tmp/PREFIX-XXXXXX"), removed with all it
+// holds however the test ends (an early ASSERT returns at once). `path` is
+// empty if it could not be made.
+struct TempDir {
+  std::string path;
+  explicit TempDir(const char* prefix);
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+};
+
 }  // namespace bcs::test

@@ -37,16 +37,10 @@ class MdsStory : public bcs::test::Story {
  protected:
   void SetUp() override {
     Story::SetUp();
-    char tmpl[] = "/tmp/bcs-mds-test-XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    tmp_ = tmpl;
+    ASSERT_FALSE(tmp_dir_.path.empty());
   }
-  void TearDown() override {
-    std::error_code ec;
-    fs::remove_all(tmp_, ec);
-    Story::TearDown();
-  }
-  std::string tmp_;
+  bcs::test::TempDir tmp_dir_{"bcs-mds-test"};
+  const std::string& tmp_ = tmp_dir_.path;
 };
 
 const mon::CallReport* find_call(const mon::RankReport& r, const std::string& name) {

@@ -33,19 +33,7 @@ namespace {
 
 using MonitorStory = bcs::test::Story;
 
-// A temporary directory, removed however the story ends (a failed
-// ASSERT returns early).
-struct TempDir {
-  std::string path;
-  explicit TempDir(const char* prefix) {
-    std::string t = std::string("/tmp/") + prefix + "-XXXXXX";
-    if (::mkdtemp(t.data())) path = t;
-  }
-  ~TempDir() {
-    std::error_code ec;
-    if (!path.empty()) std::filesystem::remove_all(path, ec);
-  }
-};
+using bcs::test::TempDir;
 
 std::unique_ptr<pb::Monitor::Stub> monitor_of(const Standing& c) {
   return pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));

@@ -44,6 +44,7 @@ typedef struct {
   int32_t tag;
   uint64_t bytes;
   int32_t error;    /* bcs_status_t of this request */
+  uint64_t seq;     /* a receive: the matched send's number from its sender (0: unknown) */
 } bcs_msg_status_t;
 
 /* Maps the segment named by the environment the NM gave this process

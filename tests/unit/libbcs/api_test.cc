@@ -501,7 +501,7 @@ TEST_F(ApiTest, ArgumentErrorsPostNothing) {
   // A NULL request is complete with an empty status.
   r = BCS_REQUEST_NULL;
   int flag = 0;
-  bcs_msg_status_t st{1, 2, 3, 4};
+  bcs_msg_status_t st{1, 2, 3, 4, 0};
   EXPECT_EQ(bcs_test(&r, BCS_BLOCKING, &flag, &st), BCS_OK);
   EXPECT_EQ(flag, 1);
   EXPECT_EQ(st.source, BCS_ANY_SOURCE);

@@ -1,0 +1,266 @@
+// Record and replay in the rank (replay.h).
+#include "replay.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <algorithm>
+#include <map>
+#include <vector>
+
+#include "bcs/bcs.h"
+
+namespace bcs::shim::replay {
+
+Mode g_mode = Mode::off;
+
+namespace {
+
+using record::Event;
+using record::Kind;
+
+// A recording's file of this rank.
+std::string rank_file(const std::string& dir, int rank) { return dir + "/rank" + std::to_string(rank) + ".rec"; }
+
+// Replay exit status: the job ends with it and the manager's message names
+// the rank (MPI_ERR_OTHER's value is as good as any, but a distinct one
+// tells a script that the replay diverged).
+constexpr int kDiverged = 86;
+
+struct State {
+  int rank = 0;
+  std::string path;
+  // Recording: the stream so far, written out in blocks.
+  int fd = -1;
+  std::string buf;
+  uint64_t wild_posted = 0;
+  std::vector<bool> matched;  // per wildcard receive: its match recorded
+  bool have_last = false;     // the last sequential event, not written yet
+  Event last;                 // (the same again only counts: Event::repeat)
+  // Replaying.
+  std::vector<Event> seq_events;  // in order
+  size_t next = 0;
+  uint64_t used = 0;  // of seq_events[next]'s repeats
+  std::map<uint64_t, Event> matches;  // by wildcard receive number
+  uint64_t last_match = 0;            // the highest number recorded
+};
+
+State& st() {
+  static State s;
+  return s;
+}
+
+}  // namespace
+
+void diverge(const char* fn, const std::string& recorded, const std::string& observed) {
+  std::fprintf(stderr,
+               "bcs: rank %d: replay diverged in %s: the recording has %s, the program did %s "
+               "(recording %s)\n",
+               st().rank, fn, recorded.c_str(), observed.c_str(), st().path.c_str());
+  bcs_abort(kDiverged);
+}
+
+namespace {
+
+[[noreturn]] void unusable(const std::string& why) {
+  std::fprintf(stderr, "bcs: rank %d: %s\n", st().rank, why.c_str());
+  bcs_abort(kDiverged);
+}
+
+void flush() {
+  State& s = st();
+  size_t off = 0;
+  while (off < s.buf.size()) {
+    const ssize_t n = ::write(s.fd, s.buf.data() + off, s.buf.size() - off);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      // A recording with a hole could not be replayed: better none.
+      unusable("cannot write the recording " + s.path + ": " + std::strerror(errno));
+    }
+    off += static_cast<size_t>(n);
+  }
+  s.buf.clear();
+}
+
+void append(const Event& e) {
+  record::append_event(e, &st().buf);
+  if (st().buf.size() >= (size_t{1} << 16)) flush();
+}
+
+// The pending sequential event, written.
+void settle() {
+  State& s = st();
+  if (!s.have_last) return;
+  s.have_last = false;
+  append(s.last);
+}
+
+}  // namespace
+
+void start(int rank, int size) {
+  State& s = st();
+  s.rank = rank;
+  const char* rec = std::getenv("BCS_RECORD");
+  const char* rep = std::getenv("BCS_REPLAY");
+  if (rec && *rec && rep && *rep) unusable("BCS_RECORD and BCS_REPLAY are both set");
+  const uint64_t exe = (rec && *rec) || (rep && *rep) ? record::hash_file("/proc/self/exe") : 0;
+  if (rec && *rec) {
+    s.path = rank_file(rec, rank);
+    s.fd = ::open(s.path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0644);
+    if (s.fd < 0) unusable("cannot create the recording " + s.path + ": " + std::strerror(errno));
+    record::Header h;
+    h.rank = rank;
+    h.size = static_cast<uint32_t>(size);
+    h.exe_hash = exe;
+    record::append_header(h, &s.buf);
+    flush();
+    // A program that exits without MPI_Finalize still leaves what it did.
+    std::atexit([] {
+      if (st().fd >= 0 && g_mode == Mode::record) {
+        settle();
+        flush();
+      }
+    });
+    g_mode = Mode::record;
+  } else if (rep && *rep) {
+    s.path = rank_file(rep, rank);
+    record::File f;
+    std::string err;
+    if (!record::read_file(s.path, &f, &err)) unusable("cannot replay: " + err);
+    if (f.header.rank != rank || f.header.size != static_cast<uint32_t>(size))
+      unusable("cannot replay: " + s.path + " is rank " + std::to_string(f.header.rank) + " of " +
+               std::to_string(f.header.size) + ", this is rank " + std::to_string(rank) + " of " +
+               std::to_string(size));
+    if (f.header.exe_hash && exe && f.header.exe_hash != exe)
+      diverge("MPI_Init", "another executable", "this one (its bytes differ from the recorded program's)");
+    for (auto& e : f.events) {
+      if (e.kind == Kind::match) {
+        if (e.index == 0 || !s.matches.emplace(e.index, e).second)
+          unusable("cannot replay: " + s.path + ": wildcard receive number " + std::to_string(e.index) +
+                   " recorded twice or zero");
+        s.last_match = std::max(s.last_match, e.index);
+      } else {
+        s.seq_events.push_back(std::move(e));
+      }
+    }
+    g_mode = Mode::replay;
+  }
+}
+
+void stop() {
+  State& s = st();
+  if (g_mode == Mode::record) {
+    settle();
+    flush();
+    ::close(s.fd);
+    s.fd = -1;
+  } else if (g_mode == Mode::replay) {
+    if (s.next < s.seq_events.size()) {
+      Event left = s.seq_events[s.next];
+      left.repeat -= s.used;
+      diverge("MPI_Finalize", record::describe(left) + " still to come",
+              "MPI_Finalize");
+    }
+    if (s.wild_posted < s.last_match)
+      diverge("MPI_Finalize",
+              std::to_string(s.last_match) + " wildcard receives",
+              "only " + std::to_string(s.wild_posted) + " before MPI_Finalize");
+  }
+  g_mode = Mode::off;
+}
+
+uint64_t recv_posted(const char* fn, int* source, int* tag) {
+  if (*source != -1 /* MPI_ANY_SOURCE */ && *tag != -1 /* MPI_ANY_TAG */) return 0;
+  State& s = st();
+  const uint64_t n = ++s.wild_posted;
+  if (g_mode == Mode::replay) {
+    auto it = s.matches.find(n);
+    if (it == s.matches.end()) {
+      // Recorded but never matched (cancelled, or still pending at the
+      // end): posted as it was.
+      if (n <= s.last_match) return n;
+      diverge(fn, std::to_string(s.last_match) + " wildcard receives",
+              "wildcard receive #" + std::to_string(n));
+    }
+    const Event& e = it->second;
+    if ((*source != -1 && *source != e.source) || (*tag != -1 && *tag != e.tag))
+      diverge(fn, record::describe(e),
+              "a receive #" + std::to_string(n) + " from source " + std::to_string(*source) + " tag " +
+                  std::to_string(*tag));
+    *source = e.source;
+    *tag = e.tag;
+  }
+  return n;
+}
+
+void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t seq) {
+  if (number == 0) return;
+  State& s = st();
+  if (g_mode == Mode::record) {
+    if (s.matched.size() <= number) s.matched.resize(number + 1, false);
+    if (s.matched[number]) return;  // its status read again (MPI_Request_get_status)
+    s.matched[number] = true;
+    Event e;
+    e.kind = Kind::match;
+    e.index = number;
+    e.source = source;
+    e.tag = tag;
+    e.seq = seq;
+    append(e);
+  } else if (g_mode == Mode::replay) {
+    auto it = s.matches.find(number);
+    if (it == s.matches.end()) return;
+    const Event& e = it->second;
+    if (e.source != source || e.tag != tag || (e.seq && seq && e.seq != seq)) {
+      Event seen = e;
+      seen.source = source;
+      seen.tag = tag;
+      seen.seq = seq;
+      diverge(fn, record::describe(e), record::describe(seen));
+    }
+  }
+}
+
+void not_covered(const char* fn) {
+  static std::vector<std::string> said;
+  if (std::find(said.begin(), said.end(), fn) != said.end()) return;
+  said.emplace_back(fn);
+  std::fprintf(stderr,
+               "bcs: rank %d: %s: its outcome is not %s yet (a replay may go another way from "
+               "here)\n",
+               st().rank, fn, g_mode == Mode::record ? "recorded" : "replayed");
+}
+
+void record(const Event& e) {
+  if (g_mode != Mode::record) return;
+  State& s = st();
+  if (s.have_last && s.last.same_as(e)) {
+    ++s.last.repeat;
+    return;
+  }
+  settle();
+  s.last = e;
+  s.last.repeat = 1;
+  s.have_last = true;
+}
+
+Event next(Kind k, const char* fn) {
+  State& s = st();
+  if (s.next >= s.seq_events.size())
+    diverge(fn, "nothing more of its kind (the recording ends here)", fn);
+  const Event& e = s.seq_events[s.next];
+  if (e.kind != k) diverge(fn, record::describe(e), fn);
+  Event one = e;
+  one.repeat = 1;
+  if (++s.used == e.repeat) {
+    s.used = 0;
+    ++s.next;
+  }
+  return one;
+}
+
+}  // namespace bcs::shim::replay

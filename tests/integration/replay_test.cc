@@ -1,0 +1,136 @@
+// The record-and-replay story (issue 10): a user has an MPI program whose
+// output changes from run to run (a master/worker with MPI_ANY_SOURCE, a
+// Testsome/Testany/Waitany polling loop, an Iprobe loop). They record one
+// run with `bcs run --record DIR`, and every `bcs replay DIR` prints what
+// the recorded run printed, also with another slice length and another
+// number of node managers. When they change the program's input and replay
+// anyway, bcs stops the job and says where it went another way. A damaged
+// recording is refused naming the file and the byte.
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "harness.h"
+#include "story.h"
+
+using bcs::test::bcs_run;
+using bcs::test::bin;
+using bcs::test::describe;
+using bcs::test::prog;
+using testing::HasSubstr;
+namespace fs = std::filesystem;
+
+namespace {
+
+class ReplayStory : public bcs::test::Story, public testing::WithParamInterface<const char*> {
+ protected:
+  void SetUp() override {
+    Story::SetUp();
+    ASSERT_FALSE(tmp_dir_.path.empty());
+  }
+  // The line the program prints: "nondet MODE hash H".
+  static std::string hash_line(const bcs::test::RunResult& r) {
+    const auto at = r.out.find("nondet ");
+    return at == std::string::npos ? "" : r.out.substr(at, r.out.find('\n', at) - at);
+  }
+  bcs::test::TempDir tmp_dir_{"bcs-replay-test"};
+  const std::string& tmp_ = tmp_dir_.path;
+};
+
+constexpr auto kLimit = std::chrono::seconds(60);
+
+TEST_P(ReplayStory, PlainRunsDifferAndEveryReplayPrintsTheRecordedOutput) {
+  const std::string mode = GetParam();
+  const std::vector<std::string> program = {prog("prog_nondet"), mode, "4"};
+  auto with = [&](std::vector<std::string> head) {
+    head.insert(head.end(), program.begin(), program.end());
+    return head;
+  };
+  // Without a recording the output changes from run to run (it is the
+  // arrival order): a few runs show two different ones.
+  std::set<std::string> seen;
+  for (int i = 0; i < 12 && seen.size() < 2; ++i) {
+    auto r = bcs_run(with({"-n", "3"}), kLimit);
+    ASSERT_EQ(r.status, 0) << describe(r);
+    seen.insert(hash_line(r));
+  }
+  EXPECT_EQ(seen.size(), 2u) << "twelve plain runs printed the same: " << *seen.begin();
+
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run(with({"--record", dir, "-n", "3"}), kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  const std::string want = hash_line(recorded);
+  ASSERT_THAT(want, HasSubstr("nondet " + mode + " hash "));
+  for (int i = 0; i < 20; ++i) {
+    auto r = bcs::test::run({bin("bcs"), "replay", dir, "--timeout", "50s"}, kLimit);
+    ASSERT_EQ(r.status, 0) << "replay " << i << ": " << describe(r);
+    EXPECT_EQ(hash_line(r), want) << "replay " << i;
+  }
+  // Another slice length, another number of node managers: the same.
+  auto other = bcs::test::run({bin("bcs"), "replay", dir, "--nodes", "2", "--slice", "2ms", "--timeout", "50s"},
+                              kLimit);
+  ASSERT_EQ(other.status, 0) << describe(other);
+  EXPECT_EQ(hash_line(other), want);
+  auto three = bcs::test::run({bin("bcs"), "replay", dir, "--nodes", "3", "--slice", "200us", "--timeout", "50s"},
+                              kLimit);
+  ASSERT_EQ(three.status, 0) << describe(three);
+  EXPECT_EQ(hash_line(three), want);
+  expect_nothing_left_now();
+}
+
+TEST_P(ReplayStory, AChangedInputStopsTheReplayNamingWhere) {
+  const std::string mode = GetParam();
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run({"--record", dir, "-n", "3", prog("prog_nondet"), mode, "3"}, kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  // One more message per worker than recorded.
+  auto r = bcs_run({"--replay", dir, "-n", "3", prog("prog_nondet"), mode, "4"}, kLimit);
+  EXPECT_FALSE(r.timed_out);
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_NE(r.status, 124) << describe(r);  // stopped by the replay, not by the timeout
+  EXPECT_THAT(r.err, HasSubstr("rank 0: replay diverged in MPI_")) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("the recording has")) << describe(r);
+  expect_nothing_left_now();
+}
+
+INSTANTIATE_TEST_SUITE_P(Programs, ReplayStory, testing::Values("master", "poll", "iprobe"));
+
+class RecordingStory : public ReplayStory {};
+
+TEST_F(RecordingStory, InfoAndDamagedRecordings) {
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run({"--record", dir, "-n", "3", prog("prog_nondet"), "master", "3"}, kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  auto info = bcs::test::run({bin("bcs"), "replay", dir, "--info"}, kLimit);
+  ASSERT_EQ(info.status, 0) << describe(info);
+  EXPECT_THAT(info.out, HasSubstr("ranks    3"));
+  EXPECT_THAT(info.out, HasSubstr("rank 0: 6 events (wildcard receive 6)"));
+  EXPECT_THAT(info.out, HasSubstr("rank 1: 0 events"));
+  // A recording is never overwritten.
+  auto again = bcs_run({"--record", dir, "-n", "3", prog("prog_nondet"), "master", "3"}, kLimit);
+  EXPECT_EQ(again.status, 2);
+  EXPECT_THAT(again.err, HasSubstr("exists and is not empty"));
+  // Rank 0's file cut short: the replay says which file and where.
+  const std::string rank0 = dir + "/rank0.rec";
+  const auto size = fs::file_size(rank0);
+  fs::resize_file(rank0, size - 2);
+  auto cut = bcs::test::run({bin("bcs"), "replay", dir, "--timeout", "50s"}, kLimit);
+  EXPECT_NE(cut.status, 0);
+  EXPECT_THAT(cut.err, HasSubstr("cannot replay: " + rank0 + ": offset")) << describe(cut);
+  // Not a recording at all.
+  {
+    std::ofstream(dir + "/header.rec", std::ios::trunc) << "#!/bin/sh\necho hello\n";
+  }
+  auto foreign = bcs::test::run({bin("bcs"), "replay", dir}, kLimit);
+  EXPECT_EQ(foreign.status, 1);
+  EXPECT_THAT(foreign.err, HasSubstr(dir + "/header.rec: offset 0")) << describe(foreign);
+  expect_nothing_left_now();
+}
+
+}  // namespace
