@@ -520,7 +520,7 @@ void req_release(int idx);
 // if persistent, made inactive with its handle kept.
 void req_retire(int idx, MPI_Request* handle);
 // The point-to-point operations and completions of p2p.cc, for the other
-// request families (request.cc).
+// request families (request.cc) and the MPI Wait/Test entry points (wait.cc).
 int p2p_isend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
               MPI_Comm c, MPI_Request* request, bool sync);
 int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, int tag,
@@ -528,6 +528,12 @@ int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int sourc
 int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag, MPI_Status* st);
 int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
                      int* flag, MPI_Status* st);
+int p2p_complete_all(const char* fn, int n, MPI_Request* reqs, bool blocking, int* flag,
+                     MPI_Status* sts);
+// The MPI status of request `r`'s completed runtime request, and then the
+// rank's own part of a collective (a user-op fold) (wait.cc).
+void p2p_status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st);
+void p2p_finish_coll(const Req& r, int error, uint64_t bytes);
 // The argument checks of point-to-point calls (communicator, count, type,
 // buffer, peer, tag); *bytes = count * type size.
 int p2p_check(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Datatype type,
