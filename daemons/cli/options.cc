@@ -257,6 +257,11 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "--manager", replay_manager, "Submit to a running machine manager (HOST:PORT)");
   add_token_options(replay_cmd, &replay.token_file);
   replay_cmd->add_flag("-l,--label", replay.label, "Prefix every output line with [RANK]");
+  uint32_t stop_rank = 0;
+  auto* stop_rank_opt = replay_cmd->add_option(
+      "--stop-rank", stop_rank,
+      "Rank R waits at the end of its MPI_Init (asleep, until SIGCONT) and says how to attach "
+      "gdb to it; the others wait for it in their first call that needs it");
 
   JobsOptions jobs;
   auto* jobs_cmd = app.add_subcommand("jobs", "List the jobs of a running machine manager");
@@ -407,6 +412,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
     }
     if (*replay_cmd) {
       if (*replay_nodes_opt) replay.nodes = replay_nodes;
+      if (*stop_rank_opt) replay.stop_rank = stop_rank;
       if (*replay_manager_opt) replay.manager = replay_manager;
       if (!replay.timeout.empty()) replay.timeout_ns = *parse_duration_ns(replay.timeout);
       return Command{std::move(replay)};

@@ -112,6 +112,7 @@ struct ReplayOptions {
   std::optional<std::string> manager;
   std::string token_file;
   bool label = false;
+  std::optional<uint32_t> stop_rank;  // --stop-rank: this rank stops at MPI_Init for a debugger
 };
 
 using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions,

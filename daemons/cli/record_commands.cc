@@ -161,6 +161,14 @@ int replay_job(const ReplayOptions& o) {
   r.manager = o.manager;
   r.token_file = o.token_file;
   r.label = o.label;
+  if (o.stop_rank) {
+    if (*o.stop_rank >= h.size) {
+      say("--stop-rank " + std::to_string(*o.stop_rank) + ": the recording has ranks 0 to " +
+          std::to_string(h.size - 1));
+      return 2;
+    }
+    r.env_set.push_back("BCS_STOP_RANK=" + std::to_string(*o.stop_rank));
+  }
   return run_job(r);
 }
 

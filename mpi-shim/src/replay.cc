@@ -2,6 +2,7 @@
 #include "replay.h"
 
 #include <fcntl.h>
+#include <signal.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -99,6 +100,35 @@ void settle() {
   append(s.last);
 }
 
+volatile sig_atomic_t g_held = 0;
+
+// Sleeps (no polling) until SIGCONT: `signal SIGCONT` in gdb, or `kill -CONT
+// PID` without it. A stop by SIGSTOP would be undone by nothing a debugger
+// does by default (detaching leaves the process stopped); a handler is.
+void hold_for_debugger(int rank) {
+  sigset_t cont, old;
+  sigemptyset(&cont);
+  sigaddset(&cont, SIGCONT);
+  sigprocmask(SIG_BLOCK, &cont, &old);  // no SIGCONT lost between the check and the sleep
+  struct sigaction sa {}, prev{};
+  sa.sa_handler = [](int) { g_held = 0; };
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGCONT, &sa, &prev);
+  g_held = 1;
+  const char* node = std::getenv("BCS_NODE");
+  const long pid = static_cast<long>(::getpid());
+  std::fprintf(stderr,
+               "bcs: rank %d waits in MPI_Init for a debugger: pid %ld on node %s. Attach with "
+               "`gdb -p %ld`, set breakpoints, then `signal SIGCONT` lets it run on (without "
+               "gdb: `kill -CONT %ld`)\n",
+               rank, pid, node && *node ? node : "?", pid, pid);
+  sigset_t wait_for = old;
+  sigdelset(&wait_for, SIGCONT);
+  while (g_held) sigsuspend(&wait_for);
+  sigaction(SIGCONT, &prev, nullptr);
+  sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
 }  // namespace
 
 void start(int rank, int size) {
@@ -148,6 +178,9 @@ void start(int rank, int size) {
       }
     }
     g_mode = Mode::replay;
+    // bcs replay --stop-rank: this rank waits for a debugger.
+    if (const char* stop = std::getenv("BCS_STOP_RANK"); stop && *stop && std::atoi(stop) == rank)
+      hold_for_debugger(rank);
   }
 }
 

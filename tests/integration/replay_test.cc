@@ -8,6 +8,7 @@
 // recording is refused naming the file and the byte.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <stdlib.h>
 
 #include <filesystem>
@@ -102,6 +103,37 @@ TEST_P(ReplayStory, AChangedInputStopsTheReplayNamingWhere) {
 INSTANTIATE_TEST_SUITE_P(Programs, ReplayStory, testing::Values("master", "poll", "iprobe"));
 
 class RecordingStory : public ReplayStory {};
+
+// bcs replay --stop-rank R: rank R waits in MPI_Init, asleep, saying its pid
+// and how to attach gdb; the job goes on when it gets SIGCONT (what gdb's
+// `signal SIGCONT` sends), and the output is the recorded one.
+TEST_F(RecordingStory, AStoppedRankWaitsForTheDebugger) {
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run({"--record", dir, "-n", "3", prog("prog_nondet"), "master", "3"}, kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  bool released = false;
+  char state = '?';
+  const std::string cmd = bin("bcs") + " replay " + dir + " --stop-rank 1 --timeout 50s 2>&1";
+  auto r = bcs::test::run({"/bin/sh", "-c", cmd}, kLimit, {}, [&](const std::string& out) {
+    const auto at = out.find("rank 1 waits in MPI_Init for a debugger: pid ");
+    if (released || at == std::string::npos || out.find('\n', at) == std::string::npos) return;
+    const pid_t pid = static_cast<pid_t>(std::stol(out.substr(at + 45)));
+    // Asleep in MPI_Init (not running, not a zombie), and nothing printed yet.
+    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+    std::string line;
+    std::getline(stat, line);
+    const auto close = line.rfind(')');
+    if (close != std::string::npos && close + 2 < line.size()) state = line[close + 2];
+    EXPECT_EQ(out.find("nondet master hash"), std::string::npos);
+    released = ::kill(pid, SIGCONT) == 0;
+  });
+  EXPECT_TRUE(released) << describe(r);
+  EXPECT_EQ(state, 'S');
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("`gdb -p "));
+  EXPECT_THAT(r.out, HasSubstr(hash_line(recorded)));
+  expect_nothing_left_now();
+}
 
 TEST_F(RecordingStory, InfoAndDamagedRecordings) {
   const std::string dir = tmp_ + "/rec";
