@@ -240,6 +240,7 @@ const char* kind_name(Kind k) {
     case Kind::probe: return "MPI_Probe";
     case Kind::improbe: return "MPI_Improbe";
     case Kind::mprobe: return "MPI_Mprobe";
+    case Kind::get_status: return "MPI_Request_get_status";
   }
   return "?";
 }
@@ -253,7 +254,8 @@ std::string describe(const Event& e) {
       return s + " #" + std::to_string(e.index) + " matched" + peer() +
              (e.seq ? " (its send number " + std::to_string(e.seq) + ")" : "");
     case Kind::test:
-    case Kind::testall: return s + " flag " + std::to_string(e.flag);
+    case Kind::testall:
+    case Kind::get_status: return s + " flag " + std::to_string(e.flag);
     case Kind::iprobe:
     case Kind::improbe: return s + " flag " + std::to_string(e.flag) + (e.flag ? peer() : "");
     case Kind::probe:

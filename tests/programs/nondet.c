@@ -3,7 +3,8 @@
    the arrival order in one of three ways, printing a hash of what it saw:
      master N  -- N results per worker received with MPI_ANY_SOURCE/ANY_TAG;
      poll N    -- N rounds of one MPI_Irecv per worker, completed with a
-                  MPI_Testsome polling loop, then MPI_Testany, then MPI_Waitany;
+                  MPI_Testsome polling loop, then MPI_Testany, then MPI_Waitany,
+                  then an MPI_Request_get_status loop;
      iprobe N  -- N messages per worker found by an MPI_Iprobe(ANY_SOURCE)
                   loop (the unsuccessful probes are counted into the hash too).
    A plain run prints a different hash from one run to the next; a replay
@@ -69,10 +70,20 @@ int main(int argc, char **argv) {
       uint64_t polls = 0;
       while (left > 0) {
         int out = 0;
-        if (round % 3 == 0) {
+        if (round % 4 == 3) {
+          for (int w = 0; w < workers; ++w) {
+            if (reqs[w] == MPI_REQUEST_NULL) continue;
+            int flag = 0;
+            MPI_OK(MPI_Request_get_status(reqs[w], &flag, MPI_STATUS_IGNORE));
+            if (!flag) continue;
+            MPI_OK(MPI_Wait(&reqs[w], MPI_STATUS_IGNORE));
+            mix((uint64_t)vals[w]);
+            ++out;
+          }
+        } else if (round % 4 == 0) {
           MPI_OK(MPI_Testsome(workers, reqs, &out, idx, MPI_STATUSES_IGNORE));
           for (int k = 0; k < out; ++k) mix((uint64_t)vals[idx[k]]);
-        } else if (round % 3 == 1) {
+        } else if (round % 4 == 1) {
           int flag = 0, i = -1;
           MPI_OK(MPI_Testany(workers, reqs, &i, &flag, MPI_STATUS_IGNORE));
           if (flag && i != MPI_UNDEFINED) {

@@ -37,8 +37,9 @@ enum class Kind : uint32_t {
   probe = 9,     // MPI_Probe with a wildcard: (source, tag)
   improbe = 10,  // MPI_Improbe: flag, (source, tag) when found
   mprobe = 11,   // MPI_Mprobe with a wildcard: (source, tag)
+  get_status = 12,  // MPI_Request_get_status: flag
 };
-constexpr uint32_t kKindMax = 11;
+constexpr uint32_t kKindMax = 12;
 const char* kind_name(Kind k);
 
 struct Event {
