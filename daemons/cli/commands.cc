@@ -374,10 +374,16 @@ int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
   if (o.manager) {
     uint64_t job = 0;
     const int rc = submit(o, *o.manager, sig, &job);
-    // The job's own slices from the standing cluster's window, and its
-    // nodes' (those its ranks reported from).
-    if (!o.job_dir.empty() && job)
+    // Ranks on other hosts could not write into this directory: their
+    // reports come from the manager. Then the job's own slices from the
+    // standing cluster's window, and its nodes' (those its ranks reported
+    // from).
+    if (!o.job_dir.empty() && job) {
+      std::vector<monitor::RankReport> ranks;
+      if (fetch_job_reports(*o.manager, o.token_file, job, true, &ranks) == 0)
+        job_dir_save_reports(o.job_dir, ranks);
       job_dir_save_series(o.job_dir, *o.manager, o.token_file, job, job_dir_nodes(o.job_dir));
+    }
     return rc;
   }
 

@@ -152,6 +152,15 @@ void job_dir_save_series(const std::string& dir, const std::string& addr, const 
   }
 }
 
+void job_dir_save_reports(const std::string& dir, const std::vector<monitor::RankReport>& ranks) {
+  for (const auto& r : ranks) {
+    const std::string path = dir + "/" + monitor::mmds_rank_file(r.rank);
+    std::error_code ec;
+    if (fs::exists(path, ec)) continue;  // the rank wrote its own
+    save_text(path, monitor::mmds_to_json(r));
+  }
+}
+
 std::vector<std::string> job_dir_nodes(const std::string& dir) {
   std::vector<std::string> nodes;
   try {

@@ -29,6 +29,9 @@ int show_mmds(const StatsOptions& o, const std::vector<monitor::RankReport>* fro
 // else the slices of that job (a standing cluster).
 void job_dir_save_series(const std::string& dir, const std::string& addr, const std::string& token_file,
                          uint64_t job, const std::vector<std::string>& nodes);
+// The reports of ranks that wrote none into `dir` (they ran on other
+// hosts), as the manager kept them: mmds.rank<R>.json, as a rank would.
+void job_dir_save_reports(const std::string& dir, const std::vector<monitor::RankReport>& ranks);
 // The nodes the ranks' reports in `dir` came from (none without reports).
 std::vector<std::string> job_dir_nodes(const std::string& dir);
 // `bcs trace DIR -o FILE`, `bcs plot DIR --metric M -o FILE`.

@@ -131,4 +131,40 @@ void fetch_job_series(const std::string& addr, const std::string& token_file, ui
   }
 }
 
+// The MMDS reports the manager kept for a job: with their distributions,
+// and with `events` their calls and messages too, asked for rank by rank
+// (each can be a megabyte). Returns the exit status after saying why.
+int fetch_job_reports(const std::string& manager, const std::string& token_file, uint64_t job,
+                      bool events, std::vector<monitor::RankReport>* ranks) {
+  auto ask = [&](const std::vector<uint32_t>& which, bool with_events, pb::JobStatsReply* rep) {
+    return monitor_call(manager, token_file, [&](pb::Monitor::Stub& stub, grpc::ClientContext& ctx) {
+      pb::JobStatsRequest req;
+      req.set_job_id(job);
+      req.set_detail(true);
+      req.set_events(with_events);
+      for (uint32_t r : which) req.add_ranks(r);
+      return stub.JobStats(&ctx, req, rep);
+    });
+  };
+  pb::JobStatsReply rep;
+  if (int rc = ask({}, false, &rep)) return rc;
+  for (const auto& m : rep.ranks()) {
+    pb::JobStatsReply one;
+    const pb::MmdsSummary* use = &m;
+    if (events && m.has_report()) {
+      if (int rc = ask({m.rank()}, true, &one)) return rc;
+      if (one.ranks_size() == 1) use = &one.ranks(0);
+    }
+    monitor::RankReport r;
+    std::string why;
+    if (!monitor::mmds_from_proto(*use, &r, &why)) {
+      say("job " + std::to_string(job) + ": a bad summary from the manager: " + why);
+      return 1;
+    }
+    if (!r.full) r.size = static_cast<int>(rep.nranks());
+    ranks->push_back(std::move(r));
+  }
+  return 0;
+}
+
 }  // namespace bcs::cli

@@ -17,6 +17,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "bcs/emds.h"
+#include "bcs/mmds.h"
 #include "peer.h"
 #include "token.h"
 
@@ -130,6 +131,11 @@ std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const st
 void fetch_job_series(const std::string& addr, const std::string& token_file, uint64_t job,
                       const std::vector<std::string>& nodes, std::vector<monitor::SliceRecord>* slices,
                       std::vector<std::pair<std::string, std::vector<monitor::LocalSliceRecord>>>* series);
+// The MMDS reports the manager kept for a job (with their distributions;
+// with `events`, asked rank by rank, their calls and messages too). Returns
+// the exit status, after saying why when not 0.
+int fetch_job_reports(const std::string& manager, const std::string& token_file, uint64_t job,
+                      bool events, std::vector<monitor::RankReport>* ranks);
 // A node's local series from the manager (empty if it has none).
 std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr,
                                                          const std::string& token_file,

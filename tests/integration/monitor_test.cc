@@ -183,7 +183,12 @@ TEST_F(MonitorStory, JobStatsFromTheNodeManagers) {
       if (m.rank() == 1) killed = &m;
     ASSERT_NE(killed, nullptr);
     EXPECT_EQ(killed->run_ns(), 0u);  // never reached MPI_Finalize
-    EXPECT_FALSE(std::filesystem::exists(tmpl + "/killed/mmds.rank1.json"));
+    // It wrote no report itself; bcs put the manager's summary (counters
+    // only, run time 0) into the job directory in its place.
+    std::ifstream f(tmpl + "/killed/mmds.rank1.json");
+    ASSERT_TRUE(f.good());
+    const std::string text((std::istreambuf_iterator<char>(f)), {});
+    EXPECT_NE(text.find("\"run_ns\":0"), std::string::npos) << text;
   }
   // Without BCS_MDS there is nothing to show; an unknown job is NOT_FOUND.
   r = c.run({"-n", "2", prog("prog_ring")});
