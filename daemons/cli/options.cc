@@ -231,6 +231,11 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "bcs replay DIR")
       ->type_name("DIR");
   run_cmd
+      ->add_flag("--record-wtime", run.record_wtime,
+                 "With --record: record MPI_Wtime's readings too, and replay them (for programs "
+                 "that decide by the clock; every reading is a record)")
+      ->needs(record_opt);
+  run_cmd
       ->add_option("--replay", run.replay_dir,
                    "Replay the recording in DIR: the ranks observe what they observed then "
                    "(a program that does something else is stopped, saying where)")

@@ -39,6 +39,7 @@ struct RunOptions {
   // --record DIR: the ranks record what they observe for a replay (a new
   // directory); --replay DIR: they replay that recording.
   std::string record_dir;
+  bool record_wtime = false;  // --record-wtime: MPI_Wtime readings too
   std::string replay_dir;
   std::string program;
   std::vector<std::string> args;     // argv[1..] of the program

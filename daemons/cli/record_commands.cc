@@ -125,6 +125,7 @@ bool record_prepare(RunOptions* o) {
       return false;
     }
     o->env_set.push_back("BCS_RECORD=" + dir);
+    if (o->record_wtime) o->env_set.push_back("BCS_RECORD_WTIME=1");
   }
   if (!o->replay_dir.empty()) {
     const std::string dir = absolute(o->replay_dir);

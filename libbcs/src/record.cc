@@ -170,6 +170,7 @@ bool read_header(In in, Header* h, std::string* err) {
       case 7: if (!want(in, f, w, 0) || !in.varint(&v)) return false; h->slice_ns = v; return true;
       case 8: if (!want(in, f, w, 2) || !in.bytes(&s, kMaxString)) return false; h->version = s; return true;
       case 9: if (!want(in, f, w, 0) || !in.varint(&v)) return false; h->exe_hash = v; return true;
+      case 10: if (!want(in, f, w, 0) || !in.varint(&v)) return false; h->wtime = v != 0; return true;
       default: return in.skip(w);
     }
   });
@@ -241,6 +242,7 @@ const char* kind_name(Kind k) {
     case Kind::improbe: return "MPI_Improbe";
     case Kind::mprobe: return "MPI_Mprobe";
     case Kind::get_status: return "MPI_Request_get_status";
+    case Kind::wtime: return "MPI_Wtime";
   }
   return "?";
 }
@@ -260,6 +262,7 @@ std::string describe(const Event& e) {
     case Kind::improbe: return s + " flag " + std::to_string(e.flag) + (e.flag ? peer() : "");
     case Kind::probe:
     case Kind::mprobe: return s + peer();
+    case Kind::wtime: return s;
     default: {
       s += e.kind == Kind::testany ? " flag " + std::to_string(e.flag) + " index" : " indices";
       for (int32_t i : e.indices) s += " " + std::to_string(i);
@@ -280,6 +283,7 @@ void append_header(const Header& h, std::string* out) {
   put_u64(&m, 7, h.slice_ns);
   put_bytes(&m, 8, h.version);
   put_u64(&m, 9, h.exe_hash);
+  put_u64(&m, 10, h.wtime ? 1 : 0);
   frame(1, m, out);
 }
 

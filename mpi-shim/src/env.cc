@@ -193,7 +193,11 @@ int bcs_impl_Get_processor_name(char* name, int* resultlen) {
 }
 
 BCS_PMPI_ALIAS(Wtime)
-double PMPI_Wtime(void) { return now_seconds(); }
+double PMPI_Wtime(void) {
+  // Recorded or replayed under bcs run --record-wtime: one branch otherwise.
+  if (replay::g_wtime) return replay::wtime(now_seconds());
+  return now_seconds();
+}
 
 BCS_PMPI_ALIAS(Wtick)
 double PMPI_Wtick(void) {

@@ -18,6 +18,7 @@
 namespace bcs::shim::replay {
 
 Mode g_mode = Mode::off;
+bool g_wtime = false;
 
 namespace {
 
@@ -146,6 +147,8 @@ void start(int rank, int size) {
     h.rank = rank;
     h.size = static_cast<uint32_t>(size);
     h.exe_hash = exe;
+    const char* wt = std::getenv("BCS_RECORD_WTIME");
+    h.wtime = wt && std::strcmp(wt, "1") == 0;
     record::append_header(h, &s.buf);
     flush();
     // A program that exits without MPI_Finalize still leaves what it did.
@@ -156,6 +159,7 @@ void start(int rank, int size) {
       }
     });
     g_mode = Mode::record;
+    g_wtime = h.wtime;
   } else if (rep && *rep) {
     s.path = rank_file(rep, rank);
     record::File f;
@@ -178,6 +182,7 @@ void start(int rank, int size) {
       }
     }
     g_mode = Mode::replay;
+    g_wtime = f.header.wtime;
     // bcs replay --stop-rank: this rank waits for a debugger.
     if (const char* stop = std::getenv("BCS_STOP_RANK"); stop && *stop && std::atoi(stop) == rank)
       hold_for_debugger(rank);
@@ -204,6 +209,7 @@ void stop() {
               "only " + std::to_string(s.wild_posted) + " before MPI_Finalize");
   }
   g_mode = Mode::off;
+  g_wtime = false;
 }
 
 uint64_t recv_posted(const char* fn, int* source, int* tag) {
@@ -256,6 +262,21 @@ void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t
       diverge(fn, record::describe(e), record::describe(seen));
     }
   }
+}
+
+double wtime(double t) {
+  Event e;
+  e.kind = Kind::wtime;
+  if (g_mode == Mode::record) {
+    std::memcpy(&e.seq, &t, sizeof t);
+    record(e);
+    return t;
+  }
+  if (g_mode != Mode::replay) return t;
+  e = next(Kind::wtime, "MPI_Wtime");
+  double r;
+  std::memcpy(&r, &e.seq, sizeof r);
+  return r;
 }
 
 void not_covered(const char* fn) {

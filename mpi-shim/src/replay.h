@@ -22,6 +22,10 @@ namespace bcs::shim::replay {
 
 enum class Mode { off, record, replay };
 extern Mode g_mode;
+// MPI_Wtime readings are recorded / replayed (bcs run --record-wtime).
+extern bool g_wtime;
+// A reading `t` of MPI_Wtime: recorded, or replaced by the recorded one.
+double wtime(double t);
 
 // At the end of MPI_Init (BCS_RECORD / BCS_REPLAY read here); at
 // MPI_Finalize's entry (the recording written out; a replay checks that

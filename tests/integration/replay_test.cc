@@ -104,6 +104,31 @@ INSTANTIATE_TEST_SUITE_P(Programs, ReplayStory, testing::Values("master", "poll"
 
 class RecordingStory : public ReplayStory {};
 
+// bcs run --record-wtime: the clock's readings are replayed as well, so a
+// program that prints (or decides by) MPI_Wtime does the same again.
+TEST_F(RecordingStory, ClockReadingsReplayWhenRecorded) {
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run({"--record", dir, "--record-wtime", "-n", "3", prog("prog_nondet"), "wtime", "3"}, kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  const std::string want = hash_line(recorded);
+  ASSERT_THAT(want, HasSubstr("nondet wtime hash "));
+  for (int i = 0; i < 3; ++i) {
+    auto r = bcs::test::run({bin("bcs"), "replay", dir, "--nodes", std::to_string(1 + i), "--timeout", "50s"}, kLimit);
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_EQ(hash_line(r), want);
+  }
+  auto info = bcs::test::run({bin("bcs"), "replay", dir, "--info"}, kLimit);
+  EXPECT_THAT(info.out, HasSubstr("MPI_Wtime 6"));  // one reading per arrival
+  // Without --record-wtime the readings are the replay's own.
+  const std::string plain = tmp_ + "/plain";
+  auto rec2 = bcs_run({"--record", plain, "-n", "3", prog("prog_nondet"), "wtime", "3"}, kLimit);
+  ASSERT_EQ(rec2.status, 0) << describe(rec2);
+  auto again = bcs::test::run({bin("bcs"), "replay", plain, "--timeout", "50s"}, kLimit);
+  ASSERT_EQ(again.status, 0) << describe(again);
+  EXPECT_NE(hash_line(again), hash_line(rec2));
+  expect_nothing_left_now();
+}
+
 // bcs replay --stop-rank R: rank R waits in MPI_Init, asleep, saying its pid
 // and how to attach gdb; the job goes on when it gets SIGCONT (what gdb's
 // `signal SIGCONT` sends), and the output is the recorded one.

@@ -6,7 +6,9 @@
                   MPI_Testsome polling loop, then MPI_Testany, then MPI_Waitany,
                   then an MPI_Request_get_status loop;
      iprobe N  -- N messages per worker found by an MPI_Iprobe(ANY_SOURCE)
-                  loop (the unsuccessful probes are counted into the hash too).
+                  loop (the unsuccessful probes are counted into the hash too);
+     wtime N   -- as master, and the MPI_Wtime reading at each arrival goes
+                  into the hash (replayed only if recorded with --record-wtime).
    A plain run prints a different hash from one run to the next; a replay
    of a recording prints the recorded one. */
 #include <mpi.h>
@@ -52,13 +54,20 @@ int main(int argc, char **argv) {
     return 0;
   }
   const int workers = size - 1, total = n * workers;
-  if (strcmp(mode, "master") == 0) {
+  if (strcmp(mode, "master") == 0 || strcmp(mode, "wtime") == 0) {
+    const int clock = strcmp(mode, "wtime") == 0;
     for (int i = 0; i < total; ++i) {
       int v;
       MPI_Status st;
       MPI_OK(MPI_Recv(&v, 1, MPI_INT, MPI_ANY_SOURCE, MPI_ANY_TAG, MPI_COMM_WORLD, &st));
       CHECK(st.MPI_TAG == st.MPI_SOURCE && v / 1000 == st.MPI_SOURCE, "message %d from %d", v, st.MPI_SOURCE);
       mix((uint64_t)v);
+      if (clock) {
+        const double t = MPI_Wtime();
+        uint64_t bits;
+        memcpy(&bits, &t, sizeof bits);
+        mix(bits);
+      }
     }
   } else if (strcmp(mode, "poll") == 0) {
     MPI_Request *reqs = malloc(sizeof(MPI_Request) * (size_t)workers);

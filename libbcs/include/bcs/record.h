@@ -38,8 +38,9 @@ enum class Kind : uint32_t {
   improbe = 10,  // MPI_Improbe: flag, (source, tag) when found
   mprobe = 11,   // MPI_Mprobe with a wildcard: (source, tag)
   get_status = 12,  // MPI_Request_get_status: flag
+  wtime = 13,       // MPI_Wtime (bcs run --record-wtime): the reading's bits in `seq`
 };
-constexpr uint32_t kKindMax = 12;
+constexpr uint32_t kKindMax = 13;
 const char* kind_name(Kind k);
 
 struct Event {
@@ -72,10 +73,11 @@ struct Header {
   uint64_t slice_ns = 0;   // slice length (job header)
   std::string version;     // bcs version
   uint64_t exe_hash = 0;   // FNV-1a 64 of the executable (rank headers)
+  bool wtime = false;      // MPI_Wtime readings are recorded too
   bool operator==(const Header& o) const {
     return format == o.format && rank == o.rank && size == o.size && program == o.program &&
            args == o.args && nodes == o.nodes && slice_ns == o.slice_ns && version == o.version &&
-           exe_hash == o.exe_hash;
+           exe_hash == o.exe_hash && wtime == o.wtime;
   }
 };
 

@@ -24,6 +24,7 @@ r::Header header() {
   h.program = "/bin/app";
   h.args = {"-x", "", "3"};
   h.exe_hash = 0xfeedfacecafebeefull;
+  h.wtime = true;
   return h;
 }
 
@@ -86,6 +87,7 @@ TEST(Record, LibprotobufReadsTheSameRecords) {
   EXPECT_EQ(entries[0].header().args_size(), 3);
   EXPECT_EQ(entries[0].header().exe_hash(), 0xfeedfacecafebeefull);
   EXPECT_EQ(entries[0].header().format(), r::kFormat);
+  EXPECT_TRUE(entries[0].header().wtime());
   const auto& m = entries[1].event();
   EXPECT_EQ(m.kind(), 1u);
   EXPECT_EQ(m.index(), 7u);
