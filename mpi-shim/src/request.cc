@@ -207,6 +207,22 @@ int start_one(const char* fn, MPI_Request* request) {
 
 // ------------------------------------------------------------ Waitsome / Testsome
 
+// The requests a wait-some or test-some completed, in the order found: the
+// indices, the statuses (unless ignored), the first error.
+struct Found {
+  int* outcount;
+  int* indices;
+  MPI_Status* sts;  // null: MPI_STATUSES_IGNORE
+  int first_error = MPI_SUCCESS;
+  void add(int i, const MPI_Status& st, int e) {
+    indices[*outcount] = i;
+    if (sts) sts[*outcount] = st;
+    ++*outcount;
+    if (e != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = e;
+  }
+  int result() const { return first_error == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_IN_STATUS; }
+};
+
 int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* outcount,
                   int* indices, MPI_Status* sts) {
   REQUIRE_RUNNING(fn);
@@ -229,7 +245,7 @@ int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* 
     *outcount = MPI_UNDEFINED;
     return MPI_SUCCESS;
   }
-  int first_error = MPI_SUCCESS;
+  Found found{outcount, indices, keep ? sts : nullptr};
   // One sweep without blocking; if nothing completed and we may block, wait
   // for one (MPI_Waitany) and sweep again for the others that are done.
   for (int pass = 0; pass < 2 && *outcount == 0; ++pass) {
@@ -239,10 +255,7 @@ int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* 
       MPI_Status st{};  // MPI_ERROR = MPI_SUCCESS unless the completion failed
       const int e = p2p_complete_any(fn, n, reqs, true, &index, nullptr, &st);
       if (index == MPI_UNDEFINED) break;
-      indices[(*outcount)] = index;
-      if (keep) sts[*outcount] = st;
-      ++*outcount;
-      if (e != MPI_SUCCESS) first_error = e;
+      found.add(index, st, e);
     }
     for (int i = 0; i < n; ++i) {
       if (reqs[i] == MPI_REQUEST_NULL) continue;
@@ -253,13 +266,10 @@ int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* 
       MPI_Status st{};
       const int e = p2p_complete_one(fn, &reqs[i], false, &done, &st);
       if (!done) continue;
-      indices[*outcount] = i;
-      if (keep) sts[*outcount] = st;
-      ++*outcount;
-      if (e != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = e;
+      found.add(i, st, e);
     }
   }
-  return first_error == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_IN_STATUS;
+  return found.result();
 }
 
 }  // namespace
@@ -293,21 +303,17 @@ int some(const char* fn, record::Kind kind, int incount, MPI_Request reqs[], int
   if (!outcount || (!r.indices.empty() && (!reqs || !indices)))
     return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL outcount, requests or indices");
   const bool keep = sts && sts != MPI_STATUSES_IGNORE;
-  int first_error = MPI_SUCCESS;
   *outcount = 0;
+  Found found{outcount, indices, keep ? sts : nullptr};
   for (int32_t i : r.indices) {
     if (i < 0 || i >= incount || reqs[i] == MPI_REQUEST_NULL)
       replay::diverge(fn, record::describe(r),
                       "a call with " + std::to_string(incount) + " requests, " + std::to_string(i) +
                           " not active");
     MPI_Status st{};
-    const int e = p2p_complete_one(fn, &reqs[i], true, nullptr, &st);
-    indices[*outcount] = i;
-    if (keep) sts[*outcount] = st;
-    ++*outcount;
-    if (e != MPI_SUCCESS && first_error == MPI_SUCCESS) first_error = e;
+    found.add(i, st, p2p_complete_one(fn, &reqs[i], true, nullptr, &st));
   }
-  return first_error == MPI_SUCCESS ? MPI_SUCCESS : MPI_ERR_IN_STATUS;
+  return found.result();
 }
 
 }  // namespace
