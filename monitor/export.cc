@@ -412,7 +412,8 @@ std::string slices_trace_json(const std::vector<SliceRecord>& slices,
                   {"args", {{"name", "node " + name}}}});
     const int64_t off = node_clock_offset(slices, local);
     for (const auto& l : local) {
-      const uint64_t start = static_cast<uint64_t>(static_cast<int64_t>(l.start_ns) - off);
+      // Modular: a node's clock may be anything (a file may say anything).
+      const uint64_t start = l.start_ns - static_cast<uint64_t>(off);
       if (!l.start_ns || start < t0) continue;
       for (int p = 0; p < 5; ++p) {
         if (!l.phase_ns[p]) continue;

@@ -377,9 +377,13 @@ RankReport mmds_from_json(std::string_view text) {
       throw std::runtime_error("not an MMDS rank report (format is not bcs-mmds-1)");
     RankReport r;
     r.full = true;
-    r.rank = j.at("rank").get<int>();
-    r.size = j.at("size").get<int>();
-    if (r.rank < 0 || r.size < 1 || r.rank >= r.size) throw std::runtime_error("bad rank/size");
+    // Checked as unsigned counts before narrowing: a rank's report (its
+    // segment block) may hold any number here, and a float-to-int
+    // conversion out of range is undefined.
+    const uint64_t rank = u64(j, "rank"), size = u64(j, "size");
+    if (size < 1 || size > (1u << 24) || rank >= size) throw std::runtime_error("bad rank/size");
+    r.rank = static_cast<int>(rank);
+    r.size = static_cast<int>(size);
     r.host = j.at("host").get<std::string>();
     r.run_ns = u64(j, "run_ns");
     r.res = static_cast<uint32_t>(u64(j, "resolution"));

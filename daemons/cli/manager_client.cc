@@ -119,7 +119,7 @@ std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr
 
 void fetch_job_series(const std::string& addr, const std::string& token_file, uint64_t job,
                       const std::vector<std::string>& nodes, std::vector<monitor::SliceRecord>* slices,
-                      std::vector<std::pair<std::string, std::vector<monitor::LocalSliceRecord>>>* series) {
+                      monitor::NodeSeriesList* series) {
   for (const auto& s : fetch_slices(addr, token_file, kJobDirSlices))
     if (!job || s.job == job) slices->push_back(s);
   if (slices->empty()) return;

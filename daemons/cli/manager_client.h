@@ -17,6 +17,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "bcs/emds.h"
+#include "bcs/export.h"
 #include "bcs/mmds.h"
 #include "peer.h"
 #include "token.h"
@@ -130,7 +131,7 @@ std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const st
 // the same slice numbers, each node's only if it has some.
 void fetch_job_series(const std::string& addr, const std::string& token_file, uint64_t job,
                       const std::vector<std::string>& nodes, std::vector<monitor::SliceRecord>* slices,
-                      std::vector<std::pair<std::string, std::vector<monitor::LocalSliceRecord>>>* series);
+                      monitor::NodeSeriesList* series);
 // The MMDS reports the manager kept for a job (with their distributions;
 // with `events`, asked rank by rank, their calls and messages too). Returns
 // the exit status, after saying why when not 0.

@@ -162,6 +162,12 @@ TEST(MmdsReportFromSegment, TakesAWholeReportAndRefusesAnythingElse) {
   put("{\"format\":\"bcs-mmds-1\",\"rank\":");
   EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why));
   EXPECT_THAT(why, HasSubstr("not JSON"));
+  // A rank number that is not a count (a float far past int's range).
+  std::string huge = mon::mmds_to_json(full_report());
+  huge.replace(huge.find("\"rank\":1"), 8, "\"rank\":1e300");
+  put(huge);
+  EXPECT_FALSE(mon::mmds_report_from_segment(*a, block.data(), 1, 3, &r, &why));
+  EXPECT_THAT(why, HasSubstr("'rank' is not a non-negative integer"));
   auto bad = full_report();
   bad.messages[0].peer = 7;  // no such rank
   put(mon::mmds_to_json(bad));
