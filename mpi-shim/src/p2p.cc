@@ -9,7 +9,8 @@
 //   MPI_Waitany / MPI_Testany   -> bcs_testany
 //   MPI_Sendrecv                = Isend + Irecv + Waitall
 //
-// (The MPI entry points of the Wait and Test families are in wait.cc.)
+// (The completions are in completion.cc, the MPI entry points of the Wait
+// and Test families in wait.cc.)
 //
 // The MPI request table lives here: an MPI request may exist without a BCS
 // request (MPI_PROC_NULL, one-member collectives), and a collective request
@@ -97,8 +98,6 @@ bool reclaim_orphans() {
 }
 
 namespace {
-void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st);
-void finish_coll(const Req& r, int error, uint64_t bytes);
 
 // A completed runtime request becomes a local_done MPI request.
 void harvest_one(int idx, const bcs_msg_status_t& st) {
@@ -106,9 +105,9 @@ void harvest_one(int idx, const bcs_msg_status_t& st) {
   r.breq = BCS_REQUEST_NULL;
   r.local_done = true;
   r.local_error = st.error;
-  status_from_bcs(r, st, &r.local_status);
+  p2p_status_from_bcs(r, st, &r.local_status);
   const Req copy = r;  // finish_coll may run user code that grows the table
-  finish_coll(copy, st.error, st.bytes);
+  p2p_finish_coll(copy, st.error, st.bytes);
 }
 }  // namespace
 
@@ -275,258 +274,6 @@ int singleton_p2p(int comm, const char* fn) {
                      "started with `bcs run`");
 }
 
-// ------------------------------------------------------------ completion
-
-// Status of a completed BCS request of MPI request `r`.
-void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
-  if (b.error == BCS_CANCELLED) {  // MPI_Cancel took it: no data, not an error
-    set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, MPI_SUCCESS);
-    if (!ignored(st)) st->bcs_cancelled = 1;
-    return;
-  }
-  if (r.is_recv) {
-    if (r.wild && replay::g_mode != replay::Mode::off && !bcs_failed(b.error))
-      replay::recv_matched("MPI_Irecv", r.wild, from_world(r.comm, b.source), b.tag, b.seq);
-    set_status(st, from_world(r.comm, b.source), b.tag, static_cast<long long>(b.bytes),
-               bcs_to_class(b.error));
-  }
-  else
-    set_status(st, MPI_ANY_SOURCE, MPI_ANY_TAG, 0, bcs_to_class(b.error));
-}
-
-// The rank's own part of a collective whose runtime part just completed
-// without error (the fold of a user-op reduction). Runs before the request
-// is released, so the data it works on is still alive.
-void finish_coll(const Req& r, int error, uint64_t bytes = 0) {
-  if (!r.coll) return;
-  if (r.coll->unpack) {
-    // A receive of a datatype with holes: what arrived goes to the user's
-    // buffer (also on truncation: the bytes that fit did arrive).
-    const auto u = std::move(r.coll->unpack);
-    r.coll->unpack = nullptr;
-    u(bytes);
-    return;
-  }
-  if (error != BCS_OK || !r.coll->finish) return;
-  const std::shared_ptr<CollData> keep = r.coll;
-  const auto f = std::move(keep->finish);
-  keep->finish = nullptr;
-  f();
-}
-
-// Validates an array of request handles (MPI_REQUEST_NULL allowed).
-int check_requests(const char* fn, int n, const MPI_Request* reqs) {
-  if (n < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", n);
-  if (n > 0 && !reqs) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request array");
-  for (int i = 0; i < n; ++i)
-    if (reqs[i] != MPI_REQUEST_NULL && req_index(reqs[i]) < 0)
-      return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x at index %d",
-                         reqs[i], i);
-  return MPI_SUCCESS;
-}
-
-// Waitall / Testall.
-int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int* flag,
-                 MPI_Status* sts) {
-  REQUIRE_RUNNING(fn);
-  if (int e = check_requests(fn, n, reqs)) return e;
-  Shim& s = S();
-  std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
-  std::vector<bcs_msg_status_t> bs(static_cast<size_t>(n));
-  for (int i = 0; i < n; ++i) {
-    if (reqs[i] == MPI_REQUEST_NULL) continue;
-    const Req& r = s.reqs[req_index(reqs[i])];
-    if (r.greq && !r.local_done) {  // a generalized request the program has not completed
-      if (mode == BCS_BLOCKING) return greq_never_completes(r.comm, fn);
-      if (flag) *flag = 0;
-      return MPI_SUCCESS;
-    }
-  }
-  for (int i = 0; i < n; ++i) {
-    if (reqs[i] == MPI_REQUEST_NULL) continue;
-    const Req& r = s.reqs[req_index(reqs[i])];
-    if (!r.local_done) b[i] = r.breq;
-  }
-  int done = 1;
-  // Only requests with a BCS half go to the runtime (none in singleton mode).
-  if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-    const int e = bcs_testall(n, b.data(), mode, &done, bs.data());
-    if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
-  }
-  if (flag) *flag = done;
-  if (!done) return MPI_SUCCESS;
-  const bool keep = sts && sts != MPI_STATUSES_IGNORE;
-  // Fill every status and release every request first, then raise: with
-  // MPI_ERRORS_RETURN the table is left consistent and all handles are NULL.
-  int failed = -1, failed_comm = kWorld;
-  size_t failed_cap = 0;
-  bool failed_coll = false;
-  std::vector<char> bad(static_cast<size_t>(n), 0);
-  for (int i = 0; i < n; ++i) {
-    MPI_Status* st = keep ? &sts[i] : nullptr;
-    if (reqs[i] == MPI_REQUEST_NULL) {
-      set_empty_status(st);
-      continue;
-    }
-    const int idx = req_index(reqs[i]);
-    const Req& r = s.reqs[idx];
-    if (r.local_done) {
-      copy_status(st, r.local_status);
-      if (bcs_failed(r.local_error)) {  // harvested earlier, failed
-        bs[i].error = r.local_error;
-        bad[static_cast<size_t>(i)] = 1;
-        if (failed < 0) {
-          failed = i;
-          failed_comm = r.comm;
-          failed_cap = r.cap;
-          failed_coll = r.is_coll;
-        }
-      }
-    } else {
-      status_from_bcs(r, bs[i], st);
-      bad[static_cast<size_t>(i)] = bcs_failed(bs[i].error);
-      if (bcs_failed(bs[i].error) && failed < 0) {
-        failed = i;
-        failed_comm = r.comm;
-        failed_cap = r.cap;
-        failed_coll = r.is_coll;
-      }
-      finish_coll(r, bs[i].error, bs[i].bytes);  // last use of r: a user function may grow the table
-    }
-    req_retire(idx, &reqs[i]);
-  }
-  if (failed < 0) return MPI_SUCCESS;
-  // MPI_ERR_IN_STATUS: every status says how its request ended.
-  if (keep)
-    for (int i = 0; i < n; ++i)
-      if (!bad[static_cast<size_t>(i)]) sts[i].MPI_ERROR = MPI_SUCCESS;
-  const int e = bs[failed].error;
-  const PeerGoneCause mark(e == BCS_ERR_PEER);
-  if (e == BCS_ERR_TRUNCATE && failed_coll)
-    return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS,
-                       "request %d failed: MPI_ERR_TRUNCATE: a member sent more data than the "
-                       "receive buffer (block) for it holds",
-                       failed);
-  if (e == BCS_ERR_TRUNCATE)
-    return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS,
-                       "request %d failed: MPI_ERR_TRUNCATE: %s (%zu bytes)", failed, bcs_text(e),
-                       failed_cap);
-  return raise_error(failed_comm, fn, MPI_ERR_IN_STATUS, "request %d failed: %s: %s", failed,
-                     class_name(bcs_to_class(e)), bcs_text(e));
-}
-
-// Wait / Test on one request.
-int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, MPI_Status* st) {
-  REQUIRE_RUNNING(fn);
-  if (!req) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
-  if (*req == MPI_REQUEST_NULL) {
-    if (flag) *flag = 1;
-    set_empty_status(st);
-    return MPI_SUCCESS;
-  }
-  const int idx = req_index(*req);
-  if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", *req);
-  Shim& s = S();
-  Req& r = s.reqs[idx];
-  if (r.local_done) {
-    copy_status(st, r.local_status);
-    const int le = r.local_error, comm = r.comm;
-    const size_t cap = r.cap;
-    const bool coll = r.is_coll;
-    req_retire(idx, req);
-    if (flag) *flag = 1;
-    if (bcs_failed(le)) return coll ? raise_coll(comm, fn, le) : raise_bcs(comm, fn, le, cap);
-    return MPI_SUCCESS;
-  }
-  if (r.greq) {
-    if (mode == BCS_BLOCKING) return greq_never_completes(r.comm, fn);
-    if (flag) *flag = 0;
-    return MPI_SUCCESS;
-  }
-  int done = 0;
-  bcs_msg_status_t b{};
-  bcs_request_t breq = r.breq;
-  const int e = bcs_test(&breq, mode, &done, &b);
-  if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(r.comm, fn, e);
-  if (flag) *flag = done;
-  if (!done) return MPI_SUCCESS;
-  status_from_bcs(r, b, st);
-  const int comm = r.comm;
-  const size_t cap = r.cap;
-  const bool coll = r.is_coll;
-  finish_coll(r, b.error, b.bytes);  // last use of r: a user function may grow the table
-  req_retire(idx, req);
-  if (bcs_failed(b.error))
-    return coll ? raise_coll(comm, fn, b.error) : raise_bcs(comm, fn, b.error, cap);
-  return MPI_SUCCESS;
-}
-
-// Waitany / Testany.
-int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int* index,
-                 int* flag, MPI_Status* st) {
-  REQUIRE_RUNNING(fn);
-  if (!index) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL index pointer");
-  if (int e = check_requests(fn, n, reqs)) return e;
-  Shim& s = S();
-  // Requests completed locally (MPI_PROC_NULL) are ready now.
-  for (int i = 0; i < n; ++i) {
-    if (reqs[i] == MPI_REQUEST_NULL) continue;
-    const int idx = req_index(reqs[i]);
-    if (s.reqs[idx].persistent && !s.reqs[idx].active) continue;  // inactive: like NULL
-    if (s.reqs[idx].local_done) {
-      const Req r = s.reqs[idx];
-      copy_status(st, r.local_status);
-      req_retire(idx, &reqs[i]);
-      *index = i;
-      if (flag) *flag = 1;
-      if (bcs_failed(r.local_error))
-        return r.is_coll ? raise_coll(r.comm, fn, r.local_error)
-                         : raise_bcs(r.comm, fn, r.local_error, r.cap);
-      return MPI_SUCCESS;
-    }
-  }
-  std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
-  int open_greqs = 0, greq_comm = kWorld;
-  for (int i = 0; i < n; ++i)
-    if (reqs[i] != MPI_REQUEST_NULL) {
-      const Req& r = s.reqs[req_index(reqs[i])];
-      b[i] = r.breq;
-      if (r.greq && !r.local_done) ++open_greqs, greq_comm = r.comm;
-    }
-  if (open_greqs > 0 &&
-      std::none_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-    if (mode == BCS_BLOCKING) return greq_never_completes(greq_comm, fn);
-    if (flag) *flag = 0;
-    *index = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
-  int which = -1, done = 1;
-  bcs_msg_status_t bst{};
-  if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-    const int e = bcs_testany(n, b.data(), mode, &which, &done, &bst);
-    if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
-  }
-  if (flag) *flag = done;
-  if (!done) {
-    *index = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
-  if (which < 0) {  // every request was MPI_REQUEST_NULL
-    *index = MPI_UNDEFINED;
-    set_empty_status(st);
-    return MPI_SUCCESS;
-  }
-  const int idx = req_index(reqs[which]);
-  const Req r = s.reqs[idx];
-  status_from_bcs(r, bst, st);
-  finish_coll(r, bst.error, bst.bytes);
-  req_retire(idx, &reqs[which]);
-  *index = which;
-  if (bcs_failed(bst.error))
-    return r.is_coll ? raise_coll(r.comm, fn, bst.error) : raise_bcs(r.comm, fn, bst.error, r.cap);
-  return MPI_SUCCESS;
-}
-
 // Non-blocking send/recv shared by Isend/Irecv/Sendrecv.
 int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
           MPI_Comm c, MPI_Request* request, bool sync = false) {
@@ -559,7 +306,7 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
   bcs_msg_status_t st{};
   if (!sync && bcs_test(&b, BCS_NONBLOCKING, &done, &st) == BCS_OK && done) {
     r.local_done = true;
-    status_from_bcs(r, st, &r.local_status);
+    p2p_status_from_bcs(r, st, &r.local_status);
     r.coll = nullptr;  // the bytes are in the descriptor: no staging to keep
     r.sent_to = to_world(comm, dest);  // MPI_Cancel may still take it back
     r.sent_seq = bcs_send_seq(r.sent_to);
@@ -630,21 +377,6 @@ int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int sourc
               MPI_Comm c, MPI_Request* request) {
   return irecv(fn, buf, count, type, source, tag, c, request);
 }
-int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag, MPI_Status* st) {
-  return complete_one(fn, req, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, flag, st);
-}
-int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
-                     int* flag, MPI_Status* st) {
-  return complete_any(fn, n, reqs, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, index, flag, st);
-}
-int p2p_complete_all(const char* fn, int n, MPI_Request* reqs, bool blocking, int* flag,
-                     MPI_Status* sts) {
-  return complete_all(fn, n, reqs, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, flag, sts);
-}
-void p2p_status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
-  status_from_bcs(r, b, st);
-}
-void p2p_finish_coll(const Req& r, int error, uint64_t bytes) { finish_coll(r, error, bytes); }
 int p2p_check(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Datatype type,
               int peer, int tag, bool is_recv, int* comm, size_t* bytes) {
   return check_p2p(fn, c, buf, count, type, peer, tag, is_recv, comm, bytes);
@@ -731,14 +463,14 @@ int bcs_impl_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
     if (r[1] != MPI_REQUEST_NULL) {
       const Req& rr = S().reqs[static_cast<size_t>(req_index(r[1]))];
       if (!rr.local_done && rr.breq != BCS_REQUEST_NULL) bcs_cancel(rr.breq);
-      complete_one(fn, &r[1], BCS_BLOCKING, nullptr, nullptr);
+      p2p_complete_one(fn, &r[1], true, nullptr, nullptr);
     }
     return e;
   }
   // Wait for the send first, then the receive, so the receive's error (if
   // any) is reported with MPI_Sendrecv's own class rather than IN_STATUS.
-  if (int e = complete_one(fn, &r[0], BCS_BLOCKING, nullptr, nullptr)) return e;
-  return complete_one(fn, &r[1], BCS_BLOCKING, nullptr, st);
+  if (int e = p2p_complete_one(fn, &r[0], true, nullptr, nullptr)) return e;
+  return p2p_complete_one(fn, &r[1], true, nullptr, st);
 }
 
 int bcs_impl_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {
