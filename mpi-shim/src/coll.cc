@@ -1,8 +1,8 @@
 // Collectives (the paper's Table 4.2, collective part): every MPI collective
 // is one bcs_coll descriptor, run by the node managers; the rank only posts
 // it (and sleeps if blocking). This file holds what all collectives share
-// (argument checks, posting, one-member communicators) and the data-movement
-// collectives; reductions are in coll_reduce.cc.
+// (posting, one-member communicators) and the data-movement collectives;
+// the argument checks are in coll_check.cc, reductions in coll_reduce.cc.
 //
 //   MPI_Barrier / MPI_Ibarrier            -> BCS_COLL_BARRIER
 //   MPI_Bcast                             -> BCS_COLL_BCAST
@@ -23,123 +23,6 @@
 #include "shim.h"
 
 namespace bcs::shim {
-namespace {
-
-// Side is live: its arguments are used (not ignored at this rank, not
-// replaced by an allowed MPI_IN_PLACE).
-bool live(const Side& s) { return s.present && s.used && !s.in_place(); }
-
-const char* buf_name(const Side& s) {
-  if (s.bufname) return s.bufname;
-  return s.what[0] == 's' ? "sendbuf" : s.what[0] == 'r' ? "recvbuf" : "buffer";
-}
-
-int check_counts(const CollCheck& k, const Side& s, int n) {
-  if (!s.vec) {
-    if (s.count < 0)
-      return raise_error(k.comm, k.fn, MPI_ERR_COUNT, "negative %scount %d", s.what, s.count);
-    return MPI_SUCCESS;
-  }
-  if (!s.counts)
-    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "NULL %scounts array", s.what);
-  for (int i = 0; i < n; ++i)
-    if (s.counts[i] < 0)
-      return raise_error(k.comm, k.fn, MPI_ERR_COUNT, "negative %scounts[%d] = %d", s.what, i,
-                         s.counts[i]);
-  if (s.need_displs && !s.displs)
-    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "NULL %s displacement array", s.what);
-  if (s.need_types && !s.types)
-    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "NULL %stypes array", s.what);
-  return MPI_SUCCESS;
-}
-
-// A derived datatype in a collective must be committed. The node managers
-// move collective data as byte blocks: a type with holes travels packed
-// (coll_stage.cc), so any committed type goes.
-int check_derived(const CollCheck& k, const Side&, MPI_Datatype t) {
-  return check_usable(k.comm, k.fn, t);
-}
-
-int check_types(const CollCheck& k, const Side& s, int n) {
-  // Like messages: a datatype that describes no data is never used, so any
-  // handle is accepted with count 0.
-  if (!s.vec) {
-    if (s.count > 0 && type_size(s.type) < 0)
-      return raise_error(k.comm, k.fn, MPI_ERR_TYPE, "invalid %stype 0x%x", s.what, s.type);
-    if (s.count > 0) return check_derived(k, s, s.type);
-    return MPI_SUCCESS;
-  }
-  for (int i = 0; i < n; ++i) {
-    if (s.counts[i] == 0) continue;
-    const MPI_Datatype t = s.need_types ? s.types[i] : s.type;
-    if (type_size(t) < 0)
-      return s.need_types ? raise_error(k.comm, k.fn, MPI_ERR_TYPE, "invalid %stypes[%d] 0x%x",
-                                        s.what, i, t)
-                          : raise_error(k.comm, k.fn, MPI_ERR_TYPE, "invalid %stype 0x%x",
-                                        s.what, t);
-    if (int e = check_derived(k, s, t)) return e;
-  }
-  return MPI_SUCCESS;
-}
-
-int check_buffer(const CollCheck& k, const Side& s, int n) {
-  if (s.buf) return MPI_SUCCESS;
-  if (!s.vec) {
-    if (s.count > 0)
-      return raise_error(k.comm, k.fn, MPI_ERR_BUFFER, "NULL %s with %scount %d", buf_name(s),
-                         s.what, s.count);
-    return MPI_SUCCESS;
-  }
-  for (int i = 0; i < n; ++i) {
-    if (s.counts[i] == 0 || (s.only >= 0 && i != s.only)) continue;
-    // MPI_BOTTOM (address 0) with byte displacements: they are addresses.
-    if (s.bottom_ok && s.displs[i] != 0) continue;
-    return raise_error(k.comm, k.fn, MPI_ERR_BUFFER, "NULL %s with %scounts[%d] = %d",
-                       buf_name(s), s.what, i, s.counts[i]);
-  }
-  return MPI_SUCCESS;
-}
-
-}  // namespace
-
-int check_coll(CollCheck& k) {
-  REQUIRE_RUNNING(k.fn);
-  k.comm = comm_index(k.c);
-  if (k.comm == kNoComm)
-    return raise_error(kNoComm, k.fn, MPI_ERR_COMM, "invalid communicator 0x%x", k.c);
-  if (comm_at(k.comm).inter)  // the others were handed to intercoll_nb.cc
-    return raise_error(k.comm, k.fn, MPI_ERR_COMM,
-                       "not defined on an intercommunicator (MPI-3.1 5.11)");
-  const int n = comm_size(k.comm);
-  const Side* sides[2] = {&k.send, &k.recv};
-  for (const Side* s : sides)
-    if (live(*s))
-      if (int e = check_counts(k, *s, n)) return e;
-  for (const Side* s : sides)
-    if (live(*s))
-      if (int e = check_types(k, *s, n)) return e;
-  for (const Side* s : sides)
-    if (live(*s))
-      if (int e = check_buffer(k, *s, n)) return e;
-  if (k.rooted && (k.root < 0 || k.root >= n))
-    return raise_error(k.comm, k.fn, MPI_ERR_ROOT, "root %d out of range (communicator size %d)",
-                       k.root, n);
-  if (k.reduction)
-    if (int e = check_op(k.fn, k.comm, k.op, k.rtype, k.rcount, &k.red)) return e;
-  if (k.send.present && k.recv.present && k.send.used && k.recv.used &&
-      k.send.buf == MPI_IN_PLACE && k.recv.buf == MPI_IN_PLACE)
-    return raise_error(k.comm, k.fn, MPI_ERR_ARG, "sendbuf and recvbuf are both MPI_IN_PLACE");
-  for (const Side* s : sides)
-    if (s->present && s->used && s->buf == MPI_IN_PLACE && !s->in_place_ok) {
-      const bool root = k.rooted && comm_rank(k.comm) == k.root;
-      return raise_error(k.comm, k.fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed as %s%s",
-                         buf_name(*s),
-                         !k.rooted ? "" : root ? " at the root" : " at a non-root rank");
-    }
-  if (k.nonblocking && !k.request)
-    return raise_error(k.comm, k.fn, MPI_ERR_REQUEST, "NULL request pointer");
-  return MPI_SUCCESS;
-}
 
 std::vector<uint64_t> to_bytes(const int* v, int n, uint64_t unit) {
   std::vector<uint64_t> out(static_cast<size_t>(n));
@@ -195,7 +78,7 @@ namespace {
 // A scalar send side with holes (gather, allgather): packed now.
 void stage_scalar_send(bcs_coll_args_t& a, CollData& d, const std::shared_ptr<Staging>& st,
                        const CollCheck& k, const void* sendbuf) {
-  if (!live(k.send) || !coll_needs_staging(k.send.type, k.send.count)) return;
+  if (!k.send.live() || !coll_needs_staging(k.send.type, k.send.count)) return;
   st->sb = side_blocks(k.send, 1);
   stage_blocks(st->sb, sendbuf, true, &st->ss);
   a.sendbuf = st->ss.bytes.data();
@@ -385,7 +268,7 @@ int scatter(const char* fn, const void* sendbuf, int scount, const int* scounts,
     }
     d->staging = st;
   }
-  if (live(k.recv) && coll_needs_staging(rtype, rcount)) {
+  if (k.recv.live() && coll_needs_staging(rtype, rcount)) {
     st->rb = side_blocks(k.recv, 1);
     stage_blocks(st->rb, recvbuf, false, &st->sr);
     a.recvbuf = st->sr.bytes.data();
@@ -487,7 +370,7 @@ int alltoall(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype
   a.rbytes = bytes_of(rcount, rtype);
   a.sendbuf = k.send.in_place() ? recvbuf : sendbuf;
   a.sbytes = k.send.in_place() ? a.rbytes : bytes_of(scount, stype);
-  const bool stage_s = live(k.send) && coll_needs_staging(stype, scount);
+  const bool stage_s = k.send.live() && coll_needs_staging(stype, scount);
   const bool stage_r = coll_needs_staging(rtype, rcount);
   if (!stage_s && !stage_r && !k.send.in_place())
     return run_coll(fn, k.comm, a, nullptr, request);
@@ -566,7 +449,7 @@ int alltoallv(const char* fn, const void* sendbuf, const int* scounts, const int
   a.rdispls = d->rdispls.data();
   // Sides with holes: packed copies (in place: the receive buffer's blocks).
   auto st = std::make_shared<Staging>();
-  if (live(k.send) && (st->sb = side_blocks(k.send, n), blocks_need_staging(st->sb))) {
+  if (k.send.live() && (st->sb = side_blocks(k.send, n), blocks_need_staging(st->sb))) {
     stage_blocks(st->sb, sendbuf, true, &st->ss);
     a.sendbuf = st->ss.bytes.data();
     d->scounts = st->ss.len;

@@ -610,6 +610,9 @@ struct Side {
   bool used = true;            // significant at this rank (e.g. gather's receive side: root only)
   bool in_place_ok = false;    // MPI_IN_PLACE allowed here, at this rank
   bool in_place() const { return buf == MPI_IN_PLACE && in_place_ok; }
+  // Live: its arguments are used (not ignored at this rank, not replaced
+  // by an allowed MPI_IN_PLACE).
+  bool live() const { return present && used && !in_place(); }
 };
 
 // Everything a collective checks before anything is posted, in MPI's usual
