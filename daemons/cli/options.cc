@@ -267,6 +267,11 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "--stop-rank", stop_rank,
       "Rank R waits at the end of its MPI_Init (asleep, until SIGCONT) and says how to attach "
       "gdb to it; the others wait for it in their first call that needs it");
+  replay_cmd
+      ->add_option("--until-slice", replay.until_slice,
+                   "Run up to job slice S, then pause every rank (each in its first MPI call "
+                   "from slice S on, asleep until SIGCONT) and say how to attach gdb")
+      ->check(kAtLeastOne);
 
   JobsOptions jobs;
   auto* jobs_cmd = app.add_subcommand("jobs", "List the jobs of a running machine manager");

@@ -114,6 +114,7 @@ struct ReplayOptions {
   std::string token_file;
   bool label = false;
   std::optional<uint32_t> stop_rank;  // --stop-rank: this rank stops at MPI_Init for a debugger
+  uint64_t until_slice = 0;           // --until-slice: every rank pauses there (0: no)
 };
 
 using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions,

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <algorithm>
 #include <map>
 #include <string>
 
@@ -77,9 +78,19 @@ int print_info(const std::string& dir, const record::File& job) {
     }
     std::map<std::string, uint64_t> by_kind;
     uint64_t total = 0;
+    // The slice schedule: descriptors taken, in how many slices, first/last.
+    uint64_t taken = 0, slices = 0, first = 0, last = 0;
     for (const auto& e : f.events) {
+      if (e.kind == record::Kind::drain) {
+        taken += e.seq;
+        ++slices;
+        if (e.index && (!first || e.index < first)) first = e.index;
+        last = std::max(last, e.index);
+        continue;
+      }
       by_kind[record::kind_name(e.kind)] += e.repeat;
       total += e.repeat;
+      if (e.slice) last = std::max(last, e.slice);
     }
     std::printf("  rank %u: %llu events", r, static_cast<unsigned long long>(total));
     const char* sep = " (";
@@ -87,8 +98,12 @@ int print_info(const std::string& dir, const record::File& job) {
       std::printf("%s%s %llu", sep, k.c_str(), static_cast<unsigned long long>(n));
       sep = ", ";
     }
-    std::printf("%s; executable %016llx\n", f.events.empty() ? "" : ")",
+    std::printf("%s; executable %016llx\n", total == 0 ? "" : ")",
                 static_cast<unsigned long long>(f.header.exe_hash));
+    if (slices)
+      std::printf("          its ring gave %llu descriptors in %llu slices (%llu to %llu)\n",
+                  static_cast<unsigned long long>(taken), static_cast<unsigned long long>(slices),
+                  static_cast<unsigned long long>(first), static_cast<unsigned long long>(last));
   }
   return rc;
 }
@@ -170,6 +185,7 @@ int replay_job(const ReplayOptions& o) {
     }
     r.env_set.push_back("BCS_STOP_RANK=" + std::to_string(*o.stop_rank));
   }
+  if (o.until_slice) r.env_set.push_back("BCS_UNTIL_SLICE=" + std::to_string(o.until_slice));
   return run_job(r);
 }
 

@@ -470,6 +470,26 @@ bool NmJob::all_dead() {
   return true;
 }
 
+void NmJob::begin_slice(uint64_t global) {
+  if (job_slice_.load(std::memory_order_relaxed) == 0) first_slice_ = global;
+  const uint64_t s = global - first_slice_ + 1;
+  job_slice_.store(s, std::memory_order_relaxed);
+  header()->job_slice.store(s, std::memory_order_release);
+  for (auto& r : ranks_) {
+    RankView v = view(*r);
+    const uint64_t at = v.ctl->wake_at_slice.load(std::memory_order_relaxed);
+    if (at != 0 && s >= at) rank_wake(v);
+  }
+}
+
+void NmJob::note_drain(int32_t world_rank, uint64_t count) {
+  LocalRank& r = local(world_rank);
+  RankView v = view(r);
+  if (v.ctl->note_drains.load(std::memory_order_relaxed) != 1) return;
+  v.drains[r.drain_head & (v.ring_slots - 1)] = DrainNote{job_slice(), count};
+  v.ctl->drain_head.store(++r.drain_head, std::memory_order_release);
+}
+
 void NmJob::set_nm_flag(uint32_t flag, bool on) {
   const uint32_t f = on ? flags_.fetch_or(flag) | flag : flags_.fetch_and(~flag) & ~flag;
   // seq_cst: parking sets kNmParked, then re-reads the rings (rings_empty);

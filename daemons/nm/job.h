@@ -72,6 +72,9 @@ struct LocalRank {
   // The ring head the buffer sender last read (what it held back included);
   // written by the strobe receiver, read by the doorbell.
   std::atomic<uint64_t> seen_head{0};
+  // Drain notes written for it (segment.h, DrainNote): the NM's own count,
+  // never read back from the segment. Strobe receiver only.
+  uint64_t drain_head = 0;
 };
 
 class NmJob {
@@ -114,6 +117,17 @@ class NmJob {
     local(world_rank).seen_head.store(head, std::memory_order_relaxed);
   }
 
+  // The job's slices as its ranks see them (SegmentHeader::job_slice): the
+  // DEM of global slice `global` begins. Publishes the job slice and wakes
+  // the ranks that asked to be woken by now (RankControl::wake_at_slice).
+  // Strobe receiver only.
+  void begin_slice(uint64_t global);
+  // 0 before the first slice; requests completed are stamped with it.
+  uint64_t job_slice() const { return job_slice_.load(std::memory_order_relaxed); }
+  // The buffer sender took `count` descriptors from the rank's ring this
+  // slice: a drain note, if the rank asked for them (it records).
+  void note_drain(int32_t world_rank, uint64_t count);
+
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);
   int32_t write(int32_t world_rank, uint64_t addr, const void* src, size_t len);
@@ -139,6 +153,8 @@ class NmJob {
   SegmentHeader* header() { return static_cast<SegmentHeader*>(seg_.get()); }
   SegmentLayout layout_;  // private copy: the header is rank-writable
   std::atomic<uint32_t> flags_{0};  // what nm_flags should say
+  uint64_t first_slice_ = 0;        // the global slice that was job slice 1
+  std::atomic<uint64_t> job_slice_{0};
   ReadGrants read_grants_;
   NmJob() = default;
   JobSpec spec_;

@@ -52,7 +52,7 @@ void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32
   if (!job_->is_local(r)) return;
   RankView v = job_->view_of(r);
   if (request >= v.request_slots) return;
-  request_complete(v, request, error, source, tag, bytes, found, seq);
+  request_complete(v, request, error, source, tag, bytes, found, seq, job_->job_slice());
 }
 
 // ------------------------------------------------------------ strobe receiver
@@ -439,6 +439,7 @@ wire::Report Nic::run_roles(const wire::Strobe& s) {
       std::vector<int32_t> held = st->br.full_receivers(st->ranks);
       held.insert(held.end(), s.held.begin(), s.held.end());
       st->bs.hold_sends_to(std::move(held), s.job_blocked);
+      st->ranks.job()->begin_slice(s.slice);
       auto rep = st->bs.run(s.slice, st->ranks, *this, st->br, st->coll);
       rep.transfers_pending = static_cast<uint32_t>(st->br.scheduler().in_flight());
       if (s.may_park) park_if_idle(s.slice, rep);

@@ -66,6 +66,9 @@ class JobRanks : public LocalRanks {
   void ring_seen(int32_t r, uint64_t head) override {
     if (job_->is_local(r)) job_->ring_seen(r, head);
   }
+  void note_drain(int32_t r, uint64_t count) override {
+    if (job_->is_local(r)) job_->note_drain(r, count);
+  }
 
  private:
   std::shared_ptr<NmJob> job_;

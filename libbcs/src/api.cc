@@ -120,6 +120,11 @@ bcs_status_t bcs_finalize(void) {
   s.free_slots.clear();
   s.iprobes.clear();
   s.coll_count.clear();
+  s.drain_observer = nullptr;
+  s.drain_tail = 0;
+  s.alarm = nullptr;
+  s.alarm_slice = 0;
+  s.slice_hooks = false;
   s.initialized = false;
   return BCS_OK;
 }
@@ -353,6 +358,37 @@ bcs_status_t bcs_cancel(bcs_request_t req) {
 }
 
 void bcs_set_msg_observer(bcs_msg_observer_t fn) { st().observer = fn; }
+
+uint64_t bcs_job_slice(void) {
+  const auto& s = st();
+  return s.initialized ? s.header->job_slice.load(std::memory_order_acquire) : 0;
+}
+
+void bcs_take_drains(void) {
+  auto& s = st();
+  if (s.initialized && s.drain_observer) run_slice_hooks();
+}
+
+void bcs_set_drain_observer(bcs_drain_observer_t fn) {
+  auto& s = st();
+  if (!s.initialized) return;
+  if (!fn) bcs_take_drains();
+  s.drain_observer = fn;
+  // The NM notes drains from its next DEM on; notes written before (by an
+  // earlier observer) are not this one's.
+  if (fn) s.drain_tail = s.view.ctl->drain_head.load(std::memory_order_acquire);
+  s.view.ctl->note_drains.store(fn ? 1 : 0, std::memory_order_relaxed);
+  s.slice_hooks = s.drain_observer || s.alarm_slice;
+}
+
+void bcs_set_slice_alarm(uint64_t slice, bcs_slice_alarm_t fn) {
+  auto& s = st();
+  if (!s.initialized) return;
+  s.alarm_slice = fn ? slice : 0;
+  s.alarm = s.alarm_slice ? fn : nullptr;
+  s.view.ctl->wake_at_slice.store(s.alarm_slice, std::memory_order_relaxed);
+  s.slice_hooks = s.drain_observer || s.alarm_slice;
+}
 
 uint64_t bcs_send_seq(int32_t dest) {
   const auto& s = st();

@@ -30,6 +30,7 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
   r.bytes = 0;
   r.found = 0;
   r.seq = 0;
+  r.slice = 0;
   r.kind = static_cast<uint32_t>(kind);
   // The NM only looks at a slot after the descriptor naming it was published
   // by the ring's release store, so relaxed is enough here.
@@ -84,6 +85,7 @@ void fill_status(uint32_t idx, bcs_msg_status_t* out) {
   out->bytes = r.bytes;
   out->error = r.error;
   out->seq = r.seq;
+  out->slice = r.slice;
 }
 
 void empty_status(bcs_msg_status_t* out) {
@@ -93,16 +95,51 @@ void empty_status(bcs_msg_status_t* out) {
   out->bytes = 0;
   out->error = BCS_OK;
   out->seq = 0;
+  out->slice = 0;
 }
 
 // A polling caller (MPI_Test / MPI_Iprobe loops) found nothing: give the CPU
 // to the node manager, which may share it with us.
-void polled_nothing() { sched_yield(); }
+void polled_nothing() {
+  if (st().slice_hooks) run_slice_hooks();
+  sched_yield();
+}
+
+void run_slice_hooks() {
+  auto& s = st();
+  if (s.drain_observer) {
+    auto* ctl = s.view.ctl;
+    const uint64_t head = ctl->drain_head.load(std::memory_order_acquire);
+    const uint64_t slots = s.view.ring_slots;
+    // Lapped (cannot happen while notes are taken at every post, see
+    // DrainNote): what was overwritten is reported as lost, slice 0.
+    if (head - s.drain_tail > slots) {
+      s.drain_observer(0, head - slots - s.drain_tail);
+      s.drain_tail = head - slots;
+    }
+    for (; s.drain_tail != head; ++s.drain_tail) {
+      const bcs::DrainNote& n = s.view.drains[s.drain_tail & (slots - 1)];
+      s.drain_observer(n.slice, n.count);
+    }
+  }
+  if (s.alarm_slice) {
+    const uint64_t now = s.header->job_slice.load(std::memory_order_acquire);
+    if (now >= s.alarm_slice) {
+      const bcs_slice_alarm_t fn = s.alarm;
+      s.alarm_slice = 0;
+      s.alarm = nullptr;
+      s.view.ctl->wake_at_slice.store(0, std::memory_order_relaxed);
+      s.slice_hooks = s.drain_observer != nullptr;
+      fn(now);
+    }
+  }
+}
 
 // Posts `d`, sleeping while the ring is full (the NM frees slots at every
 // strobe and wakes waiting ranks). Nothing is ever dropped.
 void post(Descriptor& d) {
   auto& s = st();
+  if (s.slice_hooks) run_slice_hooks();
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
   if (bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) {
     // A parked strobe (nothing to do anywhere) wakes only when rung. The NM

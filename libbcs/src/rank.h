@@ -87,6 +87,13 @@ struct State {
   std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bcs_msg_observer_t observer = nullptr;           // bcs_set_msg_observer
+  // Record and replay: a drain observer or a slice alarm is set (one branch
+  // on the post and wait paths when neither is).
+  bool slice_hooks = false;
+  bcs_drain_observer_t drain_observer = nullptr;   // bcs_set_drain_observer
+  uint64_t drain_tail = 0;                         // drain notes handed over
+  uint64_t alarm_slice = 0;                        // bcs_set_slice_alarm
+  bcs_slice_alarm_t alarm = nullptr;
   bool initialized = false;
 };
 
@@ -121,6 +128,8 @@ void fill_status(uint32_t idx, bcs_msg_status_t* out);
 void empty_status(bcs_msg_status_t* out);
 
 // ------------------------------------------------------------ posting, waiting
+// The drain notes so far to the drain observer; the slice alarm, if due.
+void run_slice_hooks();
 // Sleeps on the rank's futex until `ready()` holds. The order (read
 // wake_seq, announce `waiting`, re-check, sleep only if wake_seq is unchanged)
 // pairs with rank_wake() in the NM: a completion that lands after the
@@ -145,6 +154,7 @@ void wait_until(Pred ready) {
       bcs::segment_ring_bell(&s.header->bell);
     bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
     ctl->waiting.store(0, std::memory_order_relaxed);
+    if (s.slice_hooks) run_slice_hooks();
   }
 }
 

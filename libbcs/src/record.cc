@@ -192,6 +192,7 @@ bool read_event(In in, Event* e, std::string* err) {
       case 4: if (!want(in, f, w, 0) || !in.varint(&v)) return false; e->tag = unzigzag(v); return true;
       case 5: if (!want(in, f, w, 0) || !in.varint(&v)) return false; e->seq = v; return true;
       case 6: if (!want(in, f, w, 0) || !in.varint(&v)) return false; e->flag = v != 0; return true;
+      case 9: if (!want(in, f, w, 0) || !in.varint(&v)) return false; e->slice = v; return true;
       case 8:
         if (!want(in, f, w, 0) || !in.varint(&v)) return false;
         if (v == 0) return in.fail("an event repeated 0 times");
@@ -243,11 +244,13 @@ const char* kind_name(Kind k) {
     case Kind::mprobe: return "MPI_Mprobe";
     case Kind::get_status: return "MPI_Request_get_status";
     case Kind::wtime: return "MPI_Wtime";
+    case Kind::drain: return "slice";
   }
   return "?";
 }
 
-std::string describe(const Event& e) {
+namespace {
+std::string describe_what(const Event& e) {
   std::string s = kind_name(e.kind);
   if (e.repeat != 1) s = std::to_string(e.repeat) + " x " + s;
   auto peer = [&] { return " source " + std::to_string(e.source) + " tag " + std::to_string(e.tag); };
@@ -263,6 +266,8 @@ std::string describe(const Event& e) {
     case Kind::probe:
     case Kind::mprobe: return s + peer();
     case Kind::wtime: return s;
+    case Kind::drain:
+      return "slice " + std::to_string(e.index) + " took " + std::to_string(e.seq) + " descriptors";
     default: {
       s += e.kind == Kind::testany ? " flag " + std::to_string(e.flag) + " index" : " indices";
       for (int32_t i : e.indices) s += " " + std::to_string(i);
@@ -270,6 +275,13 @@ std::string describe(const Event& e) {
       return s;
     }
   }
+}
+}  // namespace
+
+std::string describe(const Event& e) {
+  std::string s = describe_what(e);
+  if (e.slice && e.kind != Kind::drain) s += " in slice " + std::to_string(e.slice);
+  return s;
 }
 
 void append_header(const Header& h, std::string* out) {
@@ -303,6 +315,7 @@ void append_event(const Event& e, std::string* out) {
     for (int32_t i : e.indices) put_varint(&m, zigzag(i));
   }
   if (e.repeat != 1) put_u64(&m, 8, e.repeat);
+  put_u64(&m, 9, e.slice);
   frame(2, m, out);
 }
 

@@ -68,9 +68,10 @@ void segment_ring_bell(std::atomic<uint32_t>* bell) {
 }
 
 void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,
-                      uint64_t bytes, uint32_t found, uint64_t seq) {
+                      uint64_t bytes, uint32_t found, uint64_t seq, uint64_t slice) {
   RequestSlot& r = v.requests[idx];
   r.seq = seq;
+  r.slice = slice;
   r.error = error;
   r.source = source;
   r.tag = tag;

@@ -23,7 +23,7 @@ void status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st) {
   }
   if (r.is_recv) {
     if (r.wild && replay::g_mode != replay::Mode::off && !bcs_failed(b.error))
-      replay::recv_matched("MPI_Irecv", r.wild, from_world(r.comm, b.source), b.tag, b.seq);
+      replay::recv_matched("MPI_Irecv", r.wild, from_world(r.comm, b.source), b.tag, b.seq, b.slice);
     set_status(st, from_world(r.comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));
   }

@@ -423,7 +423,7 @@ int bcs_impl_Recv(void* buf, int count, MPI_Datatype type, int source, int tag, 
                      BCS_BLOCKING, nullptr, &b);
   });
   if (staged.keep && staged.keep->unpack) staged.keep->unpack(b.bytes);
-  if (wild && !bcs_failed(b.error)) replay::recv_matched(fn, wild, from_world(comm, b.source), b.tag, b.seq);
+  if (wild && !bcs_failed(b.error)) replay::recv_matched(fn, wild, from_world(comm, b.source), b.tag, b.seq, b.slice);
   if (e == BCS_OK || e == b.error) {
     set_status(st, from_world(comm, b.source), b.tag, static_cast<long long>(b.bytes),
                bcs_to_class(b.error));

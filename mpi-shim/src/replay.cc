@@ -106,7 +106,8 @@ volatile sig_atomic_t g_held = 0;
 // Sleeps (no polling) until SIGCONT: `signal SIGCONT` in gdb, or `kill -CONT
 // PID` without it. A stop by SIGSTOP would be undone by nothing a debugger
 // does by default (detaching leaves the process stopped); a handler is.
-void hold_for_debugger(int rank) {
+// `where`: "waits in MPI_Init", "paused in slice 12".
+void hold_for_debugger(int rank, const std::string& where) {
   sigset_t cont, old;
   sigemptyset(&cont);
   sigaddset(&cont, SIGCONT);
@@ -119,15 +120,34 @@ void hold_for_debugger(int rank) {
   const char* node = std::getenv("BCS_NODE");
   const long pid = static_cast<long>(::getpid());
   std::fprintf(stderr,
-               "bcs: rank %d waits in MPI_Init for a debugger: pid %ld on node %s. Attach with "
+               "bcs: rank %d %s for a debugger: pid %ld on node %s. Attach with "
                "`gdb -p %ld`, set breakpoints, then `signal SIGCONT` lets it run on (without "
                "gdb: `kill -CONT %ld`)\n",
-               rank, pid, node && *node ? node : "?", pid, pid);
+               rank, where.c_str(), pid, node && *node ? node : "?", pid, pid);
   sigset_t wait_for = old;
   sigdelset(&wait_for, SIGCONT);
   while (g_held) sigsuspend(&wait_for);
   sigaction(SIGCONT, &prev, nullptr);
   sigprocmask(SIG_SETMASK, &old, nullptr);
+}
+
+// The slice schedule as the node manager notes it (record mode).
+void on_drain(uint64_t slice, uint64_t count) {
+  Event e;
+  e.kind = Kind::drain;
+  e.index = slice;
+  e.seq = count;
+  // Not settled first: a polling loop's run of "not yet"s stays one record
+  // across slices, so drains are not in order with the program's events.
+  append(e);
+}
+
+// bcs replay --until-slice S (BCS_UNTIL_SLICE): 0 = none.
+uint64_t g_until_slice = 0;
+
+void on_until_slice(uint64_t now) {
+  hold_for_debugger(st().rank, "paused in slice " + std::to_string(now) + " (--until-slice " +
+                                   std::to_string(g_until_slice) + ") and waits");
 }
 
 }  // namespace
@@ -151,6 +171,7 @@ void start(int rank, int size) {
     h.wtime = wt && std::strcmp(wt, "1") == 0;
     record::append_header(h, &s.buf);
     flush();
+    bcs_set_drain_observer(on_drain);
     // A program that exits without MPI_Finalize still leaves what it did.
     std::atexit([] {
       if (st().fd >= 0 && g_mode == Mode::record) {
@@ -177,7 +198,7 @@ void start(int rank, int size) {
           unusable("cannot replay: " + s.path + ": wildcard receive number " + std::to_string(e.index) +
                    " recorded twice or zero");
         s.last_match = std::max(s.last_match, e.index);
-      } else {
+      } else if (e.kind != Kind::drain) {  // the schedule is not replayed
         s.seq_events.push_back(std::move(e));
       }
     }
@@ -185,13 +206,26 @@ void start(int rank, int size) {
     g_wtime = f.header.wtime;
     // bcs replay --stop-rank: this rank waits for a debugger.
     if (const char* stop = std::getenv("BCS_STOP_RANK"); stop && *stop && std::atoi(stop) == rank)
-      hold_for_debugger(rank);
+      hold_for_debugger(rank, "waits in MPI_Init");
+  }
+  if (const char* until = std::getenv("BCS_UNTIL_SLICE"); until && *until) {
+    g_until_slice = std::strtoull(until, nullptr, 10);
+    if (g_until_slice) bcs_set_slice_alarm(g_until_slice, on_until_slice);
   }
 }
 
 void stop() {
   State& s = st();
+  if (g_until_slice) {
+    const uint64_t now = bcs_job_slice();
+    if (now < g_until_slice)
+      std::fprintf(stderr, "bcs: rank %d reached MPI_Finalize in slice %llu, before slice %llu (--until-slice)\n",
+                   s.rank, static_cast<unsigned long long>(now), static_cast<unsigned long long>(g_until_slice));
+    bcs_set_slice_alarm(0, nullptr);
+    g_until_slice = 0;
+  }
   if (g_mode == Mode::record) {
+    bcs_set_drain_observer(nullptr);  // the notes so far first
     settle();
     flush();
     ::close(s.fd);
@@ -236,7 +270,8 @@ uint64_t recv_posted(const char* fn, int* source, int* tag) {
   return n;
 }
 
-void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t seq) {
+void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t seq,
+                  uint64_t slice) {
   if (number == 0) return;
   State& s = st();
   if (g_mode == Mode::record) {
@@ -249,6 +284,7 @@ void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t
     e.source = source;
     e.tag = tag;
     e.seq = seq;
+    e.slice = slice;
     append(e);
   } else if (g_mode == Mode::replay) {
     auto it = s.matches.find(number);
@@ -259,6 +295,7 @@ void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t
       seen.source = source;
       seen.tag = tag;
       seen.seq = seq;
+      seen.slice = slice;
       diverge(fn, record::describe(e), record::describe(seen));
     }
   }
@@ -292,12 +329,18 @@ void not_covered(const char* fn) {
 void record(const Event& e) {
   if (g_mode != Mode::record) return;
   State& s = st();
-  if (s.have_last && s.last.same_as(e)) {
+  // What completed or found something notes the slice it was seen in; a
+  // "not yet" does not, so a polling loop's stay one record.
+  const bool outcome = e.flag || !e.indices.empty() || e.kind == Kind::waitany ||
+                       e.kind == Kind::probe || e.kind == Kind::mprobe;
+  const uint64_t slice = outcome && e.kind != Kind::wtime ? bcs_job_slice() : 0;
+  if (s.have_last && s.last.slice == slice && s.last.same_as(e)) {
     ++s.last.repeat;
     return;
   }
   settle();
   s.last = e;
+  s.last.slice = slice;
   s.last.repeat = 1;
   s.have_last = true;
 }

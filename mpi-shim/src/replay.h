@@ -27,7 +27,8 @@ extern bool g_wtime;
 // A reading `t` of MPI_Wtime: recorded, or replaced by the recorded one.
 double wtime(double t);
 
-// At the end of MPI_Init (BCS_RECORD / BCS_REPLAY read here); at
+// At the end of MPI_Init (BCS_RECORD / BCS_REPLAY / BCS_UNTIL_SLICE read
+// here); at
 // MPI_Finalize's entry (the recording written out; a replay checks that
 // the program did everything it recorded).
 void start(int rank, int size);
@@ -38,8 +39,10 @@ void stop();
 // source and tag become what it matched when recorded.
 uint64_t recv_posted(const char* fn, int* source, int* tag);
 // Receive `number` completed from (source, tag), the sender's send `seq`
-// (0: unknown). Recorded once per receive; replaying, checked.
-void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t seq);
+// (0: unknown), in job slice `slice`. Recorded once per receive; replaying,
+// checked (not the slice).
+void recv_matched(const char* fn, uint64_t number, int source, int tag, uint64_t seq,
+                  uint64_t slice);
 
 // The sequential events (tests, probes, wait-any/some), in program order.
 void record(const record::Event& e);

@@ -13,6 +13,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <set>
 #include <string>
 #include <vector>
@@ -157,6 +158,68 @@ TEST_F(RecordingStory, AStoppedRankWaitsForTheDebugger) {
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_THAT(r.out, HasSubstr("`gdb -p "));
   EXPECT_THAT(r.out, HasSubstr(hash_line(recorded)));
+  expect_nothing_left_now();
+}
+
+// bcs replay --until-slice S: the job runs up to job slice S, then every
+// rank pauses in its first MPI call from there on, asleep, saying the slice
+// and how to attach gdb; SIGCONT lets each run on, and the job ends as it
+// did when recorded. (100 barriers take at least 100 slices, so every rank
+// is still inside the loop at slice 10.)
+TEST_F(RecordingStory, UntilSlicePausesEveryRankThere) {
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run({"--record", dir, "-n", "3", prog("prog_barrier"), "100"}, kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  // The slice schedule was recorded: each rank's ring gave descriptors.
+  auto info = bcs::test::run({bin("bcs"), "replay", dir, "--info"}, kLimit);
+  ASSERT_EQ(info.status, 0) << describe(info);
+  size_t schedules = 0;
+  for (auto at = info.out.find("its ring gave "); at != std::string::npos;
+       at = info.out.find("its ring gave ", at + 1)) {
+    EXPECT_GE(std::stoull(info.out.substr(at + 14)), 100u) << info.out;  // a barrier each
+    ++schedules;
+  }
+  EXPECT_EQ(schedules, 3u) << info.out;
+
+  std::map<int, std::pair<unsigned long long, char>> paused;  // rank -> slice, process state
+  bool released = false;
+  const std::string cmd = bin("bcs") + " replay " + dir + " --until-slice 10 --timeout 50s 2>&1";
+  const std::string key = " paused in slice ";
+  auto r = bcs::test::run({"/bin/sh", "-c", cmd}, kLimit, {}, [&](const std::string& out) {
+    if (released) return;
+    std::vector<std::string> lines;
+    for (auto at = out.find(key); at != std::string::npos; at = out.find(key, at + 1)) {
+      const auto start = out.rfind('\n', at) == std::string::npos ? 0 : out.rfind('\n', at) + 1;
+      const auto end = out.find('\n', at);
+      if (end == std::string::npos) return;  // not all of it yet
+      lines.push_back(out.substr(start, end - start));
+    }
+    if (lines.size() < 3) return;
+    EXPECT_EQ(out.find("barrier ok"), std::string::npos);
+    std::vector<pid_t> pids;
+    for (const auto& line : lines) {
+      const int rank = std::stoi(line.substr(line.find("rank ") + 5));
+      const unsigned long long slice = std::stoull(line.substr(line.find(key) + key.size()));
+      const pid_t pid = static_cast<pid_t>(std::stol(line.substr(line.find(": pid ") + 6)));
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string st;
+      std::getline(stat, st);
+      const auto close = st.rfind(')');
+      paused[rank] = {slice, close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?'};
+      pids.push_back(pid);
+    }
+    for (pid_t pid : pids) EXPECT_EQ(::kill(pid, SIGCONT), 0);
+    released = true;
+  });
+  ASSERT_TRUE(released) << describe(r);
+  ASSERT_EQ(paused.size(), 3u) << describe(r);
+  for (const auto& [rank, at] : paused) {
+    EXPECT_GE(at.first, 10u) << "rank " << rank;
+    EXPECT_EQ(at.second, 'S') << "rank " << rank;  // asleep, not spinning
+  }
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("barrier ok"));
+  EXPECT_THAT(r.out, HasSubstr("(--until-slice 10) and waits for a debugger"));
   expect_nothing_left_now();
 }
 

@@ -235,6 +235,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
     const size_t n = dr.taken;
     corrupt = corrupt || dr.bad;
     ranks.ring_seen(me, dr.head);
+    if (n && !corrupt) ranks.note_drain(me, n);
     hold_check(me, v, held_to, ranks);
     if (corrupt && n == 0)
       ranks.rank_corrupted(me, "corrupted its descriptor ring: head " +

@@ -86,6 +86,9 @@ class LocalRanks : public RankMemory {
   // The DEM read the rank's ring up to `head` (what it held back included):
   // only a head past this is news (parking, the doorbell).
   virtual void ring_seen(int32_t, uint64_t) {}
+  // The DEM took `count` (> 0) descriptors from the rank's ring this slice
+  // (the slice schedule a recording keeps).
+  virtual void note_drain(int32_t, uint64_t) {}
 };
 
 // The longest a role waits for the data of one microphase (descriptor

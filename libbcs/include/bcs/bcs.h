@@ -45,6 +45,7 @@ typedef struct {
   uint64_t bytes;
   int32_t error;    /* bcs_status_t of this request */
   uint64_t seq;     /* a receive: the matched send's number from its sender (0: unknown) */
+  uint64_t slice;   /* the job slice the node manager completed it in (0: the rank did) */
 } bcs_msg_status_t;
 
 /* Maps the segment named by the environment the NM gave this process
@@ -131,6 +132,22 @@ uint64_t bcs_send_seq(int32_t dest);
  * (sender, receiver, seq). NULL (the default): nothing, one branch. */
 typedef void (*bcs_msg_observer_t)(int is_send, int32_t peer, uint64_t seq, uint64_t bytes);
 void bcs_set_msg_observer(bcs_msg_observer_t fn);
+/* Record and replay (slices: 1 at the job's first strobe on this node,
+ * counting every slice of the global strobe after it).
+ * The job slice the node manager is in (0 before the first). */
+uint64_t bcs_job_slice(void);
+/* The slice schedule: with `fn` set, the node manager notes how many
+ * descriptors each slice took from this rank's ring, and `fn` gets each
+ * note (slice, count) in order, from inside later calls that post (notes
+ * cannot be lost that way) and from bcs_take_drains. NULL: off. */
+typedef void (*bcs_drain_observer_t)(uint64_t slice, uint64_t count);
+void bcs_set_drain_observer(bcs_drain_observer_t fn);
+void bcs_take_drains(void);
+/* `fn(slice)` is called once, from inside the first BCS call that posts or
+ * waits once the job is at slice `slice` or past it; a rank asleep in a
+ * wait is woken for it by its node manager. 0: none. */
+typedef void (*bcs_slice_alarm_t)(uint64_t now);
+void bcs_set_slice_alarm(uint64_t slice, bcs_slice_alarm_t fn);
 /* Cancels an inline send (one that completed when posted), named by its
  * destination and its number from bcs_send_seq. `*ticket` is a new request
  * that completes at the next scheduling microphase at the receiver's node:

@@ -39,8 +39,13 @@ enum class Kind : uint32_t {
   mprobe = 11,   // MPI_Mprobe with a wildcard: (source, tag)
   get_status = 12,  // MPI_Request_get_status: flag
   wtime = 13,       // MPI_Wtime (bcs run --record-wtime): the reading's bits in `seq`
+  // The slice schedule: in job slice `index` the rank's node manager took
+  // `seq` descriptors from its ring. Not replayed (a replay may have other
+  // slices); for reading a recording (bcs replay --info) and for
+  // --until-slice.
+  drain = 14,
 };
-constexpr uint32_t kKindMax = 13;
+constexpr uint32_t kKindMax = 14;
 const char* kind_name(Kind k);
 
 struct Event {
@@ -51,6 +56,9 @@ struct Event {
   uint64_t seq = 0;     // match: the matched send's number from its sender (0: unknown)
   bool flag = false;
   std::vector<int32_t> indices;
+  // The job slice it happened in (proto/bcs.proto, RecordEvent.slice); 0:
+  // not noted. Not compared when replaying.
+  uint64_t slice = 0;
   // The same event this many times in a row (a polling loop's "not yet"s
   // are one record, not millions).
   uint64_t repeat = 1;
@@ -58,7 +66,10 @@ struct Event {
     return kind == o.kind && index == o.index && source == o.source && tag == o.tag &&
            seq == o.seq && flag == o.flag && indices == o.indices;
   }
-  bool operator==(const Event& o) const { return same_as(o) && repeat == o.repeat; }
+  // same_as: the same outcome, when and how often aside.
+  bool operator==(const Event& o) const {
+    return same_as(o) && slice == o.slice && repeat == o.repeat;
+  }
 };
 // "match #3 from 2 tag 7 (send 5)", for divergence messages.
 std::string describe(const Event& e);

@@ -15,6 +15,7 @@
 //     MmdsArea, report block     the MMDS's counters and final report
 //     Descriptor ring[ring_slots]
 //     RequestSlot[request_slots]
+//     DrainNote[ring_slots]     the slice schedule, for a recording rank
 #pragma once
 
 #include <atomic>
@@ -25,8 +26,8 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 4;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
-                                         // the MMDS report block
+constexpr uint32_t kSegmentVersion = 5;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+                                         // the MMDS report block; 5: job slices, drain notes
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -156,6 +157,8 @@ struct alignas(64) RequestSlot {
   // `source` to this rank, as the sender numbers them too): which send it
   // was, for the MMDS's message flows. 0 when unknown.
   uint64_t seq;
+  // The job slice (SegmentHeader::job_slice) the node manager completed it in.
+  uint64_t slice;
 };
 static_assert(sizeof(RequestSlot) == 64);
 
@@ -177,6 +180,28 @@ struct alignas(64) RankControl {
   std::atomic<int32_t> abort_code;
   int32_t world_rank;                  // written by the NM at creation
   uint32_t pid;                        // written by the NM after fork
+  // Record and replay (docs/architecture.md). Written by the rank, read by
+  // the NM as plain numbers (any value is harmless):
+  //  - wake_at_slice: wake this rank (rank_wake) once the job reaches this
+  //    slice, so that a rank asleep in MPI sees it (bcs replay
+  //    --until-slice); 0: never.
+  //  - note_drains: 1 = note in the drain notes how many descriptors each
+  //    slice took from this rank's ring (the recorded slice schedule).
+  alignas(64) std::atomic<uint64_t> wake_at_slice;
+  std::atomic<uint32_t> note_drains;
+  // Drain notes written so far (the NM's count, which it keeps privately
+  // and only publishes here, release); note i is at i % ring_slots.
+  alignas(64) std::atomic<uint64_t> drain_head;
+};
+
+// One drain note: in job slice `slice` the node manager took `count`
+// descriptors from the rank's ring. Only slices that took some have one, so
+// there are never more notes than descriptors posted; a rank that reads the
+// notes whenever it posts cannot be lapped (the ring bounds what can be
+// taken between two posts).
+struct DrainNote {
+  uint64_t slice;
+  uint64_t count;
 };
 
 // The MMDS counters of one rank (the paper's §5.1, monitor/include/bcs/
@@ -236,6 +261,10 @@ struct alignas(64) SegmentHeader {
   uint64_t rank_area_bytes; // size of one RankArea
   uint64_t slice_ns;        // for MPI_Wtick-like introspection and the MMDS
   uint64_t total_bytes;
+  // The job slice the node manager is in: 1 at the first strobe of the job
+  // it saw, counting every global slice after it (parked ones too); 0
+  // before. Written by the NM only (it keeps its own copy).
+  alignas(64) std::atomic<uint64_t> job_slice;
   // The node manager's doorbell: ranks bump it and FUTEX_WAKE it; the NM's
   // doorbell thread sleeps on it. Only a hint: the NM re-reads the rings and
   // the ranks' `waiting` flags itself and never trusts the value.
@@ -255,8 +284,9 @@ struct SegmentLayout {
   size_t mmds_bytes() const { return align64(sizeof(MmdsArea)) + kMmdsReportMax; }
   size_t ring_bytes() const { return size_t{ring_slots} * kDescriptorSize; }
   size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
+  size_t drains_bytes() const { return align64(size_t{ring_slots} * sizeof(DrainNote)); }
   size_t rank_area_bytes() const {
-    return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes();
+    return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes() + drains_bytes();
   }
   size_t total_bytes() const { return header_bytes() + size_t{nlocal} * rank_area_bytes(); }
 };
@@ -268,6 +298,7 @@ struct RankView {
   char* mmds_report = nullptr;  // kMmdsReportMax bytes
   Descriptor* ring = nullptr;
   RequestSlot* requests = nullptr;
+  DrainNote* drains = nullptr;  // ring_slots notes
   uint32_t ring_slots = 0;
   uint32_t request_slots = 0;
 };
@@ -284,6 +315,7 @@ inline RankView segment_rank_view(void* base, uint32_t local_index, const Segmen
   area += l.control_bytes() + l.mmds_bytes();
   v.ring = reinterpret_cast<Descriptor*>(area);
   v.requests = reinterpret_cast<RequestSlot*>(area + l.ring_bytes());
+  v.drains = reinterpret_cast<DrainNote*>(area + l.ring_bytes() + l.requests_bytes());
   v.ring_slots = l.ring_slots;
   v.request_slots = l.request_slots;
   return v;
@@ -412,7 +444,7 @@ RingDrained ring_drain_holding(RankView& v, std::vector<uint8_t>& taken, Fn&& fn
 
 // Marks request `idx` done with the given fields and wakes the rank if it waits.
 void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,
-                      uint64_t bytes, uint32_t found = 0, uint64_t seq = 0);
+                      uint64_t bytes, uint32_t found = 0, uint64_t seq = 0, uint64_t slice = 0);
 // Wake the rank if it sleeps (after completing several requests, or after
 // freeing ring space).
 void rank_wake(RankView& v);

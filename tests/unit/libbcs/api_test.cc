@@ -10,9 +10,11 @@
 #include <sys/wait.h>
 
 #include <array>
+#include <atomic>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <thread>
 #include <tuple>
 #include <vector>
 
@@ -177,6 +179,89 @@ TEST_F(ApiTest, TheMessageObserverSeesBothEndsOfEachMessage) {
   ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
   using F = std::tuple<int, int32_t, uint64_t, uint64_t>;
   EXPECT_EQ(g_flows, (std::vector<F>{{1, 1, 1, 8}, {1, 1, 2, 8}, {0, 1, 3, 16}}));
+}
+
+// Record and replay's slice schedule: the node manager's drain notes reach
+// the observer from inside the rank's next post (so none can be lapped) or
+// when the observer is taken away, in order and once each.
+std::vector<std::pair<uint64_t, uint64_t>> g_drains;
+void note_drain(uint64_t slice, uint64_t count) { g_drains.emplace_back(slice, count); }
+std::atomic<uint64_t> g_alarm{0};
+std::atomic<int> g_alarms{0};
+void on_alarm(uint64_t now) {
+  g_alarm = now;
+  ++g_alarms;
+}
+
+TEST_F(ApiTest, DrainNotesReachTheObserverInOrderOnce) {
+  attach(2);
+  g_drains.clear();
+  bcs_set_drain_observer(note_drain);
+  EXPECT_EQ(view_.ctl->note_drains.load(), 1u);  // the NM is asked for notes
+  // What bcs-nm's NmJob::note_drain does: the note, then the head (release).
+  auto nm_notes = [&](uint64_t slice, uint64_t count) {
+    const uint64_t h = view_.ctl->drain_head.load();
+    view_.drains[h % 64] = DrainNote{slice, count};
+    view_.ctl->drain_head.store(h + 1, std::memory_order_release);
+  };
+  nm_notes(1, 2);
+  nm_notes(3, 1);
+  EXPECT_TRUE(g_drains.empty());  // nothing is read behind the program's back
+  char small[8] = {};
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  using D = std::pair<uint64_t, uint64_t>;
+  EXPECT_EQ(g_drains, (std::vector<D>{{1, 2}, {3, 1}}));
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  EXPECT_EQ(g_drains.size(), 2u);
+  nm_notes(4, 5);
+  bcs_set_drain_observer(nullptr);  // hands over what is left first
+  EXPECT_EQ(g_drains, (std::vector<D>{{1, 2}, {3, 1}, {4, 5}}));
+  EXPECT_EQ(view_.ctl->note_drains.load(), 0u);
+  nm_notes(5, 1);
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  EXPECT_EQ(g_drains.size(), 3u);
+}
+
+// bcs replay --until-slice: the alarm rings once, in the first call that
+// posts from its slice on; a rank asleep in a wait rings it when its node
+// manager wakes it for that slice (RankControl::wake_at_slice).
+TEST_F(ApiTest, TheSliceAlarmRingsOnceFromItsSliceOn) {
+  attach(2);
+  g_alarm = 0;
+  g_alarms = 0;
+  bcs_set_slice_alarm(5, on_alarm);
+  EXPECT_EQ(view_.ctl->wake_at_slice.load(), 5u);
+  char small[8] = {};
+  seg_->header()->job_slice.store(4);
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  EXPECT_EQ(g_alarms.load(), 0);
+  EXPECT_EQ(bcs_job_slice(), 4u);
+  seg_->header()->job_slice.store(6);
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  EXPECT_EQ(g_alarms.load(), 1);
+  EXPECT_EQ(g_alarm.load(), 6u);
+  EXPECT_EQ(view_.ctl->wake_at_slice.load(), 0u);
+  ASSERT_EQ(bcs_send(small, sizeof small, 1, 0, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  EXPECT_EQ(g_alarms.load(), 1);
+
+  // Asleep in a blocking receive: the "NM" moves to slice 9 and wakes the
+  // rank (as NmJob::begin_slice does); the alarm rings inside the wait,
+  // then the receive completes as usual.
+  bcs_set_slice_alarm(9, on_alarm);
+  std::thread nm([&] {
+    while (!view_.ctl->waiting.load()) std::this_thread::yield();
+    nm_->step();
+    seg_->header()->job_slice.store(9);
+    rank_wake(view_);
+    while (g_alarms.load() < 2) std::this_thread::yield();
+    request_complete(view_, nm_->seen().back().request, bcs_err_none, 1, 3, 0, 0, 1, 9);
+  });
+  bcs_msg_status_t st{};
+  EXPECT_EQ(bcs_recv(small, sizeof small, 1, 3, kContextWorld, BCS_BLOCKING, nullptr, &st), BCS_OK);
+  nm.join();
+  EXPECT_EQ(g_alarms.load(), 2);
+  EXPECT_EQ(g_alarm.load(), 9u);
+  EXPECT_EQ(st.slice, 9u);  // the slice it completed in
 }
 
 // A non-contiguous buffer goes to the node manager as its block list (the
@@ -501,7 +586,7 @@ TEST_F(ApiTest, ArgumentErrorsPostNothing) {
   // A NULL request is complete with an empty status.
   r = BCS_REQUEST_NULL;
   int flag = 0;
-  bcs_msg_status_t st{1, 2, 3, 4, 0};
+  bcs_msg_status_t st{1, 2, 3, 4, 5, 6};
   EXPECT_EQ(bcs_test(&r, BCS_BLOCKING, &flag, &st), BCS_OK);
   EXPECT_EQ(flag, 1);
   EXPECT_EQ(st.source, BCS_ANY_SOURCE);

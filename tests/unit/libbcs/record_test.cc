@@ -50,7 +50,12 @@ std::vector<r::Event> events() {
   p.flag = true;
   p.source = 3;
   p.tag = -1;
-  return {m, t, s, a, p};
+  p.slice = 41;  // the slice it found the message in
+  r::Event d;    // the slice schedule: slice 40 took 17 descriptors
+  d.kind = r::Kind::drain;
+  d.index = 40;
+  d.seq = 17;
+  return {m, t, s, a, p, d};
 }
 
 std::string file_bytes() {
@@ -97,6 +102,9 @@ TEST(Record, LibprotobufReadsTheSameRecords) {
   EXPECT_EQ(entries[3].event().indices_size(), 3);
   EXPECT_EQ(entries[4].event().indices(0), -32766);
   EXPECT_EQ(entries[5].event().tag(), -1);
+  EXPECT_EQ(entries[5].event().slice(), 41u);
+  EXPECT_EQ(entries[6].event().kind(), 14u);
+  EXPECT_EQ(entries[6].event().seq(), 17u);
   // And what libprotobuf writes, the codec reads.
   std::string theirs;
   {
@@ -150,6 +158,8 @@ TEST(Record, DescribeSaysWhatHappened) {
   EXPECT_EQ(r::describe(events()[0]), "wildcard receive #7 matched source 0 tag 12 (its send number 300)");
   EXPECT_EQ(r::describe(events()[2]), "MPI_Testsome indices 3 0 2");
   EXPECT_EQ(r::describe(events()[1]), "123456 x MPI_Test flag 0");
+  EXPECT_EQ(r::describe(events()[4]), "MPI_Iprobe flag 1 source 3 tag -1 in slice 41");
+  EXPECT_EQ(r::describe(events()[5]), "slice 40 took 17 descriptors");
 }
 
 }  // namespace
