@@ -82,10 +82,14 @@ int print_info(const std::string& dir, const record::File& job) {
     uint64_t taken = 0, slices = 0, first = 0, last = 0;
     for (const auto& e : f.events) {
       if (e.kind == record::Kind::drain) {
-        taken += e.seq;
-        ++slices;
-        if (e.index && (!first || e.index < first)) first = e.index;
-        last = std::max(last, e.index);
+        std::vector<record::Drain> notes;
+        record::drains_of(e, &notes);  // checked when read
+        for (const auto& d : notes) {
+          taken += d.count;
+          ++slices;
+          if (!first || d.slice < first) first = d.slice;
+          last = std::max(last, d.slice);
+        }
         continue;
       }
       by_kind[record::kind_name(e.kind)] += e.repeat;

@@ -8,6 +8,7 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <climits>
 #include <cstring>
 
 namespace bcs::record {
@@ -223,11 +224,50 @@ bool read_event(In in, Event* e, std::string* err) {
   });
   if (ok && (kind == 0 || kind > kKindMax)) ok = in.fail("event kind " + std::to_string(kind) + " is unknown");
   e->kind = static_cast<Kind>(kind);
+  if (ok && e->kind == Kind::drain) {
+    std::vector<Drain> notes;
+    if (!drains_of(*e, &notes)) ok = in.fail("a slice schedule that is not (slice, count) pairs");
+  }
   if (!ok) *err = in.err;
   return ok;
 }
 
 }  // namespace
+
+bool drains_of(const Event& e, std::vector<Drain>* out) {
+  if (e.kind != Kind::drain || e.indices.size() % 2 != 0) return false;
+  const size_t at = out->size();
+  uint64_t slice = e.index;
+  for (size_t i = 0; i < e.indices.size(); i += 2) {
+    if (e.indices[i] < 0 || e.indices[i + 1] <= 0) {
+      out->resize(at);
+      return false;
+    }
+    slice += static_cast<uint64_t>(e.indices[i]);
+    out->push_back(Drain{slice, static_cast<uint64_t>(e.indices[i + 1])});
+  }
+  return true;
+}
+
+bool add_drain(Event* e, const Drain& d) {
+  constexpr uint64_t kMax = INT32_MAX;
+  if (d.count == 0 || d.count > kMax) return false;
+  if (e->indices.empty()) {
+    if (d.slice == 0) return false;
+    e->kind = Kind::drain;
+    e->index = d.slice - 1;
+    e->slice = 0;
+    e->seq = d.slice;
+    e->indices = {1, static_cast<int32_t>(d.count)};
+    return true;
+  }
+  const uint64_t last = e->seq;
+  if (d.slice < last || d.slice - last > kMax || e->indices.size() + 2 > kMaxIndices) return false;
+  e->indices.push_back(static_cast<int32_t>(d.slice - last));
+  e->indices.push_back(static_cast<int32_t>(d.count));
+  e->seq = d.slice;
+  return true;
+}
 
 const char* kind_name(Kind k) {
   switch (k) {
@@ -266,8 +306,16 @@ std::string describe_what(const Event& e) {
     case Kind::probe:
     case Kind::mprobe: return s + peer();
     case Kind::wtime: return s;
-    case Kind::drain:
-      return "slice " + std::to_string(e.index) + " took " + std::to_string(e.seq) + " descriptors";
+    case Kind::drain: {
+      std::vector<Drain> notes;
+      drains_of(e, &notes);
+      uint64_t n = 0;
+      for (const auto& d : notes) n += d.count;
+      if (notes.empty()) return "no slices";
+      return "slices " + std::to_string(notes.front().slice) + " to " +
+             std::to_string(notes.back().slice) + " took " + std::to_string(n) + " descriptors in " +
+             std::to_string(notes.size());
+    }
     default: {
       s += e.kind == Kind::testany ? " flag " + std::to_string(e.flag) + " index" : " indices";
       for (int32_t i : e.indices) s += " " + std::to_string(i);

@@ -100,7 +100,7 @@ int bcs_impl_Init_thread(int* argc, char*** argv, int required, int* provided) {
   if (provided) *provided = s.thread_level;
   s.phase = Phase::running;
   mmds::start(s.rank, s.size);
-  if (!s.singleton) replay::start(s.rank, s.size);
+  if (!s.singleton) replay::start(s.rank, s.size, s.thread_level == MPI_THREAD_SERIALIZED);
   return MPI_SUCCESS;
 }
 

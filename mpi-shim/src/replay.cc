@@ -131,15 +131,30 @@ void hold_for_debugger(int rank, const std::string& where) {
   sigprocmask(SIG_SETMASK, &old, nullptr);
 }
 
-// The slice schedule as the node manager notes it (record mode).
+// The slice schedule as the node manager notes it (record mode), in
+// batches of up to kDrainBatch notes. Not settled first: a polling loop's
+// run of "not yet"s stays one record across slices, so the schedule is not
+// in order with the program's events.
+constexpr size_t kDrainBatch = 1024;
+Event g_drains;
+
+void drains_out() {
+  if (g_drains.indices.empty()) return;
+  append(g_drains);
+  g_drains.indices.clear();
+}
+
 void on_drain(uint64_t slice, uint64_t count) {
-  Event e;
-  e.kind = Kind::drain;
-  e.index = slice;
-  e.seq = count;
-  // Not settled first: a polling loop's run of "not yet"s stays one record
-  // across slices, so drains are not in order with the program's events.
-  append(e);
+  if (slice == 0) {  // lapped (see DrainNote): cannot happen, said if it does
+    std::fprintf(stderr, "bcs: rank %d: the slice schedule lost %llu notes\n", st().rank,
+                 static_cast<unsigned long long>(count));
+    return;
+  }
+  const record::Drain d{slice, count};
+  if (g_drains.indices.size() >= 2 * kDrainBatch || !record::add_drain(&g_drains, d)) {
+    drains_out();
+    record::add_drain(&g_drains, d);
+  }
 }
 
 // bcs replay --until-slice S (BCS_UNTIL_SLICE): 0 = none.
@@ -152,7 +167,7 @@ void on_until_slice(uint64_t now) {
 
 }  // namespace
 
-void start(int rank, int size) {
+void start(int rank, int size, bool threads) {
   State& s = st();
   s.rank = rank;
   const char* rec = std::getenv("BCS_RECORD");
@@ -175,6 +190,7 @@ void start(int rank, int size) {
     // A program that exits without MPI_Finalize still leaves what it did.
     std::atexit([] {
       if (st().fd >= 0 && g_mode == Mode::record) {
+        drains_out();
         settle();
         flush();
       }
@@ -208,6 +224,15 @@ void start(int rank, int size) {
     if (const char* stop = std::getenv("BCS_STOP_RANK"); stop && *stop && std::atoi(stop) == rank)
       hold_for_debugger(rank, "waits in MPI_Init");
   }
+  // Said at the start, as for any call not covered (not_covered): events
+  // are recorded in the order this process made its calls, so threads that
+  // call MPI in another order when replayed may see each other's outcomes.
+  if (threads && g_mode != Mode::off)
+    std::fprintf(stderr,
+                 "bcs: rank %d: MPI_THREAD_SERIALIZED: what each thread observes is not %s "
+                 "apart (a replay whose threads call MPI in another order may go another "
+                 "way)\n",
+                 rank, g_mode == Mode::record ? "recorded" : "replayed");
   if (const char* until = std::getenv("BCS_UNTIL_SLICE"); until && *until) {
     g_until_slice = std::strtoull(until, nullptr, 10);
     if (g_until_slice) bcs_set_slice_alarm(g_until_slice, on_until_slice);
@@ -226,6 +251,7 @@ void stop() {
   }
   if (g_mode == Mode::record) {
     bcs_set_drain_observer(nullptr);  // the notes so far first
+    drains_out();
     settle();
     flush();
     ::close(s.fd);

@@ -31,7 +31,9 @@ double wtime(double t);
 // here); at
 // MPI_Finalize's entry (the recording written out; a replay checks that
 // the program did everything it recorded).
-void start(int rank, int size);
+// `threads`: the program may call MPI from several threads (it asked for
+// MPI_THREAD_SERIALIZED), which a recording in call order does not cover.
+void start(int rank, int size, bool threads);
 void stop();
 
 // A receive posted with MPI_ANY_SOURCE or MPI_ANY_TAG: its number (1, 2,

@@ -223,6 +223,21 @@ TEST_F(RecordingStory, UntilSlicePausesEveryRankThere) {
   expect_nothing_left_now();
 }
 
+// A program that may call MPI from several threads is told at the start
+// that the recording follows its calls in process order, recording and
+// replaying; the replay of a single-threaded run of it still matches.
+TEST_F(RecordingStory, ThreadsAreNamedAsNotCoveredAtTheStart) {
+  const std::string dir = tmp_ + "/rec";
+  auto recorded = bcs_run({"--record", dir, "-n", "3", prog("prog_nondet"), "master", "3", "serialized"}, kLimit);
+  ASSERT_EQ(recorded.status, 0) << describe(recorded);
+  EXPECT_THAT(recorded.err, HasSubstr("rank 0: MPI_THREAD_SERIALIZED: what each thread observes is not recorded"));
+  auto r = bcs::test::run({bin("bcs"), "replay", dir, "--timeout", "50s"}, kLimit);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("rank 2: MPI_THREAD_SERIALIZED: what each thread observes is not replayed"));
+  EXPECT_EQ(hash_line(r), hash_line(recorded));
+  expect_nothing_left_now();
+}
+
 TEST_F(RecordingStory, InfoAndDamagedRecordings) {
   const std::string dir = tmp_ + "/rec";
   auto recorded = bcs_run({"--record", dir, "-n", "3", prog("prog_nondet"), "master", "3"}, kLimit);

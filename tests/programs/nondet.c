@@ -9,6 +9,8 @@
                   loop (the unsuccessful probes are counted into the hash too);
      wtime N   -- as master, and the MPI_Wtime reading at each arrival goes
                   into the hash (replayed only if recorded with --record-wtime).
+   A third argument `serialized` starts MPI with MPI_Init_thread(...,
+   MPI_THREAD_SERIALIZED) instead (one thread all the same).
    A plain run prints a different hash from one run to the next; a replay
    of a recording prints the recorded one. */
 #include <mpi.h>
@@ -41,7 +43,13 @@ static void worker(int n) {
 
 int main(int argc, char **argv) {
   prog_name = "nondet";
-  MPI_Init(&argc, &argv);
+  if (argc > 3 && strcmp(argv[3], "serialized") == 0) {
+    int provided = 0;
+    MPI_Init_thread(&argc, &argv, MPI_THREAD_SERIALIZED, &provided);
+    CHECK(provided == MPI_THREAD_SERIALIZED, "MPI_THREAD_SERIALIZED not provided");
+  } else {
+    MPI_Init(&argc, &argv);
+  }
   int rank, size;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   MPI_Comm_size(MPI_COMM_WORLD, &size);

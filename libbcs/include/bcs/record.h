@@ -39,10 +39,11 @@ enum class Kind : uint32_t {
   mprobe = 11,   // MPI_Mprobe with a wildcard: (source, tag)
   get_status = 12,  // MPI_Request_get_status: flag
   wtime = 13,       // MPI_Wtime (bcs run --record-wtime): the reading's bits in `seq`
-  // The slice schedule: in job slice `index` the rank's node manager took
-  // `seq` descriptors from its ring. Not replayed (a replay may have other
-  // slices); for reading a recording (bcs replay --info) and for
-  // --until-slice.
+  // The slice schedule, a batch of notes "in job slice S the rank's node
+  // manager took C descriptors from its ring": `indices` holds pairs (slice
+  // delta, C), the first delta from `index`, and `seq` is the last note's
+  // slice (about 2 bytes a note; see drains_of). Not replayed (a replay may have other slices); for reading
+  // a recording (bcs replay --info).
   drain = 14,
 };
 constexpr uint32_t kKindMax = 14;
@@ -71,6 +72,19 @@ struct Event {
     return same_as(o) && slice == o.slice && repeat == o.repeat;
   }
 };
+// The notes of a drain event, in order; false (nothing added) if it is not
+// well formed (an odd count, a negative delta, a note of 0 descriptors).
+struct Drain {
+  uint64_t slice = 0;
+  uint64_t count = 0;
+  bool operator==(const Drain& o) const { return slice == o.slice && count == o.count; }
+};
+bool drains_of(const Event& e, std::vector<Drain>* out);
+// Appends note `d` to drain event `e` (index = 0 and no indices: a new
+// batch, based at d.slice - 1); false when it does not fit (slices not
+// ascending, or too far apart): then write `e` out and start another.
+bool add_drain(Event* e, const Drain& d);
+
 // "match #3 from 2 tag 7 (send 5)", for divergence messages.
 std::string describe(const Event& e);
 

@@ -51,10 +51,9 @@ std::vector<r::Event> events() {
   p.source = 3;
   p.tag = -1;
   p.slice = 41;  // the slice it found the message in
-  r::Event d;    // the slice schedule: slice 40 took 17 descriptors
-  d.kind = r::Kind::drain;
-  d.index = 40;
-  d.seq = 17;
+  r::Event d;    // the slice schedule: slices 40, 41 and 300 took 17, 1 and 2 descriptors
+  for (auto note : {r::Drain{40, 17}, r::Drain{41, 1}, r::Drain{300, 2}})
+    EXPECT_TRUE(r::add_drain(&d, note));
   return {m, t, s, a, p, d};
 }
 
@@ -104,7 +103,9 @@ TEST(Record, LibprotobufReadsTheSameRecords) {
   EXPECT_EQ(entries[5].event().tag(), -1);
   EXPECT_EQ(entries[5].event().slice(), 41u);
   EXPECT_EQ(entries[6].event().kind(), 14u);
-  EXPECT_EQ(entries[6].event().seq(), 17u);
+  EXPECT_EQ(entries[6].event().index(), 39u);
+  EXPECT_EQ(entries[6].event().indices_size(), 6);
+  EXPECT_EQ(entries[6].event().indices(4), 259);
   // And what libprotobuf writes, the codec reads.
   std::string theirs;
   {
@@ -159,7 +160,32 @@ TEST(Record, DescribeSaysWhatHappened) {
   EXPECT_EQ(r::describe(events()[2]), "MPI_Testsome indices 3 0 2");
   EXPECT_EQ(r::describe(events()[1]), "123456 x MPI_Test flag 0");
   EXPECT_EQ(r::describe(events()[4]), "MPI_Iprobe flag 1 source 3 tag -1 in slice 41");
-  EXPECT_EQ(r::describe(events()[5]), "slice 40 took 17 descriptors");
+  EXPECT_EQ(r::describe(events()[5]), "slices 40 to 300 took 20 descriptors in 3");
+}
+
+TEST(Record, TheSliceScheduleIsNotesInOrder) {
+  std::vector<r::Drain> notes;
+  ASSERT_TRUE(r::drains_of(events()[5], &notes));
+  EXPECT_EQ(notes, (std::vector<r::Drain>{{40, 17}, {41, 1}, {300, 2}}));
+  r::Event e = events()[5];
+  EXPECT_FALSE(r::add_drain(&e, {299, 1}));  // slices only go forward
+  EXPECT_FALSE(r::add_drain(&e, {301, 0}));  // a note is of some descriptors
+  EXPECT_FALSE(r::add_drain(&e, {300 + (uint64_t{1} << 32), 1}));  // too far: another batch
+  r::Event fresh;
+  EXPECT_FALSE(r::add_drain(&fresh, {0, 1}));  // slices count from 1
+  // Malformed ones are refused when read, naming the file.
+  for (auto bad : {std::vector<int32_t>{1, 2, 3}, {1, 0}, {-1, 2}}) {
+    r::Event b = events()[5];
+    b.indices = bad;
+    std::string bytes;
+    r::append_header(header(), &bytes);
+    r::append_event(b, &bytes);
+    r::File f;
+    std::string err;
+    EXPECT_FALSE(r::parse(bytes, "s.rec", &f, &err));
+    EXPECT_THAT(err, HasSubstr("s.rec: "));
+    EXPECT_THAT(err, HasSubstr("slice schedule"));
+  }
 }
 
 }  // namespace
