@@ -581,6 +581,14 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       }
     }
   }
+  // Reports of this job's last strobes may still come when it ended early:
+  // a node stuck in a microphase finishes it and runs the DEM of the slice
+  // after (Strobe::next_dem), or a lease runs on for slices the manager never
+  // counted. Their phase values must never meet the next job's waits (one
+  // did: the next job's first slice took a stale two-part report for its
+  // fused one and failed), so the next job starts past every slice number
+  // they could carry. Slice numbers stay global and monotonic.
+  slice_ += 2 + wire::kMaxLeaseSlices + wire::kMaxLeaseSkipped;
   if (!ok) {
     std::lock_guard lk(mu_);
     if (!j.failed && !stopping_) {
