@@ -16,6 +16,18 @@
 
 namespace bcs::mm {
 
+namespace {
+// This host's name, as node managers report theirs (Register.hostname).
+const std::string& host_name() {
+  static const std::string name = [] {
+    char buf[256] = {};
+    ::gethostname(buf, sizeof buf - 1);
+    return std::string(buf);
+  }();
+  return name;
+}
+}  // namespace
+
 using namespace std::chrono_literals;
 
 Manager::Manager(const Config& cfg, core::Fabric& fabric)
@@ -110,7 +122,7 @@ void Manager::broadcast_peers_locked() {
   self->set_node_id(0);
   auto addr = fabric_.address();
   self->set_ucx_address(addr.data(), addr.size());
-  self->set_hostname("manager");
+  self->set_hostname(host_name());
   for (auto& [id, n] : nodes_) {
     if (!n->fabric_ready) continue;
     auto* mem = p->add_members();
@@ -160,7 +172,10 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
       case v1::NodeMsg::kFabricReady: {
         node->ucx_address = msg.fabric_ready().ucx_address();
         const auto& a = node->ucx_address;
-        auto s = fabric_.connect(node->id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+        // A node manager on this host is reached through shared memory (its
+        // death is known from this control stream, not from UCX).
+        auto s = fabric_.connect(node->id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
+                                 node->hostname == host_name());
         if (s != core::Status::ok) {
           spdlog::error("cannot connect to node {}: {}", node->id, core::status_str(s));
           break;

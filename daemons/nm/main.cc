@@ -446,8 +446,11 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         for (const auto& mem : msg.peers().members()) {
           const auto& a = mem.ucx_address();
           if (fabric->connected(mem.node_id())) continue;
+          // A peer on this host is reached through shared memory (its
+          // death is known from the manager's control stream, not UCX).
           auto s = fabric->connect(mem.node_id(),
-                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()});
+                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
+                                   mem.hostname() == hostname());
           if (s != core::Status::ok)
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
         }

@@ -188,10 +188,11 @@ struct Fabric::Impl {
   FabricConfig cfg;
   // UCX 1.13 drops its shared-memory transports (posix, sysv, cma) from any
   // endpoint created with UCP_ERR_HANDLING_MODE_PEER, leaving TCP loopback
-  // between processes of one host. PEER is the safe default (a dead peer is
-  // reported by UCX); BCS_CORE_ERR_MODE=none trades that for shared memory,
-  // and a dead peer is then detected by the send timeout only.
-  ucp_err_handling_mode_t err_mode = UCP_ERR_HANDLING_MODE_PEER;
+  // between processes of one host. So peers on this host get endpoints
+  // without it (connect's same_host), others with it. BCS_CORE_ERR_MODE
+  // forces one mode for all: "peer" or "none".
+  enum class ErrMode { by_host, peer, none };
+  ErrMode err_mode = ErrMode::by_host;
   ucp_context_h ctx = nullptr;
   ucp_worker_h worker = nullptr;
   int ucx_efd = -1;
@@ -232,8 +233,10 @@ struct Fabric::Impl {
   // ---- setup / teardown -------------------------------------------------
 
   bool init(std::string* error) {
-    if (const char* m = std::getenv("BCS_CORE_ERR_MODE"); m && std::string_view(m) == "none")
-      err_mode = UCP_ERR_HANDLING_MODE_NONE;
+    if (const char* m = std::getenv("BCS_CORE_ERR_MODE")) {
+      if (std::string_view(m) == "none") err_mode = ErrMode::none;
+      if (std::string_view(m) == "peer") err_mode = ErrMode::peer;
+    }
     ucp_config_t* config = nullptr;
     ucs_status_t st = ucp_config_read(nullptr, nullptr, &config);
     if (st != UCS_OK) return fail(error, "ucp_config_read", st);
@@ -725,14 +728,16 @@ NodeId Fabric::self() const { return impl_->cfg.self; }
 
 std::vector<uint8_t> Fabric::address() const { return impl_->addr; }
 
-Status Fabric::connect(NodeId peer, std::span<const uint8_t> address) {
+Status Fabric::connect(NodeId peer, std::span<const uint8_t> address, bool same_host) {
   if (address.empty()) return Status::invalid;
   if (impl_->closed.load()) return Status::closed;
   ucp_ep_params_t ep{};
   ep.field_mask = UCP_EP_PARAM_FIELD_REMOTE_ADDRESS | UCP_EP_PARAM_FIELD_ERR_HANDLING_MODE |
                   UCP_EP_PARAM_FIELD_ERR_HANDLER;
   ep.address = reinterpret_cast<const ucp_address_t*>(address.data());
-  ep.err_mode = impl_->err_mode;
+  const bool none = impl_->err_mode == Impl::ErrMode::none ||
+                    (impl_->err_mode == Impl::ErrMode::by_host && same_host);
+  ep.err_mode = none ? UCP_ERR_HANDLING_MODE_NONE : UCP_ERR_HANDLING_MODE_PEER;
   ep.err_handler.cb = [](void* arg, ucp_ep_h failed_ep, ucs_status_t status) {
     // Runs inside progress under the UCX lock: only flag the peer here; the
     // endpoint is closed by whoever next replaces, disconnects or destroys it.

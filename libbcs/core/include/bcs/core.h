@@ -97,7 +97,14 @@ class Fabric {
   std::vector<uint8_t> address() const;
   // Create (or replace) the endpoint to `peer`. Connecting to self is allowed
   // (messages to self are delivered through UCX's self transport).
-  Status connect(NodeId peer, std::span<const uint8_t> address);
+  // `same_host`: the peer runs on this host, so UCX may use shared memory to
+  // it. UCX 1.13 drops its shared-memory transports from an endpoint with
+  // peer-failure reporting (UCP_ERR_HANDLING_MODE_PEER), so such an endpoint
+  // is created without it: the caller must learn of the peer's death another
+  // way (the daemons' control streams), and a send to a dead peer ends by
+  // its timeout. BCS_CORE_ERR_MODE=peer (every endpoint reports failures)
+  // or =none (none does) overrides the choice.
+  Status connect(NodeId peer, std::span<const uint8_t> address, bool same_host = false);
   void disconnect(NodeId peer);
   bool connected(NodeId peer) const;
 
