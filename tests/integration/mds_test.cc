@@ -229,8 +229,9 @@ TEST_F(MdsStory, SelectionsByRankAndCallAndNothingWhenOff) {
 // The paper's §5.3: a program that calls MPI_Barrier after every 20 ms of
 // computation, on a fixed 1 ms strobe. The slice series the job directory
 // holds (read from the manager's Monitor service at the job's end) shows
-// one slice completing a collective per barrier, plus MPI_Finalize's, in
-// order, with slices that schedule nothing between them.
+// the slices completing each barrier (one, or two adjacent ones when a
+// barrier's rounds end a slice apart on two node managers), plus
+// MPI_Finalize's, in order, with slices that schedule nothing between them.
 TEST_F(MdsStory, TheSliceSeriesShowsACollectiveEveryPeriodOfComputation) {
   const int barriers = 6;
   for (int nodes : {1, 2}) {
@@ -246,14 +247,23 @@ TEST_F(MdsStory, TheSliceSeriesShowsACollectiveEveryPeriodOfComputation) {
     ss << in.rdbuf();
     const auto slices = mon::slices_from_csv(ss.str());
     ASSERT_FALSE(slices.empty());
-    std::vector<uint64_t> coll;  // slices that completed a collective
+    // Slices that completed a collective; a barrier across two node
+    // managers may finish on one node a slice before the other (its rounds
+    // need the BBM again), so a run of adjacent such slices is one barrier.
+    std::vector<uint64_t> coll;
+    uint64_t last_coll = 0;
     for (size_t i = 0; i < slices.size(); ++i) {
       if (i) {
         EXPECT_GT(slices[i].slice, slices[i - 1].slice);
       }
-      if (slices[i].collectives) coll.push_back(slices[i].slice);
+      if (!slices[i].collectives) continue;
+      if (coll.empty() || slices[i].slice != last_coll + 1) coll.push_back(slices[i].slice);
+      last_coll = slices[i].slice;
     }
-    ASSERT_EQ(coll.size(), size_t(barriers + 1)) << ss.str().substr(0, 2000);
+    // MPI_Finalize's barrier follows the last one at once: adjacent to it
+    // (one run) or not.
+    ASSERT_GE(coll.size(), size_t(barriers)) << ss.str().substr(0, 2000);
+    ASSERT_LE(coll.size(), size_t(barriers + 1)) << ss.str().substr(0, 2000);
     // Between two barriers, 20 ms of computation: slices with no collective.
     for (int i = 1; i < barriers; ++i) EXPECT_GE(coll[i] - coll[i - 1], 2u) << i;
     // And the plot and trace of that series.
