@@ -3,6 +3,7 @@
 #include <climits>
 #include "peer.h"
 #include "process_tree.h"
+#include "roles/ports.h"
 
 #include "launch.h"
 
@@ -22,6 +23,7 @@
 
 #include <algorithm>
 #include <cerrno>
+#include <chrono>
 #include <cstring>
 #include <new>
 
@@ -169,6 +171,8 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   }
   job->seg_ = Mapping(base, layout.total_bytes());
   job->layout_ = layout;
+  if (const char* sc = std::getenv("BCS_SINGLE_COPY"); sc && std::string(sc) == "off")
+    job->single_copy_ = false;
   // The memfd is zero-filled: every atomic starts at 0 (free requests, empty rings).
   auto* h = static_cast<SegmentHeader*>(base);
   h->magic = kSegmentMagic;
@@ -488,6 +492,85 @@ void NmJob::note_drain(int32_t world_rank, uint64_t count) {
   if (v.ctl->note_drains.load(std::memory_order_relaxed) != 1) return;
   v.drains[r.drain_head & (v.ring_slots - 1)] = DrainNote{job_slice(), count};
   v.ctl->drain_head.store(++r.drain_head, std::memory_order_release);
+}
+
+namespace {
+// How long a posted copy order may wait for its rank to take it before the
+// DMA helper takes it back and copies itself: a rank woken from its futex
+// runs within microseconds unless the machine is oversubscribed.
+constexpr auto kDmaTakeBack = std::chrono::milliseconds(2);
+// A rank that took an order and did not finish it within this (plus the
+// time the copy needs at a very low rate) is ended: the node's microphase
+// waits for it.
+constexpr auto kDmaCopyLimit = std::chrono::seconds(5);
+constexpr uint64_t kDmaSlowestRate = 50u << 20;  // bytes per second
+}  // namespace
+
+int32_t NmJob::copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t dst,
+                                size_t len) {
+  if (!single_copy_ || !is_local(from) || !is_local(to)) return LocalRanks::kNotDelegated;
+  LocalRank& s = local(from);
+  LocalRank& r = local(to);
+  uint32_t spid = 0;
+  {
+    std::lock_guard lk(copy_mu_);
+    if (s.dead || r.dead) return LocalRanks::kNotDelegated;  // the old path says what failed
+    spid = static_cast<uint32_t>(s.pid);
+  }
+  RankView v = view(r);
+  // Only a rank asleep in MPI is asked: one computing would not look soon.
+  if (!v.ctl->waiting.load(std::memory_order_seq_cst)) return LocalRanks::kNotDelegated;
+  DmaOrder& o = v.ctl->dma;
+  o.pid = spid;
+  o.src = src;
+  o.dst = dst;
+  o.len = len;
+  o.error = 0;
+  o.state.store(kDmaPosted, std::memory_order_release);
+  rank_wake(v);
+  using clock = std::chrono::steady_clock;
+  const auto posted = clock::now();
+  auto taken = clock::time_point{};
+  const auto limit = kDmaCopyLimit + std::chrono::milliseconds(1000 * len / kDmaSlowestRate);
+  for (;;) {
+    const uint32_t st = o.state.load(std::memory_order_acquire);
+    const auto now = clock::now();
+    if (st == kDmaDone) {
+      int32_t e = o.error;
+      o.state.store(kDmaIdle, std::memory_order_relaxed);
+      if (e == kDmaNotPermitted) {
+        spdlog::info("job {}: ranks may not read each other's memory (Yama ptrace scope?): the "
+                     "DMA helper copies through itself from now on",
+                     id());
+        single_copy_ = false;
+        return LocalRanks::kNotDelegated;
+      }
+      if (e != 0 && e != bcs_err_peer_gone && e != bcs_err_bad_address) e = bcs_err_internal;
+      return e;
+    }
+    if (st == kDmaPosted) {
+      if (now - posted > kDmaTakeBack) {
+        uint32_t expected = kDmaPosted;
+        if (o.state.compare_exchange_strong(expected, kDmaIdle, std::memory_order_acq_rel))
+          return LocalRanks::kNotDelegated;
+        continue;  // taken just now
+      }
+    } else if (st == kDmaTaken) {
+      if (taken == clock::time_point{}) taken = now;
+      if (now - taken > limit) {
+        end_corrupt(to, "took a copy order and did not finish it");
+        return bcs_err_peer_gone;
+      }
+    } else {
+      end_corrupt(to, "wrote copy order state " + std::to_string(st));
+      return bcs_err_internal;
+    }
+    {
+      std::lock_guard lk(copy_mu_);
+      if (r.dead) return bcs_err_peer_gone;  // its own receive: nobody else is waiting for it
+    }
+    futex_wait(&o.state, st, 1'000'000);
+  }
 }
 
 void NmJob::set_nm_flag(uint32_t flag, bool on) {

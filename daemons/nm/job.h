@@ -127,6 +127,11 @@ class NmJob {
   // The buffer sender took `count` descriptors from the rank's ring this
   // slice: a drain note, if the rank asked for them (it records).
   void note_drain(int32_t world_rank, uint64_t count);
+  // Single copy (segment.h, DmaOrder; roles/ports.h): rank `to`, if it is
+  // asleep in MPI, reads `len` bytes at `src` of rank `from` into its own
+  // `dst`. LocalRanks::kNotDelegated when it did not (the caller copies),
+  // else 0 or a bcs_err_*. Strobe receiver only.
+  int32_t copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t dst, size_t len);
 
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);
@@ -154,6 +159,10 @@ class NmJob {
   SegmentLayout layout_;  // private copy: the header is rank-writable
   std::atomic<uint32_t> flags_{0};  // what nm_flags should say
   uint64_t first_slice_ = 0;        // the global slice that was job slice 1
+  // Single copy is tried until the kernel refuses it once (Yama's ptrace
+  // scope forbids reading a sibling); BCS_SINGLE_COPY=off in the NM's
+  // environment never tries.
+  bool single_copy_ = true;
   std::atomic<uint64_t> job_slice_{0};
   ReadGrants read_grants_;
   NmJob() = default;

@@ -69,6 +69,10 @@ class JobRanks : public LocalRanks {
   void note_drain(int32_t r, uint64_t count) override {
     if (job_->is_local(r)) job_->note_drain(r, count);
   }
+  int32_t copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t dst,
+                           size_t len) override {
+    return job_->copy_by_receiver(from, to, src, dst, len);
+  }
 
  private:
   std::shared_ptr<NmJob> job_;

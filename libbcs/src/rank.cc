@@ -3,6 +3,9 @@
 #include "rank.h"
 
 #include <sched.h>
+#include <sys/uio.h>
+
+#include <cerrno>
 
 #include <atomic>
 #include <cstring>
@@ -103,6 +106,32 @@ void empty_status(bcs_msg_status_t* out) {
 void polled_nothing() {
   if (st().slice_hooks) run_slice_hooks();
   sched_yield();
+}
+
+void take_dma_order() {
+  bcs::DmaOrder& o = st().view.ctl->dma;
+  uint32_t expected = bcs::kDmaPosted;
+  if (!o.state.compare_exchange_strong(expected, bcs::kDmaTaken, std::memory_order_acq_rel))
+    return;  // the node manager took it back
+  const pid_t pid = static_cast<pid_t>(o.pid);
+  const uint64_t src = o.src, dst = o.dst, len = o.len;
+  int32_t err = 0;
+  for (uint64_t done = 0; done < len;) {
+    iovec local{reinterpret_cast<void*>(dst + done), len - done};
+    iovec remote{reinterpret_cast<void*>(src + done), len - done};
+    const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      err = n < 0 && errno == EPERM   ? bcs::kDmaNotPermitted
+            : n < 0 && errno == EFAULT ? bcs_err_bad_address
+                                       : bcs_err_peer_gone;
+      break;
+    }
+    done += static_cast<uint64_t>(n);
+  }
+  o.error = err;
+  o.state.store(bcs::kDmaDone, std::memory_order_release);
+  bcs::futex_wake_all(&o.state);
 }
 
 void run_slice_hooks() {

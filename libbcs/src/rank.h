@@ -130,6 +130,9 @@ void empty_status(bcs_msg_status_t* out);
 // ------------------------------------------------------------ posting, waiting
 // The drain notes so far to the drain observer; the slice alarm, if due.
 void run_slice_hooks();
+// Carries out the DMA helper's copy order (segment.h, DmaOrder), unless it
+// was taken back.
+void take_dma_order();
 // Sleeps on the rank's futex until `ready()` holds. The order (read
 // wake_seq, announce `waiting`, re-check, sleep only if wake_seq is unchanged)
 // pairs with rank_wake() in the NM: a completion that lands after the
@@ -144,6 +147,14 @@ void wait_until(Pred ready) {
       ctl->waiting.store(0, std::memory_order_relaxed);
       break;
     }
+    // The DMA helper may hand a sleeping rank a copy (segment.h, DmaOrder).
+    // Looked at after `waiting` is set: an order posted later bumps
+    // wake_seq past `seen`, so the sleep below returns at once.
+    if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) {
+      ctl->waiting.store(0, std::memory_order_relaxed);
+      take_dma_order();
+      continue;
+    }
     // The last local rank to block tells the node manager, which may then
     // start the next slice at once (work-conserving strobe). Every rank sets
     // its flag before it looks at the others (seq_cst), so of two ranks
@@ -154,6 +165,7 @@ void wait_until(Pred ready) {
       bcs::segment_ring_bell(&s.header->bell);
     bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
     ctl->waiting.store(0, std::memory_order_relaxed);
+    if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) take_dma_order();
     if (s.slice_hooks) run_slice_hooks();
   }
 }

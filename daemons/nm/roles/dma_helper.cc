@@ -10,6 +10,8 @@ namespace bcs::nm {
 
 namespace {
 constexpr size_t kStagingBytes = 4u << 20;
+// Below this a second copy costs less than waking the receiver to make it.
+constexpr size_t kSingleCopyMin = 128u << 10;
 }
 
 wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& net,
@@ -80,10 +82,17 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     } else if (job.is_local(m.send.src)) {
       // Local sender: read its memory, write the receiver's, through the
       // staging buffer (cross-memory attach needs one side to be us).
-      int32_t err = 0;
-      if (staging_.size() < std::min<uint64_t>(c.len, kStagingBytes))
+      int32_t err = LocalRanks::kNotDelegated;
+      // A big contiguous chunk: the receiver copies it itself, once, if it
+      // is asleep in MPI (segment.h, DmaOrder).
+      if (c.len >= kSingleCopyMin && !m.send.layout && !m.recv.layout)
+        err = job.copy_by_receiver(m.send.src, m.recv.rank, m.send.addr + c.offset,
+                                   m.recv.addr + c.offset, c.len);
+      const bool copied = err != LocalRanks::kNotDelegated;
+      if (!copied) err = 0;
+      if (!copied && staging_.size() < std::min<uint64_t>(c.len, kStagingBytes))
         staging_.resize(std::min<uint64_t>(std::max<uint64_t>(c.len, 1), kStagingBytes));
-      for (uint64_t off = 0; off < c.len && !err;) {
+      for (uint64_t off = 0; !copied && off < c.len && !err;) {
         size_t n = std::min<uint64_t>(c.len - off, staging_.size());
         err = read_send(m, c.offset + off, staging_.data(), n);
         if (!err) err = write_recv(m, c.offset + off, staging_.data(), n);

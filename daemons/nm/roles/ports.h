@@ -6,6 +6,7 @@
 #pragma once
 
 #include <chrono>
+#include <climits>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -89,6 +90,15 @@ class LocalRanks : public RankMemory {
   // The DEM took `count` (> 0) descriptors from the rank's ring this slice
   // (the slice schedule a recording keeps).
   virtual void note_drain(int32_t, uint64_t) {}
+  // Single copy (segment.h, DmaOrder): has local rank `to` read `len` bytes
+  // at `src` of local rank `from` into its own `dst` itself, if it can (it
+  // sleeps in MPI). kNotDelegated: it did not, the caller copies; else 0 or
+  // a bcs_err_*.
+  static constexpr int32_t kNotDelegated = INT32_MIN;
+  virtual int32_t copy_by_receiver(int32_t /*from*/, int32_t /*to*/, uint64_t /*src*/,
+                                   uint64_t /*dst*/, size_t /*len*/) {
+    return kNotDelegated;
+  }
 };
 
 // The longest a role waits for the data of one microphase (descriptor

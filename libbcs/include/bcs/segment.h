@@ -27,7 +27,8 @@ namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
 constexpr uint32_t kSegmentVersion = 5;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
-                                         // the MMDS report block; 5: job slices, drain notes
+                                         // the MMDS report block; 5: job slices, drain notes,
+                                         // DMA (single copy) orders
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -165,6 +166,33 @@ static_assert(sizeof(RequestSlot) == 64);
 // ------------------------------------------------------------- per rank
 enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
 
+// Single copy. Cross-memory attach needs one side of a copy to be the
+// process that makes it, so a node manager moving a message between two of
+// its ranks copies twice (sender -> NM -> receiver). When the receiver is
+// asleep in MPI anyway, its DMA helper hands it the copy instead: it posts
+// an order (the sender's pid and address, the receiver's address, the
+// length), wakes the rank, and sleeps on `state` until the rank, having
+// read the sender's memory straight into its buffer with process_vm_readv,
+// says it is done. An order the rank did not take within a short while is
+// taken back (a CAS on `state`) and copied the old way. The NM writes the
+// order, the rank only `state` and `error`, which the NM checks.
+enum : uint32_t {
+  kDmaIdle = 0,
+  kDmaPosted = 1,  // NM: an order is there
+  kDmaTaken = 2,   // rank: copying
+  kDmaDone = 3,    // rank: copied, `error` says how
+};
+constexpr int32_t kDmaNotPermitted = -1;  // DmaOrder::error: the kernel refused (EPERM)
+struct DmaOrder {
+  std::atomic<uint32_t> state;
+  int32_t error;  // rank: 0, a bcs_err_*, or kDmaNotPermitted
+  uint32_t pid;   // NM: the sender's
+  uint32_t reserved;
+  uint64_t src;   // NM: in the sender
+  uint64_t dst;   // NM: in this rank
+  uint64_t len;
+};
+
 struct alignas(64) RankControl {
   // Ring indices: the rank produces at head, the NM consumes at tail.
   // Monotonic 64-bit counters; slot = index % ring_slots.
@@ -192,6 +220,8 @@ struct alignas(64) RankControl {
   // Drain notes written so far (the NM's count, which it keeps privately
   // and only publishes here, release); note i is at i % ring_slots.
   alignas(64) std::atomic<uint64_t> drain_head;
+  // A copy order of the DMA helper (single copy, see DmaOrder).
+  alignas(64) DmaOrder dma;
 };
 
 // One drain note: in job slice `slice` the node manager took `count`

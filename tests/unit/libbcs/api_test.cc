@@ -8,6 +8,7 @@
 // (RankControl::waiting), which proves the futex wake path rather than luck.
 // A broken wake-up would hang: ctest's TIMEOUT bounds every test.
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <array>
 #include <atomic>
@@ -262,6 +263,45 @@ TEST_F(ApiTest, TheSliceAlarmRingsOnceFromItsSliceOn) {
   EXPECT_EQ(g_alarms.load(), 2);
   EXPECT_EQ(g_alarm.load(), 9u);
   EXPECT_EQ(st.slice, 9u);  // the slice it completed in
+}
+
+// Single copy: the DMA helper hands a rank asleep in MPI a copy order; the
+// rank reads the sender's memory into its buffer itself (here the "sender"
+// is this process), says so, and sleeps on until its receive completes. An
+// order taken back before the rank saw it is left alone.
+TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrder) {
+  attach(2);
+  const std::vector<uint8_t> src = pattern(300000, 5);
+  std::vector<uint8_t> dst(src.size());
+  uint8_t small[8] = {};
+  DmaOrder& o = view_.ctl->dma;
+  uint32_t taken_back_state = 0;
+  std::thread nm([&] {
+    while (!view_.ctl->waiting.load()) std::this_thread::yield();
+    nm_->step();
+    // An order taken back (CAS Posted -> Idle) before the rank looks.
+    o.pid = static_cast<uint32_t>(getpid());
+    o.src = reinterpret_cast<uintptr_t>(src.data());
+    o.dst = reinterpret_cast<uintptr_t>(dst.data());
+    o.len = 16;
+    o.state.store(kDmaPosted);
+    uint32_t posted = kDmaPosted;
+    if (o.state.compare_exchange_strong(posted, kDmaIdle)) taken_back_state = kDmaIdle;
+    // The real one, as NmJob::copy_by_receiver posts it.
+    o.len = src.size();
+    o.error = 99;
+    o.state.store(kDmaPosted, std::memory_order_release);
+    rank_wake(view_);
+    while (o.state.load(std::memory_order_acquire) != kDmaDone)
+      futex_wait(&o.state, o.state.load(), 1'000'000);
+    request_complete(view_, nm_->seen().back().request, bcs_err_none, 1, 3, src.size(), 0, 1, 2);
+  });
+  EXPECT_EQ(bcs_recv(small, sizeof small, 1, 3, kContextWorld, BCS_BLOCKING, nullptr, nullptr),
+            BCS_OK);
+  nm.join();
+  EXPECT_EQ(taken_back_state, kDmaIdle);
+  EXPECT_EQ(o.error, 0);
+  EXPECT_EQ(dst, src);
 }
 
 // A non-contiguous buffer goes to the node manager as its block list (the
