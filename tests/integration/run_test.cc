@@ -9,6 +9,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <functional>
+#include <memory>
 #include <set>
 
 #include "harness.h"
@@ -238,31 +240,52 @@ TEST_F(Story, ARunningClusterTakesJobsOneAfterAnother) {
   EXPECT_EQ(mm.stop(), 0);
 }
 
+namespace {
+// A standing cluster on loopback: a manager and node managers a and b.
+// lose_b() runs a two-node job and SIGKILLs b once `now` says so.
+struct TwoNodeManagers {
+  bcs::test::Background mm{{bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"}};
+  std::string addr;
+  std::unique_ptr<bcs::test::Background> a, b;
+  bool up() {
+    const std::string port = mm.ready_line(30s);
+    if (port.empty()) return false;
+    addr = "127.0.0.1:" + port;
+    a = std::make_unique<bcs::test::Background>(
+        std::vector<std::string>{bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "a"});
+    b = std::make_unique<bcs::test::Background>(
+        std::vector<std::string>{bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "b"});
+    return true;
+  }
+  RunResult lose_b(std::vector<std::string> job, const std::function<bool(const std::string&)>& now,
+                   bool* killed) {
+    job.insert(job.begin(), {"--manager", addr, "-n", "2", "--nodes", "2"});
+    return bcs_run(job, 60s, {}, [&](const std::string& out) {
+      if (!*killed && now(out)) {
+        kill(b->pid(), SIGKILL);
+        *killed = true;
+      }
+    });
+  }
+};
+}  // namespace
+
 TEST_F(Story, ADeadNodeManagerEndsTheJobPromptly) {
-  bcs::test::Background mm(
-      {bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
-  std::string port = mm.ready_line(30s);
-  ASSERT_FALSE(port.empty());
-  const std::string addr = "127.0.0.1:" + port;
-  bcs::test::Background nm1({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "a"});
-  bcs::test::Background nm2({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "b"});
+  TwoNodeManagers c;
+  ASSERT_TRUE(c.up());
   // Once both ranks are blocked, SIGKILL node manager b: its rank dies with
   // it, the job must end with a message naming the node.
   bool killed = false;
-  auto r = bcs_run({"--manager", addr, "-n", "2", "--nodes", "2", bcs::test::blocker()}, 60s, {},
-                   [&](const std::string& out) {
-                     if (!killed && bcs::test::count(out, "blocking") == 2) {
-                       kill(nm2.pid(), SIGKILL);
-                       killed = true;
-                     }
-                   });
+  auto r = c.lose_b({bcs::test::blocker()},
+                    [](const std::string& out) { return bcs::test::count(out, "blocking") == 2; },
+                    &killed);
   EXPECT_TRUE(killed);
   EXPECT_NE(r.status, 0) << describe(r);
   EXPECT_FALSE(r.timed_out);
   EXPECT_THAT(r.err, HasSubstr("was lost"));
-  EXPECT_EQ(nm2.wait(10s), 128 + SIGKILL);
-  EXPECT_EQ(nm1.stop(), 0);
-  EXPECT_EQ(mm.stop(), 0);
+  EXPECT_EQ(c.b->wait(10s), 128 + SIGKILL);
+  EXPECT_EQ(c.a->stop(), 0);
+  EXPECT_EQ(c.mm.stop(), 0);
 }
 
 // Node manager b dies while 64 MiB messages cross between the nodes: node
@@ -271,34 +294,26 @@ TEST_F(Story, ADeadNodeManagerEndsTheJobPromptly) {
 // job on a alone must not take that late report for its own (it did: one
 // run in three failed with "microphases out of order").
 TEST_F(Story, TheSurvivorOfALostNodeManagerRunsTheNextJob) {
-  bcs::test::Background mm(
-      {bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
-  std::string port = mm.ready_line(30s);
-  ASSERT_FALSE(port.empty());
-  const std::string addr = "127.0.0.1:" + port;
-  bcs::test::Background nm1({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "a"});
-  bcs::test::Background nm2({bcs::test::bin("bcs-nm"), "--manager", addr, "--name", "b"});
+  TwoNodeManagers c;
+  ASSERT_TRUE(c.up());
   bool killed = false;
   // The 8-byte line is printed when the 64 MiB round trips begin.
-  auto r = bcs_run({"--manager", addr, "-n", "2", "--nodes", "2", prog("prog_pingpong"), "--bench",
-                    "400", "8", "64m"},
-                   60s, {}, [&](const std::string& out) {
-                     if (!killed && (out.rfind("8 ", 0) == 0 || out.find("\n8 ") != std::string::npos)) {
-                       kill(nm2.pid(), SIGKILL);
-                       killed = true;
-                     }
-                   });
+  auto r = c.lose_b({prog("prog_pingpong"), "--bench", "400", "8", "64m"},
+                    [](const std::string& out) {
+                      return out.rfind("8 ", 0) == 0 || out.find("\n8 ") != std::string::npos;
+                    },
+                    &killed);
   ASSERT_TRUE(killed) << describe(r);
   EXPECT_NE(r.status, 0) << describe(r);
   EXPECT_THAT(r.err, HasSubstr("was lost"));
-  EXPECT_EQ(nm2.wait(10s), 128 + SIGKILL);
+  EXPECT_EQ(c.b->wait(10s), 128 + SIGKILL);
   for (int i = 0; i < 2; ++i) {
-    auto next = bcs_run({"--manager", addr, "-n", "2", prog("prog_ring")}, 60s);
+    auto next = bcs_run({"--manager", c.addr, "-n", "2", prog("prog_ring")}, 60s);
     EXPECT_EQ(next.status, 0) << describe(next);
     EXPECT_THAT(next.out, HasSubstr("ring ok"));
   }
-  EXPECT_EQ(nm1.stop(), 0);
-  EXPECT_EQ(mm.stop(), 0);
+  EXPECT_EQ(c.a->stop(), 0);
+  EXPECT_EQ(c.mm.stop(), 0);
 }
 
 // ---------------------------------------------------------------------------
