@@ -31,11 +31,6 @@
 
 namespace bcs::shim {
 
-Shim& S() {
-  static Shim s;
-  return s;
-}
-
 namespace {
 
 // Blocks handed out by MPI_Alloc_mem and not freed yet.

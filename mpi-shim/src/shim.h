@@ -239,7 +239,12 @@ struct Shim {
   std::vector<int> free_ops;
 };
 
-Shim& S();
+// The shim's one state. Inline (every call reaches it many times; an
+// inline function's static is one object across the library).
+inline Shim& S() {
+  static Shim s;
+  return s;
+}
 
 // ------------------------------------------------------------ datatypes
 
