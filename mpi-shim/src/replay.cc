@@ -49,6 +49,10 @@ struct State {
   uint64_t used = 0;  // of seq_events[next]'s repeats
   std::map<uint64_t, Event> matches;  // by wildcard receive number
   uint64_t last_match = 0;            // the highest number recorded
+  // Recording: the slice schedule's notes not written yet (one drain event).
+  Event drains;
+  // bcs replay --until-slice S (BCS_UNTIL_SLICE): 0 = none.
+  uint64_t until_slice = 0;
 };
 
 State& st() {
@@ -136,12 +140,12 @@ void hold_for_debugger(int rank, const std::string& where) {
 // run of "not yet"s stays one record across slices, so the schedule is not
 // in order with the program's events.
 constexpr size_t kDrainBatch = 1024;
-Event g_drains;
 
 void drains_out() {
-  if (g_drains.indices.empty()) return;
-  append(g_drains);
-  g_drains.indices.clear();
+  Event& d = st().drains;
+  if (d.indices.empty()) return;
+  append(d);
+  d.indices.clear();
 }
 
 void on_drain(uint64_t slice, uint64_t count) {
@@ -151,18 +155,16 @@ void on_drain(uint64_t slice, uint64_t count) {
     return;
   }
   const record::Drain d{slice, count};
-  if (g_drains.indices.size() >= 2 * kDrainBatch || !record::add_drain(&g_drains, d)) {
+  Event& batch = st().drains;
+  if (batch.indices.size() >= 2 * kDrainBatch || !record::add_drain(&batch, d)) {
     drains_out();
-    record::add_drain(&g_drains, d);
+    record::add_drain(&batch, d);
   }
 }
 
-// bcs replay --until-slice S (BCS_UNTIL_SLICE): 0 = none.
-uint64_t g_until_slice = 0;
-
 void on_until_slice(uint64_t now) {
   hold_for_debugger(st().rank, "paused in slice " + std::to_string(now) + " (--until-slice " +
-                                   std::to_string(g_until_slice) + ") and waits");
+                                   std::to_string(st().until_slice) + ") and waits");
 }
 
 }  // namespace
@@ -234,20 +236,23 @@ void start(int rank, int size, bool threads) {
                  "way)\n",
                  rank, g_mode == Mode::record ? "recorded" : "replayed");
   if (const char* until = std::getenv("BCS_UNTIL_SLICE"); until && *until) {
-    g_until_slice = std::strtoull(until, nullptr, 10);
-    if (g_until_slice) bcs_set_slice_alarm(g_until_slice, on_until_slice);
+    s.until_slice = std::strtoull(until, nullptr, 10);
+    if (s.until_slice) bcs_set_slice_alarm(s.until_slice, on_until_slice);
   }
 }
 
 void stop() {
   State& s = st();
-  if (g_until_slice) {
+  if (s.until_slice) {
     const uint64_t now = bcs_job_slice();
-    if (now < g_until_slice)
-      std::fprintf(stderr, "bcs: rank %d reached MPI_Finalize in slice %llu, before slice %llu (--until-slice)\n",
-                   s.rank, static_cast<unsigned long long>(now), static_cast<unsigned long long>(g_until_slice));
+    if (now < s.until_slice)
+      std::fprintf(stderr,
+                   "bcs: rank %d reached MPI_Finalize in slice %llu, before slice %llu "
+                   "(--until-slice)\n",
+                   s.rank, static_cast<unsigned long long>(now),
+                   static_cast<unsigned long long>(s.until_slice));
     bcs_set_slice_alarm(0, nullptr);
-    g_until_slice = 0;
+    s.until_slice = 0;
   }
   if (g_mode == Mode::record) {
     bcs_set_drain_observer(nullptr);  // the notes so far first
