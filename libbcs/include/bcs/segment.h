@@ -26,9 +26,9 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 5;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 6;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
-                                         // DMA (single copy) orders
+                                         // DMA (single copy) orders; 6: nm_flags on its own line
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -299,7 +299,10 @@ struct alignas(64) SegmentHeader {
   // doorbell thread sleeps on it. Only a hint: the NM re-reads the rings and
   // the ranks' `waiting` flags itself and never trusts the value.
   alignas(64) std::atomic<uint32_t> bell;
-  std::atomic<uint32_t> nm_flags;  // kNm*: written by the NM only
+  // kNm*: written by the NM only, and rarely (parking, job start). Every post
+  // reads it; on the bell's line, which ranks bump whenever they block, the
+  // read would miss the cache in nearly every post.
+  alignas(64) std::atomic<uint32_t> nm_flags;
 };
 
 // Sizing and addressing. Both sides compute the same layout from the header.
