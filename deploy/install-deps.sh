@@ -11,8 +11,9 @@ pkgs=(
 )
 # Peers for bench/ only (never linked by bcs): BCS_WITH_PEERS=1 adds them.
 if [ "${BCS_WITH_PEERS:-0}" = 1 ]; then pkgs+=(openmpi-bin libopenmpi-dev); fi
-# The three-host Slurm story (deploy/test-slurm.sh): Slurm and munge.
-if [ "${BCS_WITH_SLURM:-0}" = 1 ]; then pkgs+=(slurm-wlm munge); fi
+# The deployment checks: the three-host Slurm story (deploy/test-slurm.sh)
+# needs Slurm and munge, deploy/systemd/verify.sh systemd-analyze.
+if [ "${BCS_WITH_DEPLOY:-0}" = 1 ]; then pkgs+=(slurm-wlm munge systemd util-linux); fi
 # The coverage-guided fuzzers (tests/fuzz/run.sh): clang's libFuzzer, ASan, UBSan.
 if [ "${BCS_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
 

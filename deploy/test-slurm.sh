@@ -23,7 +23,7 @@
 # Everything started here is stopped by PID, the namespaces are deleted and
 # the state directory removed, also when a step fails (EXIT trap).
 # Needs: slurm-wlm, munge, iproute2 (deploy/install-deps.sh installs them
-# with BCS_WITH_SLURM=1). Exit 0: every step passed; 1: a step failed;
+# with BCS_WITH_DEPLOY=1). Exit 0: every step passed; 1: a step failed;
 # 77: cannot run here (not root, or Slurm/munge missing).
 set -euo pipefail
 here=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)

@@ -5,11 +5,12 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")/.." && pwd)
 build=${BUILD_DIR:-$here/build}
 BUILD_DIR=$build "$here/deploy/build.sh"
-# The three-host Slurm story (slurm_three_hosts, deploy/test-slurm.sh) needs
-# Slurm and munge: installed in CI or with BCS_WITH_SLURM=1; without them
-# that one test reports itself skipped.
-if [ "${CI:-}" = true ] || [ "${BCS_WITH_SLURM:-0}" = 1 ]; then
-  BCS_WITH_SLURM=1 "$here/deploy/install-deps.sh"
+# The deployment checks (slurm_three_hosts: deploy/test-slurm.sh,
+# systemd_units_verify: deploy/systemd/verify.sh) need Slurm, munge and
+# systemd-analyze: installed in CI or with BCS_WITH_DEPLOY=1; without them
+# those tests report themselves skipped.
+if [ "${CI:-}" = true ] || [ "${BCS_WITH_DEPLOY:-0}" = 1 ]; then
+  BCS_WITH_DEPLOY=1 "$here/deploy/install-deps.sh"
 fi
 cd "$build"
 # Unit tests may run side by side; integration tests are RUN_SERIAL.

@@ -153,6 +153,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
   node->stream = stream;
   node->name = msg.register_().name();
   node->hostname = msg.register_().hostname();
+  node->any_user = msg.register_().any_user();
   node->pid = msg.register_().pid();
   {
     std::lock_guard lk(mu_);
@@ -492,10 +493,17 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
                      ? std::string("this manager has no unix socket (bcs-mm --socket PATH)")
                      : "use --manager unix:" + unix_.path())};
   }
-  if (self_uid_ != 0 && who.uid != self_uid_)
-    return {grpc::StatusCode::PERMISSION_DENIED,
-            "this manager runs as " + user_name(self_uid_) + " and can run jobs only as " +
-                user_name(self_uid_)};
+  // Another user's job needs node managers that can switch to it: root, or
+  // the dedicated user of the systemd units with CAP_SETUID/CAP_SETGID. A
+  // node manager that registers later and cannot still refuses on its own.
+  if (self_uid_ != 0 && who.uid != self_uid_) {
+    std::lock_guard lk(mu_);
+    for (auto& [id, n] : nodes_)
+      if (!n->any_user)
+        return {grpc::StatusCode::PERMISSION_DENIED,
+                "this manager runs as " + user_name(self_uid_) + " and its node manager " +
+                    n->name + " can run jobs only as " + user_name(self_uid_)};
+  }
   if (req.nranks() == 0) return {grpc::StatusCode::INVALID_ARGUMENT, "nranks must be at least 1"};
   if (req.program().empty()) return {grpc::StatusCode::INVALID_ARGUMENT, "no program"};
   if (req.slice_ns() && (req.slice_ns() < 10'000 || req.slice_ns() > 10'000'000'000ull))

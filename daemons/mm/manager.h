@@ -60,6 +60,7 @@ struct Node {
   uint32_t id = 0;
   std::string name, hostname;
   uint32_t pid = 0;
+  bool any_user = false;  // runs jobs as any user (Register::any_user)
   NodeStream* stream = nullptr;
   std::mutex write_mu;
   std::string ucx_address;

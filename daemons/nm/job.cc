@@ -19,6 +19,7 @@
 #include <sys/syscall.h>
 #include <sys/uio.h>
 #include <sys/wait.h>
+#include <linux/capability.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -103,19 +104,38 @@ void set_rank_fd_limit(uint64_t soft, uint64_t hard) {
   g_rank_nofile.rlim_max = hard;
 }
 
+namespace {
+
+// May this process set any uid and gid (CAP_SETUID and CAP_SETGID in its
+// effective set)? Root has them; so does a node manager run as a dedicated
+// user with those capabilities (deploy/systemd/bcs-nm.service).
+bool can_change_credentials() {
+  __user_cap_header_struct h{_LINUX_CAPABILITY_VERSION_3, 0};
+  __user_cap_data_struct d[2]{};
+  if (::syscall(SYS_capget, &h, d) != 0) return false;
+  auto has = [&](int cap) { return (d[cap / 32].effective >> (cap % 32)) & 1u; };
+  return has(CAP_SETUID) && has(CAP_SETGID);
+}
+
+}  // namespace
+
+bool can_run_as_any_user() { return ::geteuid() == 0 || can_change_credentials(); }
+
 std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec) {
   const uid_t me = ::geteuid();
   spec->uid = uid;
   spec->gid = gid;
   spec->groups.clear();
-  if (me != 0) {
+  if (me != 0 && !can_change_credentials()) {
     if (uid != me)
       return "this node manager runs as " + user_name(me) + " and cannot run a job as " +
              user_name(uid);
     spec->change_creds = false;  // our own user: the ranks run exactly as we do
     return {};
   }
-  spec->change_creds = !(uid == 0 && gid == ::getegid());
+  if (me != 0 && uid == 0)
+    return "this node manager runs as " + user_name(me) + " and runs no job as root";
+  spec->change_creds = !(uid == me && gid == ::getegid());
   if (!spec->change_creds) return {};
   // initgroups() is not async-signal-safe: the list is made here, before
   // fork, and only set in the child.
@@ -290,6 +310,11 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      // A node manager that is not root holds its capabilities as ambient
+      // ones, which a changed uid keeps and execve would hand to the rank:
+      // cleared, the program starts with none (no file capabilities are
+      // involved, so nothing else grants any).
+      ::syscall(SYS_prctl, PR_CAP_AMBIENT, PR_CAP_AMBIENT_CLEAR_ALL, 0, 0, 0);
       ::execve(path.c_str(), argv.data(), envp.data());
       write_all_raw(2, exec_err.c_str());
       ::_exit(errno == ENOENT ? 127 : 126);

@@ -50,10 +50,15 @@ struct JobSpec {
 
 // Fills spec->change_creds and spec->groups for a job the manager says runs
 // as `uid`:`gid`. Empty, or why this node manager refuses: a node manager
-// that is not root runs jobs only as its own user (it could not switch), and
-// so only a root node manager - authenticated to a root manager - ever runs
-// a job as root.
+// that is neither root nor holds CAP_SETUID and CAP_SETGID runs jobs only as
+// its own user (it could not switch); one that holds them (the systemd
+// unit's dedicated user) runs a job as any user but root. So only a root
+// node manager - authenticated to a root manager - ever runs a job as root.
 std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec);
+
+// Whether this node manager can run a job as another user than its own
+// (Register::any_user).
+bool can_run_as_any_user();
 
 // The fd limit ranks start with: the one the NM itself was started with,
 // before it raised its own (see main).

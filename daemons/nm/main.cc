@@ -384,6 +384,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   reg.mutable_register_()->set_hostname(hostname());
   reg.mutable_register_()->set_name(name);
   reg.mutable_register_()->set_cores(std::thread::hardware_concurrency());
+  reg.mutable_register_()->set_any_user(can_run_as_any_user());
   reg.mutable_register_()->set_pid(static_cast<uint32_t>(::getpid()));
   up.send(reg);
 

@@ -17,6 +17,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <memory>
+#include <fstream>
 #include <sstream>
 #include <thread>
 
@@ -285,12 +286,13 @@ bool sh(const std::vector<std::string>& argv) { return bcs::test::run(argv, 60s)
 
 class TestUser {
  public:
-  TestUser() {
+  // `suffix` tells apart two users of one test.
+  explicit TestUser(const std::string& suffix = "") {
     if (geteuid() != 0) {
       why_ = "creating a user needs root";
       return;
     }
-    const std::string tag = std::to_string(getpid());
+    const std::string tag = std::to_string(getpid()) + suffix;
     name_ = "bcsit" + tag;
     group_ = "bcsitg" + tag;
     if (!sh({"/usr/sbin/groupadd", group_})) {
@@ -412,6 +414,78 @@ TEST_F(Story, AJobRunsAsTheUserWhoSubmittedIt) {
     EXPECT_EQ(root.status, 0) << describe(root);
     EXPECT_EQ(root.out, "0\n");
   }
+  c.expect_alive_then_stop();
+}
+
+// The shipped systemd units run both daemons as a dedicated unprivileged
+// user; the node manager holds only CAP_SETUID and CAP_SETGID (to run a job
+// as its submitter), CAP_KILL (to end ranks) and CAP_SYS_PTRACE (to copy
+// between ranks' memories), as ambient capabilities. setpriv stands in for
+// systemd's User= and AmbientCapabilities= here.
+TEST_F(Story, AnUnprivilegedNodeManagerWithCapabilitiesRunsEachJobAsItsSubmitter) {
+  TestUser svc("d"), u;
+  if (!svc.ok()) GTEST_SKIP() << svc.why();
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  if (access("/usr/bin/setpriv", X_OK) != 0) GTEST_SKIP() << "setpriv (util-linux) not installed";
+  TempDir dir(0755);
+  ASSERT_EQ(chown((dir / "").c_str(), svc.as().uid, svc.as().gid), 0);  // the socket's directory
+  const std::vector<std::string> as_svc{"/usr/bin/setpriv",
+                                        "--reuid=" + std::to_string(svc.as().uid),
+                                        "--regid=" + std::to_string(svc.as().gid),
+                                        "--clear-groups"};
+  std::vector<std::string> nm_wrap = as_svc;
+  const std::string caps = "+setuid,+setgid,+kill,+sys_ptrace";
+  nm_wrap.insert(nm_wrap.end(), {"--inh-caps=" + caps, "--ambient-caps=" + caps, "--"});
+  std::vector<std::string> mm_wrap = as_svc;
+  mm_wrap.push_back("--");
+  Standing c(2, {}, {}, dir / "mm.sock", mm_wrap, nm_wrap);
+  ASSERT_TRUE(c.up());
+  auto bcs_as = [&](const TestUser& who, std::vector<std::string> args) {
+    std::vector<std::string> argv{bin("bcs"), "run", "--timeout", "60s", "--manager",
+                                  c.unix_addr};
+    argv.insert(argv.end(), args.begin(), args.end());
+    return bcs::test::run_as(who.as(), argv, 90s);
+  };
+
+  // Ranks on both node managers: the submitter's uid, and no capability
+  // left from the node manager (permitted, effective, ambient all zero).
+  auto id = bcs_as(u, {"-n", "2", "--nodes", "2", "-l", "/bin/sh", "-c",
+                       "echo uid $(id -u) $(grep -E '^Cap(Prm|Eff|Amb)' /proc/self/status | "
+                       "tr -s '\\t\\n' '  ')"});
+  ASSERT_EQ(id.status, 0) << describe(id);
+  const std::string none = "CapPrm: 0000000000000000 CapEff: 0000000000000000 "
+                           "CapAmb: 0000000000000000";
+  for (const char* r : {"[0] ", "[1] "})
+    EXPECT_THAT(id.out, HasSubstr(r + ("uid " + std::to_string(u.as().uid) + " " + none))) << id.out;
+  for (pid_t p : c.pids()) {  // the daemons ran it as the service user (real and effective uid)
+    std::ifstream status("/proc/" + std::to_string(p) + "/status");
+    std::string line;
+    while (std::getline(status, line) && line.rfind("Uid:", 0) != 0) {
+    }
+    std::istringstream uids(line.substr(4));
+    uid_t real = 0, eff = 0;
+    uids >> real >> eff;
+    EXPECT_EQ(real, svc.as().uid) << line;
+    EXPECT_EQ(eff, svc.as().uid) << line;
+  }
+
+  // Data between the user's ranks, on one node (the DMA helper and single
+  // copy reach into ranks that are not the node manager's user) and across two.
+  for (const char* nodes : {"1", "2"}) {
+    auto pp = bcs_as(u, {"-n", "2", "--nodes", nodes, bin("prog_pingpong"), "8", "64k", "1m"});
+    EXPECT_EQ(pp.status, 0) << describe(pp);
+    EXPECT_THAT(pp.out, HasSubstr("pingpong ok"));
+  }
+  // The service user's own job keeps its uid and drops the capabilities too.
+  auto own = bcs_as(svc, {"-n", "1", "/bin/sh", "-c",
+                          "echo uid $(id -u) $(grep -E '^CapEff' /proc/self/status | tr -s '\\t' ' ')"});
+  EXPECT_EQ(own.status, 0) << describe(own);
+  EXPECT_EQ(own.out, "uid " + std::to_string(svc.as().uid) + " CapEff: 0000000000000000\n");
+  // Root's job is refused: only a root node manager runs a job as root.
+  auto root = bcs_run({"--manager", c.unix_addr, "-n", "1", "/usr/bin/id"});
+  EXPECT_NE(root.status, 0) << describe(root);
+  EXPECT_THAT(root.err, HasSubstr("runs no job as root")) << describe(root);
+  EXPECT_EQ(root.out, "");
   c.expect_alive_then_stop();
 }
 

@@ -19,11 +19,15 @@ namespace bcs::test {
 class Standing {
  public:
   // With `socket` (a path), the manager also listens there and the node
-  // managers connect through it.
+  // managers connect through it. `mm_wrap` / `nm_wrap` go before each
+  // daemon's command line (e.g. setpriv, to run it as another user); the
+  // wrapper must exec the daemon, so that its pid is the daemon's.
   explicit Standing(int nodes, std::vector<std::string> mm_extra = {},
-                    std::map<std::string, std::string> env = {}, std::string socket = {}) {
+                    std::map<std::string, std::string> env = {}, std::string socket = {},
+                    std::vector<std::string> mm_wrap = {}, std::vector<std::string> nm_wrap = {}) {
     using namespace std::chrono_literals;
-    std::vector<std::string> argv{bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"};
+    std::vector<std::string> argv = mm_wrap;
+    argv.insert(argv.end(), {bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
     if (!socket.empty()) argv.insert(argv.end(), {"--socket", socket});
     argv.insert(argv.end(), mm_extra.begin(), mm_extra.end());
     mm = std::make_unique<Background>(argv, env);
@@ -31,11 +35,12 @@ class Standing {
     if (port.empty()) return;
     addr = "127.0.0.1:" + port;
     if (!socket.empty()) unix_addr = "unix:" + socket;
-    for (int i = 0; i < nodes; ++i)
-      nms.push_back(std::make_unique<Background>(
-          std::vector<std::string>{bin("bcs-nm"), "--manager", unix_addr.empty() ? addr : unix_addr,
-                                   "--name", "n" + std::to_string(i + 1)},
-          env));
+    for (int i = 0; i < nodes; ++i) {
+      std::vector<std::string> nm = nm_wrap;
+      nm.insert(nm.end(), {bin("bcs-nm"), "--manager", unix_addr.empty() ? addr : unix_addr,
+                           "--name", "n" + std::to_string(i + 1)});
+      nms.push_back(std::make_unique<Background>(nm, env));
+    }
   }
   bool up() const { return !addr.empty(); }
   std::vector<pid_t> pids() const {
