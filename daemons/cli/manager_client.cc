@@ -64,6 +64,21 @@ std::optional<Connection> connect_manager(const std::string& addr, const std::st
     c.channel = grpc::CreateInsecureChannelFromFd(addr, us->fd.release());
     return c;
   }
+  // From another host a user proves who they are with munge (the manager
+  // runs with --munge): BCS_AUTH=munge, munged at $BCS_MUNGE_SOCKET or
+  // Debian's default socket.
+  if (const char* auth = std::getenv("BCS_AUTH"); auth && *auth) {
+    if (std::string(auth) != "munge") {
+      say(std::string("BCS_AUTH=") + auth + ": unknown (the one there is: munge)");
+      return std::nullopt;
+    }
+    const char* sock = std::getenv("BCS_MUNGE_SOCKET");
+    c.munge_socket = sock && *sock ? sock : kMungeDefaultSocket;
+    if (!munge_credential(c.munge_socket, &why)) {  // says now what every call would meet
+      say("BCS_AUTH=munge: " + why);
+      return std::nullopt;
+    }
+  }
   // TLS when $BCS_TLS_CA names the CA of the manager's certificate (a
   // manager started with --tls-cert); else plain TCP: the default is
   // loopback, anything else a private network guarded by the token.

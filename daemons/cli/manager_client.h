@@ -20,6 +20,7 @@
 #include "bcs/export.h"
 #include "bcs/mmds.h"
 #include "peer.h"
+#include "munge_auth.h"
 #include "token.h"
 
 namespace bcs::cli {
@@ -40,11 +41,19 @@ struct Connection {
   std::shared_ptr<grpc::Channel> channel;
   std::string token;    // the cluster's shared token, "" for none
   std::string session;  // unix socket: the session id the manager gave us
+  std::string munge_socket;  // BCS_AUTH=munge: a fresh credential per call from here
 
   void prepare(grpc::ClientContext& ctx,
                std::optional<std::chrono::milliseconds> deadline = std::nullopt) const {
     if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
     if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
+    if (!munge_socket.empty()) {
+      // munged refuses a credential decoded twice: one per call. Without
+      // one (munged went away since connect) the manager says who it
+      // cannot identify.
+      std::string why;
+      if (auto cred = munge_credential(munge_socket, &why)) ctx.AddMetadata(kMungeMetadata, *cred);
+    }
     if (deadline) ctx.set_deadline(std::chrono::system_clock::now() + *deadline);
   }
 };

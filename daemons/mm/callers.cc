@@ -19,6 +19,7 @@ std::string Caller::describe() const {
     case Via::unix_socket: return who + " over the unix socket";
     case Via::tcp_loopback: return who + " over TCP on loopback";
     case Via::tcp_token: return who + " by the cluster token";
+    case Via::tcp_munge: return who + " by a munge credential";
     case Via::unknown: break;
   }
   return "an unidentified caller";

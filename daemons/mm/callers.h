@@ -22,10 +22,12 @@ struct Caller {
     unix_socket,   // SO_PEERCRED of its connection to --socket
     tcp_loopback,  // owner of its socket in the kernel's TCP table
     tcp_token,     // presented the cluster token: the daemons' user
+    tcp_munge,     // a munge credential (any host of the munge realm)
   };
   Via via = Via::unknown;
   uid_t uid = 0;
   gid_t gid = 0;
+  std::string why;  // unknown: why, when there is more to say
   bool known() const { return via != Via::unknown; }
   // "alice (uid 1000) over the unix socket"
   std::string describe() const;

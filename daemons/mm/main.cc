@@ -20,6 +20,7 @@
 #include "net.h"
 #include "signals.h"
 #include "tls.h"
+#include "munge_auth.h"
 #include "token.h"
 #include "units.h"
 
@@ -105,6 +106,13 @@ int main(int argc, char** argv) {
                  "not listening on loopback");
   std::string refused;
   app.add_option("--token", refused, "(refused: use --token-file or $BCS_TOKEN)");
+  bool munge = false;
+  std::string munge_socket = kMungeDefaultSocket;
+  app.add_flag("--munge", munge,
+               "accept users on other hosts who prove themselves with a munge credential "
+               "(bcs run with BCS_AUTH=munge): their jobs run as themselves");
+  app.add_option("--munge-socket", munge_socket, "munged's socket (with --munge)")
+      ->capture_default_str();
   std::string tls_cert, tls_key;
   app.add_option("--tls-cert", tls_cert,
                  "serve gRPC over TLS with this certificate (PEM; with --tls-key): node "
@@ -202,6 +210,7 @@ int main(int argc, char** argv) {
   // it off for an embedded cluster.
   if (const char* e = std::getenv("BCS_EMDS")) cfg.emds = std::string(e) != "off";
   cfg.token = *token;
+  if (munge) cfg.munge_socket = munge_socket;
   std::string why;
   const auto where = parse_endpoint(listen, &why);
   if (!where || where->is_unix) {

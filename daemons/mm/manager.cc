@@ -1,4 +1,5 @@
 #include "manager.h"
+#include "munge_auth.h"
 
 #include "bcs/service.h"
 
@@ -51,9 +52,19 @@ bool Manager::authorized(grpc::ServerContext* ctx) const {
   // for TCP.
   if (ctx->peer().rfind("fd:", 0) == 0) return true;
   auto md = ctx->client_metadata();
+  // A munge credential stands instead of the token; identify() decodes it
+  // (once: munged refuses a credential decoded twice).
+  if (!cfg_.munge_socket.empty() && md.find(kMungeMetadata) != md.end()) return true;
   auto it = md.find(kTokenMetadata);
   return it != md.end() &&
          tokens_equal(std::string_view(it->second.data(), it->second.size()), cfg_.token);
+}
+
+grpc::Status Manager::unauthenticated() const {
+  return {grpc::StatusCode::UNAUTHENTICATED,
+          cfg_.munge_socket.empty()
+              ? "bad or missing bcs-token"
+              : "bad or missing bcs-token (a user on another host: BCS_AUTH=munge)"};
 }
 
 // Who is calling (docs/architecture.md, "Who may talk to the daemons").
@@ -71,7 +82,31 @@ Caller Manager::identify(grpc::ServerContext* ctx) {
     }
     return c;
   }
-  // TCP. With a token configured every TCP caller has presented it
+  // TCP. A munge credential names its user on any host of the realm.
+  if (!cfg_.munge_socket.empty()) {
+    const auto& md = ctx->client_metadata();
+    if (auto it = md.find(kMungeMetadata); it != md.end()) {
+      const std::string cred(it->second.data(), it->second.size());
+      const std::string key = peer + '\n' + cred;
+      const auto now = std::chrono::steady_clock::now();
+      {
+        std::lock_guard lk(munge_mu_);
+        if (auto s = munge_seen_.find(key); s != munge_seen_.end() && s->second.second > now)
+          return s->second.first;
+      }
+      if (auto id = munge_verify(cred, cfg_.munge_socket, &c.why)) {
+        c.via = Caller::Via::tcp_munge;
+        c.uid = id->uid;
+        c.gid = id->gid;
+        std::lock_guard lk(munge_mu_);
+        std::erase_if(munge_seen_, [&](const auto& e) { return e.second.second <= now; });
+        if (munge_seen_.size() >= 4096) munge_seen_.erase(munge_seen_.begin());
+        munge_seen_[key] = {c, now + std::chrono::minutes(5)};
+      }
+      return c;
+    }
+  }
+  // With a token configured every other TCP caller has presented it
   // (authorized()), and the token is the daemons' user's credential.
   if (!cfg_.token.empty()) {
     c.via = Caller::Via::tcp_token;
@@ -135,11 +170,13 @@ void Manager::broadcast_peers_locked() {
 }
 
 grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (!authorized(ctx)) return unauthenticated();
   // A node manager receives every job's program, arguments and environment
   // and may fake its ranks' exits: only the daemons' own user may be one.
   const Caller who = identify(ctx);
-  if (!who.known() || who.uid != self_uid_) {
+  // A munge credential proves a user, not a daemon: a node manager shows
+  // the token (or, on this host, its uid).
+  if (!who.known() || who.uid != self_uid_ || who.via == Caller::Via::tcp_munge) {
     spdlog::warn("refused a node manager: {} (node managers run as {})", who.describe(),
                  user_name(self_uid_));
     return {grpc::StatusCode::PERMISSION_DENIED,
@@ -479,12 +516,14 @@ std::string check_launch(const v1::LaunchRequest& req, std::vector<std::string>*
 
 grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req,
                              v1::LaunchReply* rep) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (!authorized(ctx)) return unauthenticated();
   // A job runs as the user who submitted it.
   const Caller who = identify(ctx);
   if (!who.known())
     return {grpc::StatusCode::UNAUTHENTICATED,
-            "cannot tell who you are: connect on loopback or through the manager's unix socket"};
+            who.why.empty() ? "cannot tell who you are: connect on loopback or through the "
+                              "manager's unix socket, or from another host with munge (BCS_AUTH=munge)"
+                            : who.why};
   if (who.via == Caller::Via::tcp_loopback && who.uid != self_uid_) {
     // Until per-user credentials exist, TCP carries only the daemons' user.
     return {grpc::StatusCode::PERMISSION_DENIED,
@@ -665,7 +704,7 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
 
 grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
                              grpc::ServerWriter<v1::JobEvent>* w) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
   std::shared_ptr<Job> j;
   {
@@ -713,7 +752,7 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
 }
 
 grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
   {
     std::lock_guard lk(mu_);
@@ -736,11 +775,13 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
 }
 
 grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
   if (!who.known())
     return {grpc::StatusCode::UNAUTHENTICATED,
-            "cannot tell who you are: connect on loopback or through the manager's unix socket"};
+            who.why.empty() ? "cannot tell who you are: connect on loopback or through the "
+                              "manager's unix socket, or from another host with munge (BCS_AUTH=munge)"
+                            : who.why};
   std::lock_guard lk(mu_);
   for (auto& [id, j] : jobs_) {
     if (!may_touch(who, *j).empty()) continue;  // other users' jobs are not yours to see

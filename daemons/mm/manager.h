@@ -39,6 +39,9 @@ struct Config {
   // otherwise work-conserving (see strobe_sender.cc).
   bool fixed_strobe = false;
   std::string token;
+  // --munge: callers over TCP may prove who they are with a munge
+  // credential decoded by the munged at this socket ("" = not accepted).
+  std::string munge_socket;
   // How long a node manager may stay silent (a stopped or paused process,
   // a hung host) before it counts as lost: shorter stalls only delay the
   // job. Its control stream's keepalive is set from it.
@@ -156,6 +159,14 @@ class Manager {
 
  private:
   Caller identify(grpc::ServerContext* ctx);
+  // Munge callers already identified, by connection (gRPC peer) and
+  // credential: a streaming call asks again (munged would call the second
+  // decode a replay); another connection presenting the same credential is
+  // decoded afresh, and refused. Entries live for munge's default TTL.
+  std::mutex munge_mu_;
+  std::map<std::string, std::pair<Caller, std::chrono::steady_clock::time_point>> munge_seen_;
+  // The answer to a TCP caller with neither the token nor a credential.
+  grpc::Status unauthenticated() const;
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == self_uid_; }
   // Empty if `c` may see / kill / attach to `j`, else why not.
   std::string may_touch(const Caller& c, const Job& j) const;

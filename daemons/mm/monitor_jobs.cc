@@ -43,7 +43,7 @@ void Manager::keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e) {
 
 grpc::Status Manager::job_stats(grpc::ServerContext* ctx, const v1::JobStatsRequest& req,
                                 v1::JobStatsReply* rep) {
-  if (!authorized(ctx)) return {grpc::StatusCode::UNAUTHENTICATED, "bad or missing bcs-token"};
+  if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
   const uint64_t job_id = req.job_id();
   std::lock_guard lk(mu_);

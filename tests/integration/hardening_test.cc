@@ -23,6 +23,7 @@
 
 #include "harness.h"
 #include "standing.h"
+#include "two_hosts.h"
 #include "story.h"
 
 using namespace std::chrono_literals;
@@ -487,6 +488,141 @@ TEST_F(Story, AnUnprivilegedNodeManagerWithCapabilitiesRunsEachJobAsItsSubmitter
   EXPECT_THAT(root.err, HasSubstr("runs no job as root")) << describe(root);
   EXPECT_EQ(root.out, "");
   c.expect_alive_then_stop();
+}
+
+// Users on another host (issue 11): a root cluster over two namespaced
+// hosts whose manager accepts munge credentials (--munge). A user on host B,
+// who has no token, submits as themselves with BCS_AUTH=munge; their ranks
+// run as them on both hosts; another user can neither see nor kill the job;
+// no credential, or one from a munged with another key, is refused.
+namespace {
+
+// A munged of its own (key, socket, state in `dir`). munged returns only
+// once its daemon serves the socket (it waits for its child's start), and
+// `munged --stop` ends the one daemon bound to that socket and waits for it.
+class Munged {
+ public:
+  Munged(const std::string& dir, const std::string& name) : sock_(dir + "/" + name + ".sock") {
+    const std::string key = dir + "/" + name + ".key";
+    up_ = bcs::test::run({"/bin/sh", "-c",
+                          "head -c 1024 /dev/urandom > " + key + " && chmod 400 " + key},
+                         30s).status == 0 &&
+          bcs::test::run({"/usr/sbin/munged", "--force", "--key-file", key, "--socket", sock_,
+                          "--pid-file", dir + "/" + name + ".pid", "--seed-file",
+                          dir + "/" + name + ".seed", "--log-file", dir + "/" + name + ".log"},
+                         30s).status == 0;
+  }
+  ~Munged() {
+    if (up_) bcs::test::run({"/usr/sbin/munged", "--stop", "--socket", sock_}, 30s);
+  }
+  bool up() const { return up_; }
+  const std::string& socket() const { return sock_; }
+
+ private:
+  std::string sock_;
+  bool up_ = false;
+};
+
+}  // namespace
+
+TEST_F(Story, AUserOnAnotherHostRunsAsThemselvesByMunge) {
+  if (access("/usr/sbin/munged", X_OK) != 0 || access("/usr/bin/munge", X_OK) != 0)
+    GTEST_SKIP() << "munge not installed (BCS_WITH_DEPLOY=1 deploy/install-deps.sh)";
+  TestUser u("a"), v("b");
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  if (!v.ok()) GTEST_SKIP() << v.why();
+  bcs::test::TwoHosts hosts;
+  ASSERT_TRUE(hosts.ok()) << "could not create the test network namespaces";
+  TempDir dir(0711);  // users reach the munged sockets, not the keys
+  Munged realm(dir / "", "realm"), stranger(dir / "", "stranger");
+  ASSERT_TRUE(realm.up());
+  ASSERT_TRUE(stranger.up());
+
+  const std::map<std::string, std::string> net{{"UCX_TLS", "tcp"}, {"UCX_NET_DEVICES", "bcs0"}};
+  std::map<std::string, std::string> daemons = net;
+  daemons["BCS_TOKEN"] = "it-" + bcs::test::marker();
+  bcs::test::Background mm(hosts.on(true, {bin("bcs-mm"), "--listen", hosts.addr_a() + ":0",
+                                           "--ready-fd", "3", "--munge", "--munge-socket",
+                                           realm.socket()}),
+                           daemons);
+  const std::string port = mm.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "bcs-mm did not come up";
+  const std::string addr = hosts.addr_a() + ":" + port;
+  bcs::test::Background nma(hosts.on(true, {bin("bcs-nm"), "--manager", addr, "--name", "hostA"}),
+                            daemons);
+  bcs::test::Background nmb(hosts.on(false, {bin("bcs-nm"), "--manager", addr, "--name", "hostB"}),
+                            daemons);
+
+  // `bcs ARGS` as `who` on host B (setpriv drops root inside the namespace),
+  // with munge from `m` (nullptr: no BCS_AUTH) and no token.
+  auto on_b = [&](const TestUser& who, const Munged* m, std::vector<std::string> args,
+                  bcs::test::OutputHook hook = {}) {
+    std::vector<std::string> argv{"/usr/bin/setpriv",
+                                  "--reuid=" + std::to_string(who.as().uid),
+                                  "--regid=" + std::to_string(who.as().gid),
+                                  "--clear-groups", "--", "/usr/bin/env", "-C", "/tmp",
+                                  bin("bcs")};
+    argv.insert(argv.end(), args.begin(), args.end());
+    auto env = net;
+    if (m) {
+      env["BCS_AUTH"] = "munge";
+      env["BCS_MUNGE_SOCKET"] = m->socket();
+    }
+    return bcs::test::run(hosts.on(false, argv), 90s, env, std::move(hook));
+  };
+
+  // Ranks on both hosts run as the submitter.
+  auto id = on_b(u, &realm, {"run", "--manager", addr, "--timeout", "60s", "-n", "2", "--nodes",
+                             "2", "-l", "/bin/sh", "-c", "echo uid $(id -u) on $BCS_NODE"});
+  ASSERT_EQ(id.status, 0) << describe(id);
+  const std::string uid = "uid " + std::to_string(u.as().uid) + " on ";
+  EXPECT_THAT(id.out, HasSubstr(uid + "hostA")) << id.out;
+  EXPECT_THAT(id.out, HasSubstr(uid + "hostB")) << id.out;
+  auto ring = on_b(u, &realm, {"run", "--manager", addr, "--timeout", "60s", "-n", "4", "--nodes",
+                               "2", bin("prog_ring")});
+  EXPECT_EQ(ring.status, 0) << describe(ring);
+  EXPECT_THAT(ring.out, HasSubstr("ring ok"));
+
+  // Without a credential, or with one of another munge realm: refused.
+  auto none = on_b(u, nullptr, {"run", "--manager", addr, "-n", "1", "/bin/true"});
+  EXPECT_EQ(none.status, 1) << describe(none);
+  EXPECT_THAT(none.err, HasSubstr("UNAUTHENTICATED"));
+  EXPECT_THAT(none.err, HasSubstr("BCS_AUTH=munge"));
+  auto foreign = on_b(u, &stranger, {"run", "--manager", addr, "-n", "1", "/bin/true"});
+  EXPECT_EQ(foreign.status, 1) << describe(foreign);
+  EXPECT_THAT(foreign.err, HasSubstr("munge credential refused"));
+
+  // u's job blocks; v (also by munge, from host B) neither sees nor kills it.
+  bcs::test::RunResult jobs_v, kill_v, jobs_u;
+  bool done = false;
+  auto blocked = on_b(u, &realm, {"run", "--manager", addr, "--timeout", "60s", "-n", "1",
+                                  bcs::test::blocker()},
+                      [&](const std::string& out) {
+                        if (done || out.find("blocking") == std::string::npos) return;
+                        done = true;
+                        jobs_u = on_b(u, &realm, {"jobs", "--manager", addr});
+                        // The job's id: the first word of its line.
+                        std::string job = "0";
+                        std::istringstream lines(jobs_u.out);
+                        for (std::string line; std::getline(lines, line);)
+                          if (line.find("it_block") != std::string::npos)
+                            std::istringstream(line) >> job;
+                        jobs_v = on_b(v, &realm, {"jobs", "--manager", addr});
+                        kill_v = on_b(v, &realm, {"kill", job, "--manager", addr});
+                        on_b(u, &realm, {"kill", job, "--manager", addr});
+                      });
+  ASSERT_TRUE(done) << describe(blocked);
+  EXPECT_EQ(blocked.status, 143) << describe(blocked);  // its owner killed it
+  EXPECT_EQ(jobs_u.status, 0) << describe(jobs_u);
+  EXPECT_THAT(jobs_u.out, HasSubstr("it_block"));
+  EXPECT_EQ(jobs_v.status, 0) << describe(jobs_v);
+  EXPECT_THAT(jobs_v.out, testing::Not(HasSubstr("it_block")));
+  EXPECT_EQ(kill_v.status, 1) << describe(kill_v);
+  EXPECT_THAT(kill_v.err, HasSubstr("belongs to " + u.name()));
+
+  EXPECT_EQ(nma.stop(), 0);
+  EXPECT_EQ(nmb.stop(), 0);
+  EXPECT_EQ(mm.stop(), 0);
 }
 
 TEST_F(Story, AnotherUserCannotListKillOrWatchAJob) {

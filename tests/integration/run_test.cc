@@ -15,6 +15,7 @@
 
 #include "harness.h"
 #include "story.h"
+#include "two_hosts.h"
 
 using namespace std::chrono_literals;
 using bcs::test::bcs_run;
@@ -317,60 +318,10 @@ TEST_F(Story, TheSurvivorOfALostNodeManagerRunsTheNextJob) {
 }
 
 // ---------------------------------------------------------------------------
-// Two "hosts": network namespaces joined by a veth pair (10.77.x.1 <-> .2).
-// The manager listens on host A's address (not loopback, so a token is
-// required); node manager a runs on host A, node manager b on host B. UCX
-// is forced onto TCP over the veth (the namespaces share /dev/shm, so
-// without UCX_TLS=tcp it would take the shared-memory shortcut).
-namespace {
-
-class TwoHosts {
- public:
-  TwoHosts() {
-    const std::string tag = std::to_string(getpid() % 100000);
-    a_ = "bcs-it-a-" + tag;
-    b_ = "bcs-it-b-" + tag;
-    subnet_ = "10.77." + std::to_string(getpid() % 250) + ".";
-    ok_ = sh({"ip", "netns", "add", a_}) && sh({"ip", "netns", "add", b_}) &&
-          sh({"ip", "link", "add", "bcsit" + tag, "type", "veth", "peer", "name", "bcsjt" + tag}) &&
-          sh({"ip", "link", "set", "bcsit" + tag, "netns", a_}) &&
-          sh({"ip", "link", "set", "bcsjt" + tag, "netns", b_}) &&
-          sh({"ip", "-n", a_, "link", "set", "bcsit" + tag, "name", "bcs0"}) &&
-          sh({"ip", "-n", b_, "link", "set", "bcsjt" + tag, "name", "bcs0"}) &&
-          sh({"ip", "-n", a_, "addr", "add", subnet_ + "1/24", "dev", "bcs0"}) &&
-          sh({"ip", "-n", b_, "addr", "add", subnet_ + "2/24", "dev", "bcs0"}) &&
-          sh({"ip", "-n", a_, "link", "set", "bcs0", "up"}) &&
-          sh({"ip", "-n", b_, "link", "set", "bcs0", "up"}) &&
-          sh({"ip", "-n", a_, "link", "set", "lo", "up"}) &&
-          sh({"ip", "-n", b_, "link", "set", "lo", "up"});
-  }
-  ~TwoHosts() {
-    // Deleting a namespace deletes its end of the veth, and with it the pair.
-    sh({"ip", "netns", "del", a_});
-    sh({"ip", "netns", "del", b_});
-  }
-  bool ok() const { return ok_; }
-  std::string addr_a() const { return subnet_ + "1"; }
-  std::vector<std::string> on(bool host_a, std::vector<std::string> argv) const {
-    std::vector<std::string> v{"/usr/sbin/ip", "netns", "exec", host_a ? a_ : b_};
-    v.insert(v.end(), argv.begin(), argv.end());
-    return v;
-  }
-
- private:
-  static bool sh(std::vector<std::string> argv) {
-    argv[0] = "/usr/sbin/" + argv[0];
-    return bcs::test::run(argv, 30s).status == 0;
-  }
-  std::string a_, b_, subnet_;
-  bool ok_ = false;
-};
-
-}  // namespace
 
 TEST_F(Story, NodeManagersOnTwoHostsTalkOverTheNetwork) {
   if (geteuid() != 0) GTEST_SKIP() << "network namespaces need root";
-  TwoHosts hosts;
+  bcs::test::TwoHosts hosts;
   ASSERT_TRUE(hosts.ok()) << "could not create the test network namespaces";
   const std::map<std::string, std::string> env{{"UCX_TLS", "tcp"}, {"UCX_NET_DEVICES", "bcs0"}};
   // The token reaches every process through the environment, never argv.
