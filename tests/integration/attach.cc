@@ -1,7 +1,8 @@
 // it_attach ADDR JOBID: attaches to a job the way `bcs run` does (Jobs.Attach)
 // and prints what it gets: "output: ..." for each piece of output, then
 // "status CODE: MESSAGE". Exit 0 if the call succeeded. The stories run it
-// as another user to check that a job's output is its owner's.
+// as another user to check that a job's output is its owner's (with
+// BCS_AUTH=munge like `bcs`, from another host).
 #include <grpcpp/create_channel_posix.h>
 #include <grpcpp/grpcpp.h>
 
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "bcs.grpc.pb.h"
+#include "munge_auth.h"
 #include "net.h"
 #include "peer.h"
 
@@ -41,6 +43,16 @@ int main(int argc, char** argv) {
   auto stub = bcs::v1::Jobs::NewStub(ch);
   grpc::ClientContext ctx;
   if (!session.empty()) ctx.AddMetadata(bcs::kSessionMetadata, session);
+  // BCS_AUTH=munge: a credential from $BCS_MUNGE_SOCKET, as `bcs` sends.
+  if (const char* auth = std::getenv("BCS_AUTH"); auth && std::string(auth) == "munge") {
+    const char* sock = std::getenv("BCS_MUNGE_SOCKET");
+    auto cred = bcs::munge_credential(sock ? sock : bcs::kMungeDefaultSocket, &why);
+    if (!cred) {
+      std::fprintf(stderr, "%s\n", why.c_str());
+      return 2;
+    }
+    ctx.AddMetadata(bcs::kMungeMetadata, *cred);
+  }
   ctx.set_deadline(std::chrono::system_clock::now() + std::chrono::seconds(20));
   bcs::v1::AttachRequest req;
   req.set_job_id(std::strtoull(argv[2], nullptr, 10));

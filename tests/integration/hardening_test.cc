@@ -555,20 +555,24 @@ TEST_F(Story, AUserOnAnotherHostRunsAsThemselvesByMunge) {
 
   // `bcs ARGS` as `who` on host B (setpriv drops root inside the namespace),
   // with munge from `m` (nullptr: no BCS_AUTH) and no token.
-  auto on_b = [&](const TestUser& who, const Munged* m, std::vector<std::string> args,
-                  bcs::test::OutputHook hook = {}) {
+  auto on_b_run = [&](const TestUser& who, const Munged* m, std::vector<std::string> cmd,
+                      bcs::test::OutputHook hook = {}) {
     std::vector<std::string> argv{"/usr/bin/setpriv",
                                   "--reuid=" + std::to_string(who.as().uid),
                                   "--regid=" + std::to_string(who.as().gid),
-                                  "--clear-groups", "--", "/usr/bin/env", "-C", "/tmp",
-                                  bin("bcs")};
-    argv.insert(argv.end(), args.begin(), args.end());
+                                  "--clear-groups", "--", "/usr/bin/env", "-C", "/tmp"};
+    argv.insert(argv.end(), cmd.begin(), cmd.end());
     auto env = net;
     if (m) {
       env["BCS_AUTH"] = "munge";
       env["BCS_MUNGE_SOCKET"] = m->socket();
     }
     return bcs::test::run(hosts.on(false, argv), 90s, env, std::move(hook));
+  };
+  auto on_b = [&](const TestUser& who, const Munged* m, std::vector<std::string> args,
+                  bcs::test::OutputHook hook = {}) {
+    args.insert(args.begin(), bin("bcs"));
+    return on_b_run(who, m, std::move(args), std::move(hook));
   };
 
   // Ranks on both hosts run as the submitter.
@@ -593,7 +597,7 @@ TEST_F(Story, AUserOnAnotherHostRunsAsThemselvesByMunge) {
   EXPECT_THAT(foreign.err, HasSubstr("munge credential refused"));
 
   // u's job blocks; v (also by munge, from host B) neither sees nor kills it.
-  bcs::test::RunResult jobs_v, kill_v, jobs_u;
+  bcs::test::RunResult jobs_v, kill_v, attach_v, jobs_u;
   bool done = false;
   auto blocked = on_b(u, &realm, {"run", "--manager", addr, "--timeout", "60s", "-n", "1",
                                   bcs::test::blocker()},
@@ -609,6 +613,7 @@ TEST_F(Story, AUserOnAnotherHostRunsAsThemselvesByMunge) {
                             std::istringstream(line) >> job;
                         jobs_v = on_b(v, &realm, {"jobs", "--manager", addr});
                         kill_v = on_b(v, &realm, {"kill", job, "--manager", addr});
+                        attach_v = on_b_run(v, &realm, {it_prog("it_attach"), addr, job});
                         on_b(u, &realm, {"kill", job, "--manager", addr});
                       });
   ASSERT_TRUE(done) << describe(blocked);
@@ -619,6 +624,9 @@ TEST_F(Story, AUserOnAnotherHostRunsAsThemselvesByMunge) {
   EXPECT_THAT(jobs_v.out, testing::Not(HasSubstr("it_block")));
   EXPECT_EQ(kill_v.status, 1) << describe(kill_v);
   EXPECT_THAT(kill_v.err, HasSubstr("belongs to " + u.name()));
+  EXPECT_EQ(attach_v.status, 1) << describe(attach_v);  // nor reads its output
+  EXPECT_THAT(attach_v.out, HasSubstr("belongs to " + u.name()));
+  EXPECT_THAT(attach_v.out, testing::Not(HasSubstr("output:")));
 
   EXPECT_EQ(nma.stop(), 0);
   EXPECT_EQ(nmb.stop(), 0);
