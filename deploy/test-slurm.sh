@@ -108,7 +108,7 @@ head -c 1024 /dev/urandom > "$state/munge/munge.key"
 chmod 400 "$state/munge/munge.key"
 munged --foreground --force --key-file "$state/munge/munge.key" \
   --socket "$state/munge/munge.sock" --pid-file "$state/munge/munged.pid" \
-  --seed-file "$state/munge/munged.seed" --log-file "$state/munged.log" &
+  --seed-file "$state/munge/munged.seed" --log-file "$state/munged.log" > "$state/munged.out" 2>&1 &
 pids+=($!)
 
 # ---- slurm -------------------------------------------------------------
@@ -230,7 +230,7 @@ submit() {
     --export=ALL,BCS_BIN="$bin",UCX_TLS=tcp,BCS_SLICE=1ms,BCS_SLURM_TEST=$tag "$here/deploy/slurm/bcs.sbatch" "$@" \
     > "$state/sbatch-$name.txt" 2>&1 &
   sb=$!
-  while kill -0 "$sb" 2>/dev/null; do scan_cmdlines; sleep 0.5; done
+  while kill -0 "$sb" 2>/dev/null; do scan_cmdlines; sleep 0.2; done
   wait "$sb"; rc=$?
   sb=
   set -e
