@@ -13,7 +13,7 @@
 #
 # The story, each step checked:
 #   1. ring, ping-pong and collectives on 3 hosts x 2 ranks: correct output,
-#      job state COMPLETED;
+#      exit code 0; the ring again with `sbatch --wrap "bcs run --slurm ..."`;
 #   2. a rank that exits with code 3: `sbatch --wait` and the Slurm job
 #      both say 3;
 #   3. scancel in the middle of a job: within a few seconds no bcs daemon
@@ -219,15 +219,16 @@ scan_cmdlines() {
   done
 }
 
-# submit NAME EXPECTED_RC TASKS_PER_NODE PROGRAM ARGS...: runs the job to its
-# end (sbatch --wait, bounded by `timeout`), checks both exit statuses.
+# submit NAME EXPECTED_RC TASKS_PER_NODE SBATCH_ARGS...: runs the job (the
+# script and its arguments, or --wrap) to its end (sbatch --wait, bounded by
+# `timeout`), checks both exit statuses.
 submit() {
   local name=$1 want=$2 per=$3; shift 3
   local out=$state/job-$name.out rc jobid
   set +e
   timeout 300 ip netns exec "bcs-sl-$tag-h1" sbatch --wait -N 3 --ntasks-per-node="$per" --chdir="$state" \
     --output="$out" --job-name="$name" --parsable \
-    --export=ALL,BCS_BIN="$bin",UCX_TLS=tcp,BCS_SLICE=1ms,BCS_SLURM_TEST=$tag "$here/deploy/slurm/bcs.sbatch" "$@" \
+    --export=ALL,BCS_BIN="$bin",UCX_TLS=tcp,BCS_SLICE=1ms,BCS_SLURM_TEST=$tag "$@" \
     > "$state/sbatch-$name.txt" 2>&1 &
   sb=$!
   while kill -0 "$sb" 2>/dev/null; do scan_cmdlines; sleep 0.2; done
@@ -242,18 +243,24 @@ submit() {
   say "$name: job $jobid exited $rc (Slurm: ExitCode=$slurm_rc)"
 }
 
-submit ring 0 2 "$bin/prog_ring"
+script=$here/deploy/slurm/bcs.sbatch
+submit ring 0 2 "$script" "$bin/prog_ring"
 grep -q "ring ok" "$state/job-ring.out" || fail "ring: no 'ring ok' in its output"
 sed 's/^/    /' "$state/job-ring.out"
 grep -q "bcs-mm listening on $net.11:" "$state/job-ring.out" || fail "ring: the manager was not on h1"
 
-submit pingpong 0 1 "$bin/prog_pingpong" 8 4k 1m
+submit pingpong 0 1 "$script" "$bin/prog_pingpong" 8 4k 1m
 grep -q "pingpong ok" "$state/job-pingpong.out" || fail "pingpong: no 'pingpong ok'"
 
-submit coll 0 2 "$bin/prog_coll_basic"
+submit coll 0 2 "$script" "$bin/prog_coll_basic"
 grep -q "coll_basic ok" "$state/job-coll.out" || fail "coll: no 'coll_basic ok'"
 
-submit exit3 3 2 "$bin/prog_exit" 4 3
+submit exit3 3 2 "$script" "$bin/prog_exit" 4 3
+
+# No script: `bcs run --slurm` inside the allocation does the same, with
+# bcs run's own options (-l labels each line with its rank).
+submit wrap 0 2 --wrap "$bin/bcs run --slurm -l $bin/prog_ring"
+grep -q "^\[0\] ring ok" "$state/job-wrap.out" || fail "wrap: no '[0] ring ok' in its output"
 
 # ---- scancel mid-job -----------------------------------------------------
 # prog_periodic 100000 100000: 100 ms of computation between barriers, for

@@ -1,15 +1,24 @@
 // bcs: the manager CLI (run / jobs / kill / stats / trace / plot). See README.md.
+#include <cstdio>
 #include <iostream>
 #include <variant>
 
 #include "commands.h"
 #include "jobdir.h"
 #include "options.h"
+#include "slurm.h"
 
 int main(int argc, char** argv) {
   using namespace bcs::cli;
   ParseResult parsed = parse_args(argc, argv, std::cout, std::cerr);
   if (const int* code = std::get_if<int>(&parsed)) return *code;
+  if (const auto* run = std::get_if<RunOptions>(&std::get<Command>(parsed)); run && run->slurm) {
+    if (run->manager) {
+      std::fprintf(stderr, "bcs: run: --slurm starts its own cluster; it does not go with --manager\n");
+      return 2;
+    }
+    return run_in_slurm_allocation(argc, argv);
+  }
   return std::visit(
       [](const auto& o) -> int {
         using T = std::decay_t<decltype(o)>;

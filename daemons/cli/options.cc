@@ -183,6 +183,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "the job fails (default 60s; shorter stalls only delay it)")
       ->check(kDuration);
   run_cmd->add_flag("-l,--label", run.label, "Prefix every output line with [RANK]");
+  run_cmd->add_flag("--slurm", run.slurm,
+                    "Inside a Slurm allocation (sbatch, salloc): a cluster on its nodes for this "
+                    "job, ranks placed as Slurm allocated the tasks (deploy/slurm/bcs.sbatch)");
   std::vector<std::string> env_export, host_lists, host_files;
   run_cmd
       ->add_option("-x", env_export,
@@ -415,9 +418,18 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
           if (total > UINT32_MAX) throw CLI::ValidationError("--host", "too many slots");
           run.nranks = static_cast<uint32_t>(total);
         }
+      } else if (run.slurm) {
+        // The allocation gives the ranks and their places (the script's
+        // host file); -n may ask for fewer.
+        if (*nodes_opt || run.ppn)
+          throw CLI::ValidationError("--slurm", "--slurm places the ranks as Slurm allocated "
+                                                "the tasks: no --nodes or --ppn with it");
       } else if (!*np_opt) {
         throw CLI::RequiredError("-n");
       }
+      if (run.slurm && !run.hosts.empty())
+        throw CLI::ValidationError("--slurm", "--slurm places the ranks as Slurm allocated the "
+                                              "tasks: no --host/--hostfile with it");
       return Command{std::move(run)};
     }
     if (*replay_cmd) {

@@ -32,6 +32,7 @@ struct RunOptions {
   std::optional<std::string> manager;  // absent = embedded private cluster
   std::string token_file;            // --token-file; without it $BCS_TOKEN
   bool verbose = false;
+  bool slurm = false;                // --slurm: inside a Slurm allocation (slurm.cc)
   // --job-dir: where the ranks' MMDS reports and the summary go. A run with
   // BCS_MDS on and no --job-dir gets a new directory (job_dir stays empty
   // here; the run creates it).

@@ -47,6 +47,22 @@ TEST(CliOptions, ProgramArgumentsAreNotOurs) {
   EXPECT_FALSE(r.label);
 }
 
+// --slurm: Slurm's allocation gives the ranks and their places.
+TEST(CliOptions, SlurmNeedsNoRankCountAndTakesNoPlacement) {
+  RunOptions r = run_of(parse({"run", "--slurm", "-l", "prog", "--slurm"}));
+  EXPECT_TRUE(r.slurm);
+  EXPECT_TRUE(r.label);
+  EXPECT_EQ(r.program, "prog");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"--slurm"}));  // the program's own
+  for (auto args : std::vector<std::vector<std::string>>{{"run", "--slurm", "--host", "a:2", "p"},
+                                                         {"run", "--slurm", "--nodes", "2", "p"},
+                                                         {"run", "--slurm", "--ppn", "2", "p"}}) {
+    auto p = parse(args);
+    EXPECT_EQ(code_of(p), 2) << testing::PrintToString(args);
+    EXPECT_NE(p.err.find("as Slurm allocated"), std::string::npos) << p.err;
+  }
+}
+
 TEST(CliOptions, AllRunOptions) {
   auto p = parse({"run", "-n", "8", "--nodes", "2", "--slice", "2ms", "--chunk", "64KiB", "-l",
                   "--timeout", "1.5s", "--manager", "h:1", "--token-file", "t", "--verbose", "./a.out"});
