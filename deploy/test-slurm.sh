@@ -13,7 +13,8 @@
 #
 # The story, each step checked:
 #   1. ring, ping-pong and collectives on 3 hosts x 2 ranks: correct output,
-#      exit code 0; the ring again with `sbatch --wrap "bcs run --slurm ..."`;
+#      exit code 0; the ring again with `sbatch --wrap "bcs run --slurm ..."`,
+#      and a rank exiting 3 under `salloc ... bcs run --slurm` (salloc says 3);
 #   2. a rank that exits with code 3: `sbatch --wait` and the Slurm job
 #      both say 3;
 #   3. scancel in the middle of a job: within a few seconds no bcs daemon
@@ -261,6 +262,17 @@ submit exit3 3 2 "$script" "$bin/prog_exit" 4 3
 # bcs run's own options (-l labels each line with its rank).
 submit wrap 0 2 --wrap "$bin/bcs run --slurm -l $bin/prog_ring"
 grep -q "^\[0\] ring ok" "$state/job-wrap.out" || fail "wrap: no '[0] ring ok' in its output"
+
+# Inside salloc, whose command runs where salloc was called (not on a node
+# of the allocation): the same, and its exit status is the job's.
+set +e
+env UCX_TLS=tcp BCS_SLICE=1ms BCS_SLURM_TEST="$tag" timeout 300 \
+  ip netns exec "bcs-sl-$tag-h1" salloc -N 3 --ntasks-per-node=1 --job-name=salloc \
+  "$bin/bcs" run --slurm "$bin/prog_exit" 2 3 > "$state/job-salloc.out" 2>&1
+rc=$?
+set -e
+[[ $rc == 3 ]] || fail "salloc: exited with $rc, not 3: $(cat "$state/job-salloc.out")"
+say "salloc: bcs run --slurm exited 3, as its rank 2 did"
 
 # ---- scancel mid-job -----------------------------------------------------
 # prog_periodic 100000 100000: 100 ms of computation between barriers, for
