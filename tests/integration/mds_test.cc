@@ -100,11 +100,13 @@ TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
       EXPECT_EQ(rep.overhead.count, uint64_t(3 * iters));
       EXPECT_EQ(rep.granularity.count, uint64_t(3 * iters + 1));
       EXPECT_EQ(rep.overhead_hist.count(), rep.overhead.count);
-      // §5.4: the two distributions cover the run time the rank measured
-      // itself, within 1 %.
-      const double sum = static_cast<double>(rep.granularity.total_ns + rep.overhead.total_ns);
-      const double mine = own.at(rep.rank);
-      EXPECT_LE(std::fabs(sum - mine), 0.01 * mine) << "sum " << sum << " own " << mine;
+      // §5.4: the two distributions tile the MMDS's run time (MPI_Init's
+      // return to MPI_Finalize's entry) exactly, and that window holds the
+      // one the rank measured itself (between the two calls). How much
+      // wider it is depends on preemption at its edges, so no bound on that.
+      const uint64_t sum = rep.granularity.total_ns + rep.overhead.total_ns;
+      EXPECT_EQ(sum, rep.run_ns);
+      EXPECT_GE(rep.run_ns, static_cast<uint64_t>(own.at(rep.rank))) << "own " << own.at(rep.rank);
     }
 
     // Each node's own series (Table 5.2) is there too, and what the nodes
