@@ -34,6 +34,14 @@ grpc::Status Manager::unauthenticated() const {
               : "bad or missing bcs-token (a user on another host: BCS_AUTH=munge)"};
 }
 
+grpc::Status Manager::unidentified(const Caller& who) const {
+  return {grpc::StatusCode::UNAUTHENTICATED,
+          who.why.empty() ? "cannot tell who you are: connect on loopback or through the "
+                            "manager's unix socket, or from another host with munge "
+                            "(BCS_AUTH=munge)"
+                          : who.why};
+}
+
 // Who is calling (docs/architecture.md, "Who may talk to the daemons").
 Caller Manager::identify(grpc::ServerContext* ctx) {
   Caller c;

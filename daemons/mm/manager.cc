@@ -435,10 +435,7 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   // A job runs as the user who submitted it.
   const Caller who = identify(ctx);
   if (!who.known())
-    return {grpc::StatusCode::UNAUTHENTICATED,
-            who.why.empty() ? "cannot tell who you are: connect on loopback or through the "
-                              "manager's unix socket, or from another host with munge (BCS_AUTH=munge)"
-                            : who.why};
+    return unidentified(who);
   if (who.via == Caller::Via::tcp_loopback && who.uid != self_uid_) {
     // Until per-user credentials exist, TCP carries only the daemons' user.
     return {grpc::StatusCode::PERMISSION_DENIED,
@@ -693,10 +690,7 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
   if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
   if (!who.known())
-    return {grpc::StatusCode::UNAUTHENTICATED,
-            who.why.empty() ? "cannot tell who you are: connect on loopback or through the "
-                              "manager's unix socket, or from another host with munge (BCS_AUTH=munge)"
-                            : who.why};
+    return unidentified(who);
   std::lock_guard lk(mu_);
   for (auto& [id, j] : jobs_) {
     if (!may_touch(who, *j).empty()) continue;  // other users' jobs are not yours to see

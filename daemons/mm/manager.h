@@ -167,6 +167,8 @@ class Manager {
   std::map<std::string, std::pair<Caller, std::chrono::steady_clock::time_point>> munge_seen_;
   // The answer to a TCP caller with neither the token nor a credential.
   grpc::Status unauthenticated() const;
+  // The answer to a caller identify() could not name (why, when it knows).
+  grpc::Status unidentified(const Caller& who) const;
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == self_uid_; }
   // Empty if `c` may see / kill / attach to `j`, else why not.
   std::string may_touch(const Caller& c, const Job& j) const;
