@@ -54,7 +54,7 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
     if (request) {
       r.local_done = true;
       set_empty_status(&r.local_status);
-      *request = req_alloc(r);
+      *request = req_alloc(std::move(r));
     }
     return MPI_SUCCESS;
   }
@@ -69,7 +69,7 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
   if (e != BCS_OK) return raise_coll(comm, fn, e);
   r.breq = b;
   r.coll = std::move(d);  // runs finish() when the request completes
-  *request = req_alloc(r);
+  *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }
 

@@ -289,7 +289,7 @@ int intercomm_idup(const char* fn, int ic, MPI_Comm* newcomm, MPI_Request* reque
   set_empty_status(&done.local_status);
   if (comm_rank(x.local) == 0) {
     if (int e = intercomm_dup(fn, ic, newcomm)) return e;
-    *request = req_alloc(done);
+    *request = req_alloc(std::move(done));
     return MPI_SUCCESS;
   }
   int idx;

@@ -124,7 +124,7 @@ int mrecv(const char* fn, void* buf, int count, MPI_Datatype type, MPI_Message* 
     if (count < 0) return raise_error(kNoComm, fn, MPI_ERR_COUNT, "negative count %d", count);
     r.local_done = true;
     set_proc_null_status(&r.local_status);
-    *request = req_alloc(r);
+    *request = req_alloc(std::move(r));
     *message = MPI_MESSAGE_NULL;
     *len = 0;
     return MPI_SUCCESS;
@@ -158,7 +158,7 @@ int mrecv(const char* fn, void* buf, int count, MPI_Datatype type, MPI_Message* 
   };
   *len = m.len;
   m = Message{};
-  *request = req_alloc(r);
+  *request = req_alloc(std::move(r));
   *message = MPI_MESSAGE_NULL;
   return MPI_SUCCESS;
 }

@@ -50,7 +50,7 @@ MPI_Request req_alloc(Req r) {
     s.reqs.emplace_back();
   }
   r.used = true;
-  s.reqs[idx] = r;
+  s.reqs[idx] = std::move(r);
   return kReqBase + idx;
 }
 
@@ -287,7 +287,7 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
   if (dest == MPI_PROC_NULL) {
     r.local_done = true;
     set_proc_null_status(&r.local_status);
-    *request = req_alloc(r);
+    *request = req_alloc(std::move(r));
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
@@ -313,7 +313,7 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
   } else {
     r.breq = b;
   }
-  *request = req_alloc(r);
+  *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }
 
@@ -331,7 +331,7 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
   if (source == MPI_PROC_NULL) {
     r.local_done = true;
     set_proc_null_status(&r.local_status);
-    *request = req_alloc(r);
+    *request = req_alloc(std::move(r));
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
@@ -345,7 +345,7 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
   });
   if (e != BCS_OK) return raise_bcs(comm, fn, e);
   r.breq = b;
-  *request = req_alloc(r);
+  *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }
 

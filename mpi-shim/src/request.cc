@@ -134,7 +134,7 @@ MPI_Request done_request(int comm) {
   r.comm = comm;
   r.local_done = true;
   set_empty_status(&r.local_status);
-  return req_alloc(r);
+  return req_alloc(std::move(r));
 }
 
 // ------------------------------------------------------------ persistent
@@ -154,7 +154,7 @@ int make_persistent(const char* fn, MPI_Comm c, MPI_Datatype type, MPI_Request* 
   r.local_done = true;
   set_empty_status(&r.local_status);
   r.start = [hold = type_hold(type), f = std::move(start)](MPI_Request* q) { return f(q); };
-  *request = req_alloc(r);
+  *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }
 
