@@ -215,6 +215,7 @@ std::vector<uint8_t> encode(const DescBatch& b) {
     w.put(s.len);
     w.put(s.addr);
     w.put(s.request);
+    w.put(s.pid);
     w.put<uint8_t>(s.is_inline);
     if (s.is_inline) w.put_bytes(s.payload);
   }
@@ -235,9 +236,9 @@ DescBatch decode_batch(std::span<const uint8_t> bytes) {
   b.slice = r.get<uint64_t>();
   b.job = r.get<uint64_t>();
   auto n = r.get<uint32_t>();
-  // Each send takes at least 53 bytes on the wire: a count the message
+  // Each send takes at least 57 bytes on the wire: a count the message
   // cannot hold is a lie, refused before anything is allocated for it.
-  constexpr size_t kMinSend = 4 * 4 + 4 * 8 + 4 + 1;
+  constexpr size_t kMinSend = 4 * 4 + 4 * 8 + 4 + 4 + 1;
   if (n > r.rest().size() / kMinSend) throw std::runtime_error("wire: absurd send count");
   b.sends.resize(n);
   for (auto& s : b.sends) {
@@ -250,6 +251,7 @@ DescBatch decode_batch(std::span<const uint8_t> bytes) {
     s.len = r.get<uint64_t>();
     s.addr = r.get<uint64_t>();
     s.request = r.get<uint32_t>();
+    s.pid = r.get<uint32_t>();
     s.is_inline = r.get<uint8_t>() != 0;
     if (s.is_inline) {
       auto p = r.get_bytes();
@@ -277,7 +279,9 @@ std::vector<uint8_t> encode(const DmaGet& g) {
 
 DmaGet decode_get(std::span<const uint8_t> b) {
   Reader r(b);
-  return r.get<DmaGet>();
+  const auto g = r.get<DmaGet>();
+  if (g.direct > 1) throw std::runtime_error("wire: DmaGet direct flag " + std::to_string(g.direct));
+  return g;
 }
 
 }  // namespace bcs::wire

@@ -263,7 +263,15 @@ struct DmaGet {
   uint8_t cancelled = 0;     // len 0, last: the send was cancelled, nothing to read
                              // (kCancelLate: the cancel of an inline send came
                              // too late; its slot completes without error)
+  // Nothing to read: the receiving rank read the range itself (a node
+  // manager on the same host, SendDesc::pid) with `direct_error` as the
+  // outcome; the sender's node checks the range as for a read and completes
+  // the send with it when `last`. The answer carries no bytes.
+  uint8_t direct = 0;
+  uint8_t pad0 = 0;
+  int32_t direct_error = 0;  // 0 or a bcs_err_*
 };
+static_assert(sizeof(DmaGet) == 48);
 inline constexpr uint8_t kCancelDone = 1, kCancelLate = 2;
 std::vector<uint8_t> encode(const DmaGet& g);
 DmaGet decode_get(std::span<const uint8_t> b);

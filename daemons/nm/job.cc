@@ -535,12 +535,32 @@ int32_t NmJob::copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t
                                 size_t len) {
   if (!single_copy_ || !is_local(from) || !is_local(to)) return LocalRanks::kNotDelegated;
   LocalRank& s = local(from);
-  LocalRank& r = local(to);
   uint32_t spid = 0;
   {
     std::lock_guard lk(copy_mu_);
-    if (s.dead || r.dead) return LocalRanks::kNotDelegated;  // the old path says what failed
+    if (s.dead) return LocalRanks::kNotDelegated;  // the old path says what failed
     spid = static_cast<uint32_t>(s.pid);
+  }
+  return copy_from_process(spid, to, src, dst, len);
+}
+
+uint32_t NmJob::offer_pid(int32_t from, uint32_t node) {
+  if (!single_copy_ || !is_local(from) ||
+      std::find(spec_.host_peers.begin(), spec_.host_peers.end(), node) == spec_.host_peers.end())
+    return 0;
+  std::lock_guard lk(copy_mu_);
+  const LocalRank& s = local(from);
+  return s.dead ? 0 : static_cast<uint32_t>(s.pid);
+}
+
+int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64_t dst,
+                                 size_t len) {
+  if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit)
+    return LocalRanks::kNotDelegated;
+  LocalRank& r = local(to);
+  {
+    std::lock_guard lk(copy_mu_);
+    if (r.dead) return LocalRanks::kNotDelegated;
   }
   RankView v = view(r);
   // Only a rank asleep in MPI is asked: one computing would not look soon.

@@ -32,6 +32,9 @@ struct JobSpec {
   std::string cwd;
   uint32_t nranks = 0;
   std::vector<uint32_t> rank_node;  // world rank -> fabric node id
+  // Node managers on this host (same host name): their ranks and ours can
+  // read each other's memory, so large chunks between them take one copy.
+  std::vector<uint32_t> host_peers;
   uint64_t slice_ns = 0;
   uint64_t chunk_bytes = 0;
   // Sends that may wait unmatched for one receiver before its senders are
@@ -63,6 +66,10 @@ bool can_run_as_any_user();
 // The fd limit ranks start with: the one the NM itself was started with,
 // before it raised its own (see main).
 void set_rank_fd_limit(uint64_t soft, uint64_t hard);
+
+// The kernel's largest possible pid (PID_MAX_LIMIT on 64-bit): a pid a peer
+// names past it is not one.
+constexpr uint32_t kPidMaxLimit = 4u << 20;
 
 struct LocalRank {
   int32_t world_rank = 0;
@@ -137,6 +144,13 @@ class NmJob {
   // `dst`. LocalRanks::kNotDelegated when it did not (the caller copies),
   // else 0 or a bcs_err_*. Strobe receiver only.
   int32_t copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t dst, size_t len);
+  // The same with the sender named by its process: a rank of a node manager
+  // on this host (`spid` came from that node manager; any value is safe to
+  // try, the rank reads with its own rights).
+  int32_t copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len);
+  // The process of local rank `from`, if `node` runs on this host and may
+  // have its ranks read ours directly; else 0.
+  uint32_t offer_pid(int32_t from, uint32_t node);
 
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);

@@ -27,6 +27,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <map>
+#include <set>
 #include <mutex>
 #include <thread>
 
@@ -396,6 +397,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   // while no slice runs.
   std::thread emds_thread;
   uint32_t self = 0;
+  std::set<uint32_t> host_peers;  // node managers on this host (their host name is ours)
 
   v1::ManagerMsg msg;
   while (stream->Read(&msg)) {
@@ -444,14 +446,16 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
       }
       case v1::ManagerMsg::kPeers: {
         if (!fabric) break;
+        host_peers.clear();  // the message lists every member
         for (const auto& mem : msg.peers().members()) {
           const auto& a = mem.ucx_address();
+          const bool here = mem.hostname() == hostname();
+          if (here && mem.node_id() != self && mem.node_id() != 0) host_peers.insert(mem.node_id());
           if (fabric->connected(mem.node_id())) continue;
           // A peer on this host is reached through shared memory (its
           // death is known from the manager's control stream, not UCX).
           auto s = fabric->connect(mem.node_id(),
-                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
-                                   mem.hostname() == hostname());
+                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()}, here);
           if (s != core::Status::ok)
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
         }
@@ -470,6 +474,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         spec.cwd = sj.cwd();
         spec.nranks = sj.nranks();
         spec.rank_node.assign(sj.rank_node().begin(), sj.rank_node().end());
+        spec.host_peers.assign(host_peers.begin(), host_peers.end());
         spec.slice_ns = sj.slice().slice_ns();
         spec.chunk_bytes = sj.slice().chunk_bytes();
         spec.fixed_strobe = sj.slice().fixed();

@@ -134,6 +134,9 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
             // The receiver's node will read this buffer: it may, and only it.
             if (!s.is_inline)
               ranks.read_grants().grant(me, s.request, node, s.addr, s.len, s.layout);
+            // A node manager of this host: its rank may read this one's
+            // buffer itself (DmaHelper, single copy).
+            if (!s.is_inline && !s.layout) s.pid = ranks.offer_pid(me, node);
             batches[node].sends.push_back(std::move(s));
           }
           return;

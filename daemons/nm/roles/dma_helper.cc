@@ -37,7 +37,14 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     return rep;
   }
   LocalRanks& job = *ranks;
-  std::unordered_map<uint64_t, Chunk> remote;  // token -> chunk
+  // Remote chunks asked for, by token; `direct`: the receiving rank read it
+  // itself (with outcome `err`), the sender's node only confirms.
+  struct Pending {
+    Chunk c;
+    bool direct = false;
+    int32_t err = 0;
+  };
+  std::unordered_map<uint64_t, Pending> remote;
 
   // The sender's packed bytes [off, off + n), and the receiver's, whether
   // contiguous or not (layout.h).
@@ -118,6 +125,17 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       g.len = c.len;
       g.last = c.last ? 1 : 0;
       g.cancelled = m.cancel_late ? wire::kCancelLate : m.cancelled ? wire::kCancelDone : 0;
+      // A sender on a node manager of this host (it offered its process):
+      // a big contiguous chunk is read by the receiving rank itself, once,
+      // if it sleeps in MPI, instead of crossing both node managers.
+      if (m.send.pid && !g.cancelled && c.len >= kSingleCopyMin && !m.recv.layout) {
+        const int32_t e = job.copy_from_process(m.send.pid, m.recv.rank, g.addr,
+                                                m.recv.addr + c.offset, c.len);
+        if (e != LocalRanks::kNotDelegated) {
+          g.direct = 1;
+          g.direct_error = e;
+        }
+      }
       const uint32_t node = job.node_of(m.send.src);
       auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
@@ -126,7 +144,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
         finish_chunk(c, bcs_err_peer_gone);
         continue;
       }
-      remote.emplace(g.token, c);
+      remote.emplace(g.token, Pending{c, g.direct != 0, g.direct_error});
     }
   }
 
@@ -137,7 +155,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       spdlog::error("P2P: waiting for {} remote chunks: {}", remote.size(), core::status_str(s));
       rep.fail(fmt::format("{} remote chunk(s) never came: {}", remote.size(),
                            core::status_str(s)));
-      for (auto& [tok, c] : remote) finish_chunk(c, bcs_err_peer_gone);
+      for (auto& [tok, p] : remote) finish_chunk(p.c, bcs_err_peer_gone);
       remote.clear();
       break;
     }
@@ -146,14 +164,16 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     std::memcpy(&h, msg.data.data(), sizeof h);
     auto it = remote.find(h.token);
     if (it == remote.end()) continue;  // a late answer of an aborted slice
-    Chunk c = it->second;
+    const Pending p = it->second;
     remote.erase(it);
+    const Chunk& c = p.c;
     int32_t err = h.error;
     const size_t n = msg.data.size() - sizeof h;
-    if (!err && n != c.len) err = bcs_err_internal;
+    if (!err && n != (p.direct ? 0 : c.len)) err = bcs_err_internal;
+    if (!err && p.direct) err = p.err;
     if (!err && n)
       err = write_recv(*c.match, c.offset, msg.data.data() + sizeof h, n);
-    rep.bytes += n;
+    rep.bytes += p.direct ? c.len : n;
     finish_chunk(c, err);
   }
 
@@ -190,6 +210,16 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
                  "no send of that rank to that node covers it, refused",
                  g.job, m.from, g.len, g.addr, g.src_rank, g.src_request);
     h.error = bcs_err_peer_gone;
+  } else if (g.direct) {
+    // The receiving rank read the range itself; the sender learns how that
+    // went (its buffer may be the bad one), as from a read of ours.
+    const int32_t e = g.direct_error;
+    if (g.last)
+      ranks->complete_status(g.src_rank, g.src_request,
+                             e == 0 || e == bcs_err_peer_gone || e == bcs_err_bad_address
+                                 ? e
+                                 : bcs_err_internal,
+                             g.src_rank, 0, 0, 0);
   } else if (g.cancelled) {
     // The receiver's node took the send out of matching: nothing to read.
     if (g.len == 0 && g.last)  // complete_status bounds-checks the request index

@@ -99,6 +99,15 @@ class LocalRanks : public RankMemory {
                                    uint64_t /*dst*/, size_t /*len*/) {
     return kNotDelegated;
   }
+  // Single copy between node managers of one host: the process of local
+  // rank `from` if node `node` is on this host (it goes with the send
+  // descriptor, SendDesc::pid), else 0; and the copy order naming such a
+  // process, as copy_by_receiver.
+  virtual uint32_t offer_pid(int32_t /*from*/, uint32_t /*node*/) { return 0; }
+  virtual int32_t copy_from_process(uint32_t /*pid*/, int32_t /*to*/, uint64_t /*src*/,
+                                    uint64_t /*dst*/, size_t /*len*/) {
+    return kNotDelegated;
+  }
 };
 
 // The longest a role waits for the data of one microphase (descriptor

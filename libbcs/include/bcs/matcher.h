@@ -34,6 +34,9 @@ struct SendDesc {
   uint64_t addr = 0;      // in the sender's address space (not inline)
   LayoutPtr layout;       // non-contiguous: the blocks at addr (sender's node only)
   uint32_t request = 0;   // the sender's request slot (not inline)
+  // The sender's process, offered by its node manager to a receiver's node
+  // manager on the same host for a single copy (0: none).
+  uint32_t pid = 0;
   bool is_inline = false;
   std::vector<uint8_t> payload;  // inline bytes (len of them)
 };

@@ -56,10 +56,12 @@ class Switch {
  public:
   std::vector<FakeNet*> nets;
   std::function<void(uint32_t node, const core::Message&)> serve_get;
+  uint64_t dma_data_bytes = 0;  // every answer to a remote read, headers included
   void deliver(uint32_t from, uint32_t to, core::EventId ev, std::span<const uint8_t> b) {
     core::Message m;
     m.from = from;
     m.data.assign(b.begin(), b.end());
+    if (ev == wire::kEvDmaData) dma_data_bytes += b.size();
     if (ev == wire::kEvDmaGet) {
       serve_get(to, m);
       core::Message done;
@@ -150,6 +152,30 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   void rank_corrupted(int32_t r, const std::string& why) override { corrupted_.push_back({r, why}); }
   ReadGrants grants_;
   std::vector<std::pair<int32_t, std::string>> corrupted_;
+  // Node managers of one host: to the nodes in `host_peers` this node offers
+  // its ranks as processes kPidBase + rank; a copy order naming a process
+  // (the receiving rank reading it itself) is a checked copy here, recorded,
+  // and ends with `direct_result` if that is set.
+  static constexpr uint32_t kPidBase = 1000;
+  std::vector<uint32_t> host_peers;
+  struct DirectCopy {
+    uint32_t pid;
+    int32_t to;
+    uint64_t src, dst, len;
+  };
+  std::vector<DirectCopy> direct_copies;
+  int32_t direct_result = 0;
+  uint32_t offer_pid(int32_t from, uint32_t node) override {
+    const bool here = std::find(host_peers.begin(), host_peers.end(), node) != host_peers.end();
+    return here && is_local(from) ? kPidBase + static_cast<uint32_t>(from) : 0;
+  }
+  int32_t copy_from_process(uint32_t pid, int32_t to, uint64_t src, uint64_t dst,
+                            size_t len) override {
+    if (host_peers.empty()) return kNotDelegated;
+    direct_copies.push_back({pid, to, src, dst, len});
+    if (direct_result) return direct_result;
+    return write(to, dst, reinterpret_cast<const void*>(src), len);
+  }
   void complete(int32_t r, uint32_t req, int32_t e) override { complete_status(r, req, e, r, 0, 0, 0); }
   void complete_status(int32_t r, uint32_t req, int32_t e, int32_t src, int32_t tag, uint64_t bytes,
                        uint32_t found, uint64_t seq = 0) override {

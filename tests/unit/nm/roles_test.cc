@@ -106,6 +106,109 @@ TEST_F(TwoNodes, AMessageCrossesNodesByRemoteReadAndCompletesBothSides) {
   EXPECT_EQ(p2p[0].errors + p2p[1].errors, 0u);
 }
 
+// Node managers of one host: the sender's node offers its rank's process
+// with the send, and the receiving rank reads a big chunk itself, once; the
+// sender's node only checks the range against its grant and completes.
+TEST_F(TwoNodes, ABigMessageBetweenNodeManagersOfOneHostIsReadOnceByTheReceivingRank) {
+  nodes[0]->ranks.host_peers = {1};
+  nodes[1]->ranks.host_peers = {0};
+  std::vector<uint8_t> out(300 << 10), in(out.size(), 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 13 + 1);
+  nodes[0]->ranks.allow(0, out.data(), out.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 9, out.data(), out.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(0, 9, in.data(), in.size(), 4));
+  auto p2p = slice();
+  EXPECT_EQ(in, out);
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 4));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).error, 0);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).bytes, out.size());
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 3)) << "the sender's node completes the send";
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 3).error, 0);
+  ASSERT_EQ(nodes[1]->ranks.direct_copies.size(), 1u);
+  const auto& c = nodes[1]->ranks.direct_copies[0];
+  EXPECT_EQ(c.pid, FakeRanks::kPidBase + 0);
+  EXPECT_EQ(c.to, 1);
+  EXPECT_EQ(c.src, reinterpret_cast<uint64_t>(out.data()));
+  EXPECT_EQ(c.len, out.size());
+  EXPECT_EQ(sw.dma_data_bytes, sizeof(wire::DmaDataHeader)) << "no bytes crossed the node managers";
+  EXPECT_EQ(p2p[1].bytes, out.size());
+  EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u) << "the last chunk ends the grant";
+}
+
+TEST_F(TwoNodes, AReceivingRanksFailedReadFailsBothEnds) {
+  nodes[0]->ranks.host_peers = {1};
+  nodes[1]->ranks.host_peers = {0};
+  nodes[1]->ranks.direct_result = bcs_err_bad_address;
+  std::vector<uint8_t> out(200 << 10, 7), in(out.size(), 0);
+  nodes[0]->ranks.allow(0, out.data(), out.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 9, out.data(), out.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(0, 9, in.data(), in.size(), 4));
+  slice();
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 4));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).error, bcs_err_bad_address);
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 3));
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 3).error, bcs_err_bad_address)
+      << "the sender learns it too: its buffer may be the bad one";
+}
+
+TEST_F(TwoNodes, SmallMessagesAndPeersOfOtherHostsStillCrossByRemoteRead) {
+  auto cross = [&](size_t len) {
+    std::vector<uint8_t> out(len), in(len, 0);
+    for (size_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(i * 3);
+    nodes[0]->ranks.allow(0, out.data(), out.size());
+    nodes[1]->ranks.allow(1, in.data(), in.size());
+    nodes[0]->ranks.post(0, send_desc(1, 2, out.data(), out.size(), 5));
+    nodes[1]->ranks.post(1, recv_desc(0, 2, in.data(), in.size(), 6));
+    const uint64_t before = sw.dma_data_bytes;
+    slice();
+    EXPECT_EQ(in, out);
+    EXPECT_TRUE(nodes[1]->ranks.done(1, 6) && nodes[0]->ranks.done(0, 5));
+    nodes[0]->ranks.view_of(0).requests[5].state.store(static_cast<uint32_t>(ReqState::free));
+    nodes[1]->ranks.view_of(1).requests[6].state.store(static_cast<uint32_t>(ReqState::free));
+    return sw.dma_data_bytes - before - sizeof(wire::DmaDataHeader);
+  };
+  // Another host (nothing offered): the bytes travel, however big.
+  nodes[1]->ranks.host_peers = {0};
+  EXPECT_EQ(cross(300 << 10), 300u << 10);
+  // The same host, but a message too small to be worth waking the rank for.
+  nodes[0]->ranks.host_peers = {1};
+  EXPECT_EQ(cross(4000), 4000u);
+  EXPECT_TRUE(nodes[1]->ranks.direct_copies.empty());
+}
+
+// A node that says its rank read a range itself gets it checked like a
+// read: outside the grant, the send is not completed by it.
+TEST_F(TwoNodes, ADirectReadOutsideTheGrantIsRefused) {
+  static int sent[16];
+  nodes[0]->ranks.allow(0, sent, sizeof sent);
+  const auto a = reinterpret_cast<uint64_t>(sent);
+  nodes[0]->ranks.grants_.grant(0, 3, 1, a, sizeof sent);
+  nodes[0]->ranks.post(0, send_desc(1, 1, sent, 40000, 3));  // only to mark slot 3 pending
+  wire::DmaGet g;
+  g.job = 1;
+  g.token = 4;
+  g.src_rank = 0;
+  g.src_request = 3;
+  g.addr = a + 16;
+  g.len = sizeof sent;  // past the end
+  g.last = 1;
+  g.direct = 1;
+  core::Message m;
+  m.from = 1;
+  m.data = wire::encode(g);
+  DmaHelper::serve(m, &nodes[0]->ranks, nodes[0]->net);
+  auto& q = nodes[1]->net.inbox[wire::kEvDmaData];
+  ASSERT_EQ(q.size(), 1u);
+  wire::DmaDataHeader h;
+  ASSERT_EQ(q.front().data.size(), sizeof h);
+  std::memcpy(&h, q.front().data.data(), sizeof h);
+  EXPECT_EQ(h.error, bcs_err_peer_gone);
+  EXPECT_FALSE(nodes[0]->ranks.done(0, 3));
+  EXPECT_EQ(nodes[0]->ranks.grants_.size(), 1u);
+}
+
 TEST_F(TwoNodes, ALocalMessageIsCopiedByCrossMemoryAttach) {
   std::vector<uint8_t> out(3000, 0x5a), in(3000, 0);
   nodes[0]->ranks.allow(0, out.data(), out.size());

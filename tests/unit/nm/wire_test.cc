@@ -23,11 +23,23 @@ TEST(Wire, BatchWithSendsAndCancelsRoundTrips) {
   s.is_inline = true;
   s.payload = {1, 2, 3, 4};
   b.sends.push_back(s);
+  SendDesc big;  // read remotely; its sender's process offered
+  big.src = 1;
+  big.dst = 2;
+  big.len = 1 << 20;
+  big.addr = 0x7f0000001000;
+  big.request = 6;
+  big.pid = 4321;
+  b.sends.push_back(big);
   b.cancels.push_back(SendCancel{1, 2, 17});
   b.cancels.push_back(SendCancel{1, 2, 18, 5, true});
   const DescBatch c = decode_batch(encode(b));
-  ASSERT_EQ(c.sends.size(), 1u);
+  ASSERT_EQ(c.sends.size(), 2u);
   EXPECT_EQ(c.sends[0].payload, s.payload);
+  EXPECT_EQ(c.sends[0].pid, 0u);
+  EXPECT_EQ(c.sends[1].pid, 4321u);
+  EXPECT_EQ(c.sends[1].addr, big.addr);
+  EXPECT_EQ(c.sends[1].request, 6u);
   ASSERT_EQ(c.cancels.size(), 2u);
   EXPECT_EQ(c.cancels[0].request, 17u);
   EXPECT_EQ(c.cancels[0].dst, 2);
@@ -176,6 +188,25 @@ TEST(Wire, ABellRoundTripsAndAnUnknownKindIsRefused) {
   EXPECT_THROW(decode_bell(bytes), std::runtime_error);
   bytes.pop_back();
   EXPECT_THROW(decode_bell(bytes), std::runtime_error);
+}
+
+TEST(Wire, ARemoteReadRoundTripsAndAnUnknownDirectFlagIsRefused) {
+  DmaGet g;
+  g.job = 3;
+  g.token = 11;
+  g.len = 1 << 21;
+  g.last = 1;
+  g.direct = 1;
+  g.direct_error = 5;
+  const DmaGet d = decode_get(encode(g));
+  EXPECT_EQ(d.token, 11u);
+  EXPECT_EQ(d.direct, 1);
+  EXPECT_EQ(d.direct_error, 5);
+  g.direct = 2;
+  EXPECT_THROW(decode_get(encode(g)), std::runtime_error);
+  auto bytes = encode(DmaGet{});
+  bytes.pop_back();
+  EXPECT_THROW(decode_get(bytes), std::runtime_error);
 }
 
 }  // namespace
