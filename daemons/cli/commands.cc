@@ -436,10 +436,17 @@ int list_jobs(const JobsOptions& o) {
     return stub->List(&ctx, pb::ListRequest{}, &rep);
   });
   if (rc) return rc;
-  std::printf("%8s  %-8s  %-10s  %6s  %s\n", "JOB", "STATE", "USER", "RANKS", "PROGRAM");
+  // SLICE and CHUNK: the job's strobe period and per-slice budget; RATE the
+  // copy rate the budget was derived from ("-": --chunk named it).
+  std::printf("%8s  %-8s  %-10s  %6s  %9s  %10s  %9s  %s\n", "JOB", "STATE", "USER", "RANKS",
+              "SLICE_US", "CHUNK_B", "RATE_MBS", "PROGRAM");
   for (const auto& j : rep.jobs())
-    std::printf("%8llu  %-8s  %-10s  %6u  %s\n", static_cast<unsigned long long>(j.job_id()),
-                j.state().c_str(), j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
+    std::printf("%8llu  %-8s  %-10s  %6u  %9llu  %10llu  %9s  %s\n",
+                static_cast<unsigned long long>(j.job_id()), j.state().c_str(),
+                j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
+                static_cast<unsigned long long>(j.slice_ns() / 1000),
+                static_cast<unsigned long long>(j.chunk_bytes()),
+                j.copy_rate() ? std::to_string(j.copy_rate() / 1'000'000).c_str() : "-",
                 j.program().c_str());
   return 0;
 }

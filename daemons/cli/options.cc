@@ -164,7 +164,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       ->check(kAtLeastOne);
   run_cmd->add_option("--slice", slice, "Time slice (strobe period), e.g. 500us, 2ms")
       ->check(kSliceDuration);
-  run_cmd->add_option("--chunk", chunk, "Per-slice byte budget of a DMA helper, e.g. 64KiB")
+  run_cmd->add_option("--chunk", chunk,
+                      "Per-slice byte budget of a DMA helper, e.g. 64KiB (default: what the "
+                      "slowest node manager of the job copies in one slice)")
       ->check(kSize);
   run_cmd
       ->add_option("--max-unexpected", run.max_unexpected,

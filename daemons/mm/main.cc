@@ -66,7 +66,7 @@ class JobsService final : public v1::Jobs::Service {
 int main(int argc, char** argv) {
   using namespace bcs;
   CLI::App app{"bcs-mm: the bcs machine manager"};
-  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "2MiB", spin = "30us", token_file,
+  std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "auto", spin = "30us", token_file,
               level = "warn";
   int ready_fd = -1;
   uint64_t max_unexpected = bcs::mm::Config{}.max_unexpected;
@@ -78,7 +78,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--ready-fd", ready_fd, "write the bound port to this fd once listening");
   app.add_option("--slice", slice, "time slice (strobe period)")->capture_default_str();
-  app.add_option("--chunk", chunk, "per-slice byte budget of each DMA helper")
+  app.add_option("--chunk", chunk,
+                 "per-slice byte budget of each DMA helper; auto: what the slowest node manager "
+                 "of a job copies in one slice (each measures its copy rate when it starts)")
       ->capture_default_str();
   app.add_option("--max-unexpected", max_unexpected,
                  "unmatched sends one receiver may have waiting before sends to it are held "
@@ -175,8 +177,9 @@ int main(int argc, char** argv) {
                  slice.c_str());
     return 2;
   }
-  if (!ch || *ch == 0) {
-    std::fprintf(stderr, "bcs-mm: --chunk %s: expected a size such as 2MiB\n", chunk.c_str());
+  if (chunk != "auto" && (!ch || *ch == 0)) {
+    std::fprintf(stderr, "bcs-mm: --chunk %s: expected a size such as 2MiB, or auto\n",
+                 chunk.c_str());
     return 2;
   }
   auto sp = parse_duration_ns(spin);
@@ -202,7 +205,7 @@ int main(int argc, char** argv) {
   cfg.phase_watchdog = std::chrono::nanoseconds(*wd);
   cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
-  cfg.chunk_bytes = *ch;
+  cfg.chunk_bytes = chunk == "auto" ? 0 : *ch;
   cfg.max_unexpected = max_unexpected;
   cfg.emds_window = emds_window;
   // BCS_EMDS=off: no slice statistics, here and (the same variable) in the

@@ -12,6 +12,7 @@
 #include "job_limits.h"
 #include "launch.h"
 #include "peer.h"
+#include "slice_plan.h"
 #include "token.h"
 
 namespace bcs::mm {
@@ -107,6 +108,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
   node->hostname = msg.register_().hostname();
   node->any_user = msg.register_().any_user();
   node->pid = msg.register_().pid();
+  node->copy_rate = msg.register_().copy_rate();
   {
     std::lock_guard lk(mu_);
     if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};
@@ -602,6 +604,16 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
                   std::to_string((req.nranks() + kMaxRanksPerNode - 1) / kMaxRanksPerNode) +
                   " node managers)"};
   }
+  if (!j->chunk_bytes) {
+    // Derived: what the slowest of its node managers copies in a slice.
+    uint64_t rate = UINT64_MAX;
+    for (uint32_t n : j->nodes) {
+      const auto it = nodes_.find(n);
+      rate = std::min(rate, it == nodes_.end() ? 0 : it->second->copy_rate);
+    }
+    j->copy_rate = rate == UINT64_MAX ? 0 : rate;
+    j->chunk_bytes = chunk_budget(j->copy_rate, j->slice_ns);
+  }
   j->rank_done.assign(req.nranks(), false);
   j->rank_pids.assign(req.nranks(), "not started");
   jobs_[j->id] = j;
@@ -699,6 +711,9 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     x->set_job_id(id);
     x->set_program(j->req.program());
     x->set_nranks(j->req.nranks());
+    x->set_slice_ns(j->slice_ns);
+    x->set_chunk_bytes(j->chunk_bytes);
+    x->set_copy_rate(j->copy_rate);
     const char* s = "queued";
     switch (j->state) {
       case Job::State::queued:

@@ -26,7 +26,9 @@ namespace bcs::mm {
 
 struct Config {
   uint64_t slice_ns = 500'000;
-  uint64_t chunk_bytes = 2u << 20;
+  // Per-slice byte budget of a DMA helper; 0: each job's is derived from
+  // its node managers' copy rate and its slice (slice_plan.h, chunk_budget).
+  uint64_t chunk_bytes = 0;
   // Unmatched sends one receiver may have waiting before sends to it are
   // held in their senders' rings (--max-unexpected; per job bcs run).
   uint64_t max_unexpected = 65536;
@@ -64,6 +66,7 @@ struct Node {
   std::string name, hostname;
   uint32_t pid = 0;
   bool any_user = false;  // runs jobs as any user (Register::any_user)
+  uint64_t copy_rate = 0;  // bytes/s it copies memory (Register::copy_rate; 0: unknown)
   NodeStream* stream = nullptr;
   std::mutex write_mu;
   std::string ucx_address;
@@ -94,6 +97,7 @@ struct Job {
   gid_t gid = 0;
   std::vector<std::string> env;     // of the ranks: req.env with req.env_set applied
   uint64_t slice_ns = 0, chunk_bytes = 0, max_unexpected = 0;
+  uint64_t copy_rate = 0;  // what chunk_bytes was derived from (0: named by --chunk)
   bool fixed_strobe = false;
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id

@@ -92,4 +92,14 @@ FusedSlices split_fused(const wire::FusedReport& f, uint64_t first, uint32_t lea
   return out;
 }
 
+uint64_t chunk_budget(uint64_t copy_rate, uint64_t slice_ns) {
+  if (copy_rate == 0) return kDefaultChunk;
+  // Both come from elsewhere (a node manager's report, a request): no
+  // overflow whatever they are.
+  const unsigned __int128 bytes =
+      static_cast<unsigned __int128>(copy_rate) * slice_ns / 1'000'000'000u;
+  const uint64_t b = bytes > kMaxChunk ? kMaxChunk : static_cast<uint64_t>(bytes);
+  return std::max(kMinChunk, b & ~uint64_t{(64u << 10) - 1});
+}
+
 }  // namespace bcs::mm

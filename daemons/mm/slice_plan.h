@@ -41,6 +41,16 @@ struct MsmPlan {
 };
 MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node);
 
+// A job's per-slice chunk budget when --chunk names none: what the slowest
+// of its node managers copies in one slice (`copy_rate` bytes per second,
+// Register::copy_rate) at `slice_ns`, rounded down to 64 KiB and kept
+// within [kMinChunk, kMaxChunk]. A rate of 0 (not measured) gives
+// kDefaultChunk, the fixed budget of earlier versions.
+inline constexpr uint64_t kDefaultChunk = 2u << 20;
+inline constexpr uint64_t kMinChunk = 256u << 10;
+inline constexpr uint64_t kMaxChunk = 64u << 20;
+uint64_t chunk_budget(uint64_t copy_rate, uint64_t slice_ns);
+
 // A one-node job's fused report, cut into the slices it ran (the strobe's
 // slice `first`, then up to `lease_slices` more on the node's lease). The
 // node's bytes are input: each slice must start with its DEM, microphases

@@ -221,8 +221,9 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
   }
   if (j->failed) return false;
   j->state = Job::State::running;
-  spdlog::info("job {} running, slice {} us ({} strobe), chunk budget {} bytes", j->id,
-               j->slice_ns / 1000, j->fixed_strobe ? "fixed" : "adaptive", j->chunk_bytes);
+  spdlog::info("job {} running, slice {} us ({} strobe), chunk budget {} bytes{}", j->id,
+               j->slice_ns / 1000, j->fixed_strobe ? "fixed" : "adaptive", j->chunk_bytes,
+               j->copy_rate ? fmt::format(" (copy rate {} MB/s)", j->copy_rate / 1'000'000) : "");
   return true;
 }
 

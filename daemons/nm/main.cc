@@ -41,6 +41,7 @@
 #include "launch.h"
 #include "net.h"
 #include "nic.h"
+#include "copy_rate.h"
 #include "peer.h"
 #include "process_tree.h"
 #include "units.h"
@@ -381,12 +382,15 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   });
   std::thread io_thread([&] { io.run(); });
 
+  // Once per process (a reconnect reports the same figure).
+  static const uint64_t copy_rate = measure_copy_rate();
   v1::NodeMsg reg;
   reg.mutable_register_()->set_hostname(hostname());
   reg.mutable_register_()->set_name(name);
   reg.mutable_register_()->set_cores(std::thread::hardware_concurrency());
   reg.mutable_register_()->set_any_user(can_run_as_any_user());
   reg.mutable_register_()->set_pid(static_cast<uint32_t>(::getpid()));
+  reg.mutable_register_()->set_copy_rate(copy_rate);
   up.send(reg);
 
   std::unique_ptr<core::Fabric> fabric;

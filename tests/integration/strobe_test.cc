@@ -19,12 +19,14 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
 #include "bcs.grpc.pb.h"
 #include "harness.h"
 #include "standing.h"
+#include "slice_plan.h"
 #include "story.h"
 
 using namespace std::chrono_literals;
@@ -66,6 +68,32 @@ Pace pace_of(const Standing& c) {
     p.ahead += s.dem_ahead();
   }
   return p;
+}
+
+// The manager's jobs (all users': the stories run as the cluster's user).
+std::vector<pb::JobInfo> jobs_of(const Standing& c) {
+  auto stub = pb::Jobs::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  pb::ListReply rep;
+  const auto st = stub->List(&ctx, pb::ListRequest{}, &rep);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  return {rep.jobs().begin(), rep.jobs().end()};
+}
+
+// The most bytes (point-to-point and collective) any recorded slice moved.
+uint64_t busiest_slice_bytes(const Standing& c) {
+  auto stub = pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
+  grpc::ClientContext ctx;
+  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
+  pb::SlicesRequest req;
+  req.set_last(1000000);
+  pb::SlicesReply rep;
+  const auto st = stub->Slices(&ctx, req, &rep);
+  EXPECT_TRUE(st.ok()) << st.error_message();
+  uint64_t most = 0;
+  for (const auto& s : rep.slices()) most = std::max(most, s.bytes() + s.coll_bytes());
+  return most;
 }
 
 // Parameter: how many node managers (1: fused slices; 2: microphase by
@@ -165,6 +193,36 @@ TEST_P(StrobeStory, PerJobFixedStrobeNeverStartsEarly) {
   EXPECT_EQ(p.early, 0u);
   EXPECT_EQ(p.skipped, 0u);
   c.expect_alive_then_stop();
+}
+
+// Without --chunk a job's per-slice budget is one slice of copying at the
+// rate its slowest node manager measured when it started; --chunk still
+// names it. Either way a 64 MiB message moves in slices of exactly that
+// budget (and the last, smaller one).
+TEST_P(StrobeStory, AJobsChunkBudgetIsOneSliceOfCopyingUnlessChunkNamesIt) {
+  for (const std::string chunk : {"", "1MiB"}) {
+    SCOPED_TRACE(chunk.empty() ? "derived budget" : "--chunk " + chunk);
+    Standing c(GetParam(), {"--emds-window", kWindow});
+    ASSERT_TRUE(c.up());
+    std::vector<std::string> args{"-n", "2", "--nodes", nodes(), "--slice", "500us"};
+    if (!chunk.empty()) args.insert(args.end(), {"--chunk", chunk});
+    args.insert(args.end(), {prog("prog_pingpong"), "--bench", "1", "67108864"});
+    auto r = c.run(args);
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const auto jobs = jobs_of(c);
+    ASSERT_EQ(jobs.size(), 1u);
+    const pb::JobInfo& j = jobs[0];
+    EXPECT_EQ(j.slice_ns(), 500'000u);
+    if (chunk.empty()) {
+      EXPECT_GT(j.copy_rate(), 0u) << "every node manager measured its copy rate";
+      EXPECT_EQ(j.chunk_bytes(), bcs::mm::chunk_budget(j.copy_rate(), j.slice_ns()));
+    } else {
+      EXPECT_EQ(j.copy_rate(), 0u) << "named, not derived";
+      EXPECT_EQ(j.chunk_bytes(), 1u << 20);
+    }
+    EXPECT_EQ(busiest_slice_bytes(c), std::min<uint64_t>(j.chunk_bytes(), 64u << 20));
+    c.expect_alive_then_stop();
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(NodeManagers, StrobeStory, testing::Values(1, 2),

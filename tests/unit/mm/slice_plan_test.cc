@@ -189,5 +189,25 @@ TEST(FusedReport, PartsOutOfOrderOrBeyondTheLeaseAreRefused) {
   EXPECT_EQ(c.begins, (std::vector<size_t>{0, 1}));
 }
 
+// The budget a job gets without --chunk: one slice's worth of copying at
+// the slowest node's rate, in 64 KiB steps, within the bounds.
+TEST(SlicePlan, TheChunkBudgetIsWhatTheSlowestNodeCopiesInOneSlice) {
+  // 6 GB/s for 500 us: 3,000,000 bytes, rounded down to 64 KiB = 2,949,120.
+  EXPECT_EQ(chunk_budget(6'000'000'000, 500'000), 45u * (64u << 10));
+  EXPECT_EQ(chunk_budget(6'000'000'000, 500'000) % (64u << 10), 0u);
+  // Twice the slice, twice the budget (up to the rounding).
+  EXPECT_EQ(chunk_budget(6'000'000'000, 1'000'000), 91u * (64u << 10));
+  // Bounds: a short slice or a slow node still moves kMinChunk; a long
+  // slice on a fast node no more than kMaxChunk.
+  EXPECT_EQ(chunk_budget(6'000'000'000, 10'000), kMinChunk);
+  EXPECT_EQ(chunk_budget(1, 500'000), kMinChunk);
+  EXPECT_EQ(chunk_budget(6'000'000'000, 10'000'000'000), kMaxChunk);
+  // A rate no node measured: the old fixed budget. Absurd figures (a node
+  // manager's report is input) neither overflow nor escape the bounds.
+  EXPECT_EQ(chunk_budget(0, 500'000), kDefaultChunk);
+  EXPECT_EQ(chunk_budget(UINT64_MAX, UINT64_MAX), kMaxChunk);
+  EXPECT_EQ(chunk_budget(UINT64_MAX, 1), kMaxChunk);
+}
+
 }  // namespace
 }  // namespace bcs::mm
