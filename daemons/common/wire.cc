@@ -119,6 +119,7 @@ std::vector<uint8_t> encode(const Report& x) {
   w.put(x.bytes);
   w.put(x.collectives);
   w.put<uint8_t>(x.all_blocked);
+  w.put<uint8_t>(x.post_started);
   w.put<uint8_t>(x.parked);
   w.put(x.waited_ns);
   w.put(x.errors);
@@ -144,6 +145,7 @@ Report decode_report(std::span<const uint8_t> b) {
   x.bytes = r.get<uint64_t>();
   x.collectives = r.get<uint32_t>();
   x.all_blocked = r.get<uint8_t>() != 0;
+  x.post_started = r.get<uint8_t>() != 0;
   x.parked = r.get<uint8_t>() != 0;
   x.waited_ns = r.get<uint64_t>();
   x.errors = r.get<uint32_t>();

@@ -247,19 +247,26 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     if (f.parts.size() - first == 1) break;
     if (k == 0) leasing_.store(1, std::memory_order_seq_cst);
     // The next slice starts when every rank is blocked, or at the end of a
-    // period in which something was posted (the strobe's own rules). A
-    // period that passes with nothing to do is skipped at the cost of a
-    // timed-out futex wait, where the manager would strobe a slice with
-    // nothing to do: a rank computing between communications no longer
-    // shares its core with a round trip per period. The period is the job's.
+    // period in which something was posted (the strobe's own rules), or -
+    // the node's own rule - as soon as a rank posts while another waits in
+    // MPI: what it posted may be what the other waits for (a halo exchange
+    // where one rank still computes), and the period would only add
+    // latency. A period that passes with nothing to do is skipped at the
+    // cost of a timed-out futex wait, where the manager would strobe a
+    // slice with nothing to do: a rank computing between communications no
+    // longer shares its core with a round trip per period. The period is
+    // the job's.
     const uint64_t slice_ns = st_->ranks.job()->spec().slice_ns;
     const std::chrono::nanoseconds period(slice_ns ? slice_ns : s.lease_ns);
     auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
     uint32_t skipped = 0;
-    bool blocked = false, go = false;
+    bool blocked = false, posted = false, go = false;
     for (;;) {
-      if (wait_all_blocked(std::min(period_end, deadline))) {
-        go = blocked = true;
+      bool all = false;
+      if (wait_slice_start(std::min(period_end, deadline), &all)) {
+        go = true;
+        blocked = all;
+        posted = !all;
         break;
       }
       if (clock::now() >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
@@ -274,8 +281,9 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
       f.skipped = skipped;
       break;
     }
-    // Read by the manager: the slice after this one began early.
+    // Read by the manager: the slice after this one began early, and why.
     f.parts.back().all_blocked = blocked;
+    f.parts.back().post_started = posted;
     m.slice += 1 + skipped;
     m.may_park = false;       // only the manager parks, after slices with nothing to do
     m.job_blocked = blocked;  // every rank of this one-node job is, or not
@@ -321,6 +329,41 @@ bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point 
   if (dem.run_rm && !run(Phase::rm)) return false;
   for (const auto& r : dem.coll_release) released[r.context] = r.level;
   return true;
+}
+
+bool Nic::wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all) {
+  using clock = std::chrono::steady_clock;
+  const auto& job = st_->ranks.job();
+  if (!job->nm_flag(kNmBellOnBlock)) return false;  // a fixed strobe never leases
+  std::atomic<uint32_t>* bell = job->bell();
+  // Whatever ends the wait, ranks stop ringing for it.
+  struct Quiet {
+    NmJob& job;
+    ~Quiet() {
+      job.set_nm_flag(kNmBellOnPost, false);
+      job.set_nm_flag(kNmBellOnAnyBlock, false);
+    }
+  } quiet{*job};
+  job->set_nm_flag(kNmBellOnAnyBlock, true);
+  for (;;) {
+    // Read the bell, then look: a rank that blocks, or posts while asked
+    // to, after the look rings, which changes the word, and the futex does
+    // not sleep.
+    const uint32_t seen = bell->load(std::memory_order_seq_cst);
+    *all = job->all_blocked();
+    if (*all) return true;
+    // Posts ring only while some rank waits, so a job whose ranks all
+    // compute and post pays no system call per post; a rank that starts
+    // waiting rings (kNmBellOnAnyBlock) and posts start ringing then.
+    const bool waiter = job->blocked_count() > 0;
+    if (waiter != job->nm_flag(kNmBellOnPost)) job->set_nm_flag(kNmBellOnPost, waiter);
+    if (waiter && !job->rings_empty()) return true;
+    const auto now = clock::now();
+    if (now >= deadline) return false;
+    futex_wait(bell, seen,
+               static_cast<uint64_t>(
+                   std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count()));
+  }
 }
 
 bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {

@@ -138,6 +138,10 @@ class Nic : private Net {
   // Within a lease: sleeps on the job's bell until every local rank is
   // blocked (true) or `deadline` passes (false).
   bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
+  // Within a lease, between slices: true when the next slice may start -
+  // every local rank is blocked (*all), or some rank waits and another has
+  // posted since the last DEM (kNmBellOnPost) - false at `deadline`.
+  bool wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all);
   // Within a lease: nothing posted, nothing in flight, no collective in its
   // rounds; the next slice would have nothing to do.
   bool node_idle();

@@ -171,11 +171,12 @@ void post(Descriptor& d) {
   if (s.slice_hooks) run_slice_hooks();
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
   if (bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) {
-    // A parked strobe (nothing to do anywhere) wakes only when rung. The NM
-    // sets kNmParked, then re-reads the rings; we publish the head, then
-    // read the flag: with both fences one of us sees the other.
+    // A parked strobe (nothing to do anywhere) wakes only when rung, and so
+    // does a node waiting out its period while some rank waits. The NM sets
+    // the flag, then re-reads the rings; we publish the head, then read the
+    // flag: with both fences one of us sees the other.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmParked)
+    if (s.header->nm_flags.load(std::memory_order_relaxed) & (bcs::kNmParked | bcs::kNmBellOnPost))
       bcs::segment_ring_bell(&s.header->bell);
     return;
   }

@@ -159,9 +159,12 @@ void wait_until(Pred ready) {
     // start the next slice at once (work-conserving strobe). Every rank sets
     // its flag before it looks at the others (seq_cst), so of two ranks
     // blocking together at least one sees both and rings.
+    // A node between slices of its lease wants to hear of every rank that
+    // starts waiting (kNmBellOnAnyBlock).
     auto& s = st();
-    if ((s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmBellOnBlock) &&
-        bcs::segment_all_blocked(s.map.base(), s.layout))
+    const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
+    if ((nm & bcs::kNmBellOnAnyBlock) ||
+        ((nm & bcs::kNmBellOnBlock) && bcs::segment_all_blocked(s.map.base(), s.layout)))
       bcs::segment_ring_bell(&s.header->bell);
     bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
     ctl->waiting.store(0, std::memory_order_relaxed);

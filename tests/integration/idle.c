@@ -1,10 +1,14 @@
 /* A job that computes instead of communicating: after a barrier every rank
  * sleeps (argv[1] seconds, default 2), outside MPI, then meets the others
  * at a barrier; argv[2] times (default 1). What the runtime does meanwhile
- * is overhead. */
+ * is overhead.
+ * With argv[3] "post": rank 0 waits in MPI_Recv instead, each round, for
+ * the 8 bytes rank 1 sends after its sleep; rank 1 goes back to sleeping
+ * (computing) at once, never blocked, and the last rank meets at a barrier. */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <time.h>
 
 int main(int argc, char** argv) {
@@ -13,12 +17,28 @@ int main(int argc, char** argv) {
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
   const double secs = argc > 1 ? atof(argv[1]) : 2.0;
   const int rounds = argc > 2 ? atoi(argv[2]) : 1;
+  const int post = argc > 3 && strcmp(argv[3], "post") == 0;
+  struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
   MPI_Barrier(MPI_COMM_WORLD);
   for (int i = 0; i < rounds; ++i) {
-    struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
+    if (post && rank == 0) {
+      long got = -1;
+      MPI_Recv(&got, 1, MPI_LONG, 1, 0, MPI_COMM_WORLD, MPI_STATUS_IGNORE);
+      if (got != i) {
+        fprintf(stderr, "round %d: got %ld\n", i, got);
+        MPI_Abort(MPI_COMM_WORLD, 1);
+      }
+      continue;
+    }
     nanosleep(&ts, NULL);
-    MPI_Barrier(MPI_COMM_WORLD);
+    if (post) {
+      long v = i;
+      if (rank == 1) MPI_Send(&v, 1, MPI_LONG, 0, 0, MPI_COMM_WORLD);
+    } else {
+      MPI_Barrier(MPI_COMM_WORLD);
+    }
   }
+  if (post) MPI_Barrier(MPI_COMM_WORLD);
   if (rank == 0) printf("idle ok\n");
   MPI_Finalize();
   return 0;

@@ -183,6 +183,29 @@ TEST_P(StrobeStory, WhenEveryRankIsBlockedTheNextSliceStartsAtOnce) {
   c.expect_alive_then_stop();
 }
 
+// One node manager paces its own slices between strobes (its lease), and
+// starts the next one at once when a rank posts while another waits in
+// MPI: rank 1 sends a message every 2 ms and goes on computing (never
+// blocked), rank 0 waits for each. Without that rule neither rank being
+// blocked would leave each message to the period's end (not early);
+// with it most message slices start early. (Two node managers keep the
+// strobe's rules: every rank blocked, or the period.)
+TEST_P(StrobeStory, ARankPostingWhileAnotherWaitsStartsTheNextSliceAtOnce) {
+  if (GetParam() != 1) GTEST_SKIP() << "a node's own pacing: one node manager";
+  Standing c(1, {"--emds-window", kWindow});
+  ASSERT_TRUE(c.up());
+  const int rounds = 40;
+  auto r = c.run({"-n", "2", it_prog("it_idle"), "0.002", std::to_string(rounds), "post"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_NE(r.out.find("idle ok"), std::string::npos);
+  const Pace p = pace_of(c);
+  // A lease lasts at most 10 ms, so about every fifth message meets a
+  // fresh strobe (whose start follows the manager's rules) instead.
+  EXPECT_GE(p.early, static_cast<uint64_t>(rounds / 2))
+      << p.strobed << " slices, " << p.early << " early, " << p.leased << " leased";
+  c.expect_alive_then_stop();
+}
+
 TEST_P(StrobeStory, PerJobFixedStrobeNeverStartsEarly) {
   Standing c(GetParam(), {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
