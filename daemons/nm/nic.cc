@@ -354,10 +354,13 @@ bool Nic::wait_slice_start(std::chrono::steady_clock::time_point deadline, bool*
     if (*all) return true;
     // Posts ring only while some rank waits, so a job whose ranks all
     // compute and post pays no system call per post; a rank that starts
-    // waiting rings (kNmBellOnAnyBlock) and posts start ringing then.
-    const bool waiter = job->blocked_count() > 0;
+    // waiting rings (kNmBellOnAnyBlock) and posts start ringing then. The
+    // slice starts for a post that may complete a waiting rank (a send to
+    // it, a collective), not for every post: a rank posting several
+    // requests before it waits would otherwise cut them into a slice each.
+    const bool waiter = job->any_waiting();
     if (waiter != job->nm_flag(kNmBellOnPost)) job->set_nm_flag(kNmBellOnPost, waiter);
-    if (waiter && !job->rings_empty()) return true;
+    if (waiter && job->posted_for_waiter()) return true;
     const auto now = clock::now();
     if (now >= deadline) return false;
     futex_wait(bell, seen,
