@@ -53,6 +53,26 @@ void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
 // Messages to node managers are queued under mu_ and written here, outside
 // it, so that a node slow to read can never block the manager's state. The
 // flush lock keeps the per-node order of messages.
+void Manager::take_local_slices(const Node& node, const v1::LocalSlices& batch) {
+  // Checked like any message from the network: bounded, sane counts,
+  // slices in order. A bad batch is dropped, the node keeps running.
+  // (node.name is fixed at registration; node_series_ locks itself.)
+  const auto& b = batch.slices();
+  std::vector<monitor::LocalSliceRecord> recs;
+  std::string why;
+  if (b.size() > static_cast<int>(node_series_.window()) + 1) why = "too many slices in one batch";
+  for (int i = 0; why.empty() && i < b.size(); ++i) {
+    monitor::LocalSliceRecord r;
+    if (!monitor::local_from_proto(b[i], &r, &why)) break;
+    if (!recs.empty() && r.slice <= recs.back().slice) why = "slices out of order";
+    recs.push_back(r);
+  }
+  if (!why.empty())
+    spdlog::warn("node {} sent bad local slice statistics: {}", node.name, why);
+  else
+    node_series_.record(node.name, recs);
+}
+
 void Manager::flush() {
   std::lock_guard fl(flush_mu_);
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> out;
@@ -122,6 +142,14 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
   spdlog::info("node {} registered: {} (pid {})", node->id, node->name, node->pid);
 
   while (stream->Read(&msg)) {
+    // A node's local slice statistics (a batch up to ten times a second,
+    // hundreds of records) are parsed and kept without mu_: the strobe
+    // sender takes mu_ every slice, at real-time priority, and should not
+    // wait behind a parse in a thread that is not.
+    if (msg.msg_case() == v1::NodeMsg::kLocalSlices) {
+      take_local_slices(*node, msg.local_slices());
+      continue;
+    }
     std::unique_lock lk(mu_);
     switch (msg.msg_case()) {
       case v1::NodeMsg::kFabricReady: {
@@ -182,25 +210,6 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
           rank_exit_locked(*it->second, node->id, msg.rank_exit());
           keep_mmds_locked(*it->second, *node, msg.rank_exit());
         }
-        break;
-      }
-      case v1::NodeMsg::kLocalSlices: {
-        // Checked like any message from the network: bounded, sane counts,
-        // slices in order. A bad batch is dropped, the node keeps running.
-        const auto& b = msg.local_slices().slices();
-        std::vector<monitor::LocalSliceRecord> recs;
-        std::string why;
-        if (b.size() > static_cast<int>(node_series_.window()) + 1) why = "too many slices in one batch";
-        for (int i = 0; why.empty() && i < b.size(); ++i) {
-          monitor::LocalSliceRecord r;
-          if (!monitor::local_from_proto(b[i], &r, &why)) break;
-          if (!recs.empty() && r.slice <= recs.back().slice) why = "slices out of order";
-          recs.push_back(r);
-        }
-        if (!why.empty())
-          spdlog::warn("node {} sent bad local slice statistics: {}", node->name, why);
-        else
-          node_series_.record(node->name, recs);
         break;
       }
       default:

@@ -178,6 +178,8 @@ class Manager {
   std::string may_touch(const Caller& c, const Job& j) const;
   void queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m);
   void flush();
+  // NodeMsg::local_slices, taken without mu_.
+  void take_local_slices(const Node& node, const v1::LocalSlices& batch);
   void broadcast_peers_locked();
   void fail_job_locked(Job& j, int status, const std::string& message);
   void keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e);
