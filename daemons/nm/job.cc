@@ -625,12 +625,6 @@ void NmJob::set_nm_flag(uint32_t flag, bool on) {
   header()->nm_flags.store(f, std::memory_order_seq_cst);
 }
 
-bool NmJob::any_waiting() {
-  for (auto& r : ranks_)
-    if (view(*r).ctl->waiting.load(std::memory_order_seq_cst)) return true;
-  return false;
-}
-
 bool NmJob::posted_for_waiter() {
   constexpr uint64_t kPeekMax = 64;  // descriptors looked at per rank
   for (auto& r : ranks_) {
@@ -642,9 +636,7 @@ bool NmJob::posted_for_waiter() {
     const uint64_t n = std::min<uint64_t>({head - seen, v.ring_slots, kPeekMax});
     for (uint64_t i = head - n; i != head; ++i) {
       const Descriptor& d = v.ring[i & (v.ring_slots - 1)];
-      const auto kind = d.kind;
-      if (kind == DescKind::coll) return true;
-      if (kind != DescKind::send) continue;
+      if (d.kind != DescKind::send) continue;
       const int32_t peer = d.peer;
       if (peer < 0 || static_cast<uint32_t>(peer) >= spec_.nranks || !is_local(peer)) continue;
       if (view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst)) return true;

@@ -125,13 +125,10 @@ class NmJob {
   // No local rank posted a descriptor since the buffer sender last read
   // its ring (sends it holds back are not news).
   bool rings_empty();
-  // Some local rank sleeps in a blocking MPI call (finalized ones do not
-  // count: they wait for nothing).
-  bool any_waiting();
-  // Since the buffer sender last read the rings, some rank posted what may
-  // complete a waiting rank: a send to a local rank that sleeps in MPI, or
-  // a collective. Only a peek at rank-written descriptors, bounded; the
-  // DEM reads and checks them properly.
+  // Since the buffer sender last read the rings, some rank posted a send
+  // to a local rank that sleeps in MPI (which it may complete). Only a
+  // peek at rank-written descriptors, bounded; the DEM reads and checks
+  // them properly.
   bool posted_for_waiter();
   void ring_seen(int32_t world_rank, uint64_t head) {
     local(world_rank).seen_head.store(head, std::memory_order_relaxed);

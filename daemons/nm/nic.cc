@@ -228,7 +228,12 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
   // bell again; Run() then stores the final epoch and scans.
   struct LeaseEnd {
     std::atomic<uint32_t>& leasing;
+    std::shared_ptr<NmJob> job;  // asked its ranks to ring (wait_slice_start)
     ~LeaseEnd() {
+      if (job) {
+        job->set_nm_flag(kNmBellOnPost, false);
+        job->set_nm_flag(kNmBellOnAnyBlock, false);
+      }
       if (leasing.load(std::memory_order_relaxed)) {
         leasing.store(0, std::memory_order_seq_cst);
         futex_wake_all(&leasing);
@@ -245,12 +250,21 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     if (!ok || !st_ || k >= lease) break;
     // Only a DEM: nothing was drained, matched, moved or combined.
     if (f.parts.size() - first == 1) break;
-    if (k == 0) leasing_.store(1, std::memory_order_seq_cst);
+    if (k == 0) {
+      leasing_.store(1, std::memory_order_seq_cst);
+      // For the whole lease, not per wait: ranks read nm_flags on every
+      // post, and a word the node rewrote each slice would cost each post
+      // a cache miss. (A rank ringing during a slice costs it a FUTEX_WAKE
+      // nobody sleeps on.)
+      lease_end.job = st_->ranks.job();
+      lease_end.job->set_nm_flag(kNmBellOnAnyBlock, true);
+      lease_end.job->set_nm_flag(kNmBellOnPost, true);
+    }
     // The next slice starts when every rank is blocked, or at the end of a
     // period in which something was posted (the strobe's own rules), or -
-    // the node's own rule - as soon as a rank posts while another waits in
-    // MPI: what it posted may be what the other waits for (a halo exchange
-    // where one rank still computes), and the period would only add
+    // the node's own rule - as soon as a rank posts a send to a rank that
+    // waits in MPI: it may be what that rank waits for (a halo exchange
+    // where the sender still computes), and the period would only add
     // latency. A period that passes with nothing to do is skipped at the
     // cost of a timed-out futex wait, where the manager would strobe a
     // slice with nothing to do: a rank computing between communications no
@@ -336,31 +350,23 @@ bool Nic::wait_slice_start(std::chrono::steady_clock::time_point deadline, bool*
   const auto& job = st_->ranks.job();
   if (!job->nm_flag(kNmBellOnBlock)) return false;  // a fixed strobe never leases
   std::atomic<uint32_t>* bell = job->bell();
-  // Whatever ends the wait, ranks stop ringing for it.
-  struct Quiet {
-    NmJob& job;
-    ~Quiet() {
-      job.set_nm_flag(kNmBellOnPost, false);
-      job.set_nm_flag(kNmBellOnAnyBlock, false);
-    }
-  } quiet{*job};
-  job->set_nm_flag(kNmBellOnAnyBlock, true);
+  // On the lease (run_fused sets the flags) a rank that starts waiting
+  // rings (a send to it may be in a ring already), and so does a rank that
+  // posts a send to one that waits; other posts ring nothing, so ranks
+  // that compute and post pay no system call.
   for (;;) {
-    // Read the bell, then look: a rank that blocks, or posts while asked
-    // to, after the look rings, which changes the word, and the futex does
-    // not sleep.
+    // Read the bell, then look: a rank that blocks, or posts such a send,
+    // after the look rings, which changes the word, and the futex does not
+    // sleep.
     const uint32_t seen = bell->load(std::memory_order_seq_cst);
     *all = job->all_blocked();
     if (*all) return true;
-    // Posts ring only while some rank waits, so a job whose ranks all
-    // compute and post pays no system call per post; a rank that starts
-    // waiting rings (kNmBellOnAnyBlock) and posts start ringing then. The
-    // slice starts for a post that may complete a waiting rank (a send to
-    // it, a collective), not for every post: a rank posting several
-    // requests before it waits would otherwise cut them into a slice each.
-    const bool waiter = job->any_waiting();
-    if (waiter != job->nm_flag(kNmBellOnPost)) job->set_nm_flag(kNmBellOnPost, waiter);
-    if (waiter && job->posted_for_waiter()) return true;
+    // The slice starts for a send that may complete a waiting rank, not
+    // for any post: a rank posting several requests before it waits would
+    // otherwise cut them into a slice each, and a collective completes
+    // only when its last member posts, which then blocks (every rank
+    // blocked, above, when all take part).
+    if (job->posted_for_waiter()) return true;
     const auto now = clock::now();
     if (now >= deadline) return false;
     futex_wait(bell, seen,

@@ -139,7 +139,7 @@ class Nic : private Net {
   // blocked (true) or `deadline` passes (false).
   bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
   // Within a lease, between slices: true when the next slice may start -
-  // every local rank is blocked (*all), or some rank waits and another has
+  // every local rank is blocked (*all), or a send to a rank that waits was
   // posted since the last DEM (kNmBellOnPost) - false at `deadline`.
   bool wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all);
   // Within a lease: nothing posted, nothing in flight, no collective in its

@@ -97,6 +97,11 @@ bcs_status_t bcs_init(void) {
   s.free_slots.reserve(s.view.request_slots);
   s.send_dest.assign(s.view.request_slots, -1);
   s.send_seq.assign(static_cast<size_t>(s.size), 0);
+  s.local_ctl.assign(static_cast<size_t>(s.size), nullptr);
+  for (uint32_t i = 0; i < l.nlocal; ++i) {
+    bcs::RankControl* c = bcs::segment_rank_view(s.map.base(), i, l).ctl;
+    if (c->world_rank >= 0 && c->world_rank < s.size) s.local_ctl[static_cast<size_t>(c->world_rank)] = c;
+  }
   for (uint32_t i = s.view.request_slots; i-- > 0;) {
     s.free_slots.push_back(i);  // slot 0 on top
     slot(i).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);

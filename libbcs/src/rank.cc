@@ -166,17 +166,27 @@ void run_slice_hooks() {
 
 // Posts `d`, sleeping while the ring is full (the NM frees slots at every
 // strobe and wakes waiting ranks). Nothing is ever dropped.
+namespace {
+bool send_to_waiting(const Descriptor& d) {
+  if (d.kind != DescKind::send || d.peer < 0 || d.peer >= st().size) return false;
+  const bcs::RankControl* c = st().local_ctl[static_cast<size_t>(d.peer)];
+  return c && c->waiting.load(std::memory_order_relaxed);
+}
+}  // namespace
+
 void post(Descriptor& d) {
   auto& s = st();
   if (s.slice_hooks) run_slice_hooks();
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
   if (bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) {
     // A parked strobe (nothing to do anywhere) wakes only when rung, and so
-    // does a node waiting out its period while some rank waits. The NM sets
+    // does a node between the slices of its lease for a send to a rank of
+    // it that waits (which the send may be what it waits for). The NM sets
     // the flag, then re-reads the rings; we publish the head, then read the
     // flag: with both fences one of us sees the other.
     std::atomic_thread_fence(std::memory_order_seq_cst);
-    if (s.header->nm_flags.load(std::memory_order_relaxed) & (bcs::kNmParked | bcs::kNmBellOnPost))
+    const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
+    if ((nm & bcs::kNmParked) || ((nm & bcs::kNmBellOnPost) && send_to_waiting(d)))
       bcs::segment_ring_bell(&s.header->bell);
     return;
   }

@@ -84,6 +84,10 @@ struct State {
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
   std::vector<int32_t> send_dest;                  // per slot: the destination of a send
   std::vector<uint64_t> send_seq;                  // per world rank: sends posted to it
+  // Per world rank: its control block if it runs on this node (null
+  // otherwise), to see whether a send goes to a rank that waits
+  // (kNmBellOnPost).
+  std::vector<bcs::RankControl*> local_ctl;
   std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bcs_msg_observer_t observer = nullptr;           // bcs_set_msg_observer

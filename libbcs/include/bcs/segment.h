@@ -279,12 +279,12 @@ constexpr uint32_t kNmBellOnBlock = 1;  // ring when this rank blocks and every
                                         // other local rank is blocked too (the
                                         // strobe may start the next slice at once)
 constexpr uint32_t kNmParked = 2;       // the strobe is parked: ring after a post
-// A one-node job's node pacing its own slices (its lease) between two
-// slices: a rank posting while another waits starts the next slice at once.
-constexpr uint32_t kNmBellOnPost = 4;      // some local rank waits: ring after a
-                                           // post (it may be what that rank waits for)
-constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not (so the
-                                           // node learns that a rank waits)
+// A one-node job's node pacing its own slices (its lease), between two
+// slices: a send to a rank that waits starts the next slice at once.
+constexpr uint32_t kNmBellOnPost = 4;      // ring after posting a send to a local
+                                           // rank that waits (RankControl::waiting)
+constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not (a
+                                           // send to it may be in a ring already)
 
 struct alignas(64) SegmentHeader {
   uint32_t magic;
