@@ -346,14 +346,24 @@ bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point 
 }
 
 bool Nic::wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all) {
+  return wait_on_bell(deadline, true, all);
+}
+
+bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {
+  bool all = false;
+  return wait_on_bell(deadline, false, &all);
+}
+
+bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool sends, bool* all) {
   using clock = std::chrono::steady_clock;
   const auto& job = st_->ranks.job();
-  if (!job->nm_flag(kNmBellOnBlock)) return false;  // a fixed strobe never leases
-  std::atomic<uint32_t>* bell = job->bell();
-  // On the lease (run_fused sets the flags) a rank that starts waiting
-  // rings (a send to it may be in a ring already), and so does a rank that
+  // Ranks ring only when asked to (a fixed strobe never leases or holds).
+  // On a lease (run_fused sets the flags) a rank that starts waiting rings
+  // too (a send to it may be in a ring already), and so does a rank that
   // posts a send to one that waits; other posts ring nothing, so ranks
   // that compute and post pay no system call.
+  if (!job->nm_flag(kNmBellOnBlock)) return false;
+  std::atomic<uint32_t>* bell = job->bell();
   for (;;) {
     // Read the bell, then look: a rank that blocks, or posts such a send,
     // after the look rings, which changes the word, and the futex does not
@@ -366,26 +376,7 @@ bool Nic::wait_slice_start(std::chrono::steady_clock::time_point deadline, bool*
     // otherwise cut them into a slice each, and a collective completes
     // only when its last member posts, which then blocks (every rank
     // blocked, above, when all take part).
-    if (job->posted_for_waiter()) return true;
-    const auto now = clock::now();
-    if (now >= deadline) return false;
-    futex_wait(bell, seen,
-               static_cast<uint64_t>(
-                   std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count()));
-  }
-}
-
-bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {
-  using clock = std::chrono::steady_clock;
-  const auto& job = st_->ranks.job();
-  // Ranks ring only when asked to (a fixed strobe never leases).
-  if (!job->nm_flag(kNmBellOnBlock)) return false;
-  std::atomic<uint32_t>* bell = job->bell();
-  for (;;) {
-    // Read the bell, then scan: a rank that blocks after the scan rings,
-    // which changes the word, and the futex does not sleep.
-    const uint32_t seen = bell->load(std::memory_order_seq_cst);
-    if (job->all_blocked()) return true;
+    if (sends && job->posted_for_waiter()) return true;
     const auto now = clock::now();
     if (now >= deadline) return false;
     futex_wait(bell, seen,

@@ -142,6 +142,9 @@ class Nic : private Net {
   // every local rank is blocked (*all), or a send to a rank that waits was
   // posted since the last DEM (kNmBellOnPost) - false at `deadline`.
   bool wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all);
+  // Both: sleeps on the job's bell until every rank is blocked (*all) or,
+  // with `sends`, a send to a waiting rank was posted; false at `deadline`.
+  bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool sends, bool* all);
   // Within a lease: nothing posted, nothing in flight, no collective in its
   // rounds; the next slice would have nothing to do.
   bool node_idle();

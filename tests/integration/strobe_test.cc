@@ -48,7 +48,8 @@ struct Pace {
   uint64_t early_after_skip = 0;  // early, after periods skipped with nothing to do
 };
 
-Pace pace_of(const Standing& c) {
+// Every slice the manager recorded (the stories' window holds them all).
+pb::SlicesReply slices_of(const Standing& c) {
   auto stub = pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
   grpc::ClientContext ctx;
   ctx.set_deadline(std::chrono::system_clock::now() + 30s);
@@ -57,6 +58,11 @@ Pace pace_of(const Standing& c) {
   pb::SlicesReply rep;
   const auto st = stub->Slices(&ctx, req, &rep);
   EXPECT_TRUE(st.ok()) << st.error_message();
+  return rep;
+}
+
+Pace pace_of(const Standing& c) {
+  const pb::SlicesReply rep = slices_of(c);
   // A fresh cluster: every slice it ever strobed is in the window.
   EXPECT_EQ(static_cast<uint64_t>(rep.slices_size()), rep.total_slices());
   Pace p;
@@ -85,15 +91,8 @@ std::vector<pb::JobInfo> jobs_of(const Standing& c) {
 
 // The most bytes (point-to-point and collective) any recorded slice moved.
 uint64_t busiest_slice_bytes(const Standing& c) {
-  auto stub = pb::Monitor::NewStub(grpc::CreateChannel(c.addr, grpc::InsecureChannelCredentials()));
-  grpc::ClientContext ctx;
-  ctx.set_deadline(std::chrono::system_clock::now() + 30s);
-  pb::SlicesRequest req;
-  req.set_last(1000000);
-  pb::SlicesReply rep;
-  const auto st = stub->Slices(&ctx, req, &rep);
-  EXPECT_TRUE(st.ok()) << st.error_message();
   uint64_t most = 0;
+  const pb::SlicesReply rep = slices_of(c);
   for (const auto& s : rep.slices()) most = std::max(most, s.bytes() + s.coll_bytes());
   return most;
 }
