@@ -194,8 +194,8 @@ struct Report {
   // MPI), counted after this microphase's completions woke whom they woke.
   bool all_blocked = false;
   // The last part of a slice a one-node job's node ran on its lease: the
-  // slice after it started at once because a rank posted while another
-  // waited in MPI (Nic::wait_slice_start), not for the period.
+  // slice after it started at once for a send to a rank that waited in
+  // MPI (Nic::wait_slice_start), not for the period.
   bool post_started = false;
   // DEM: the node had nothing to do and armed its doorbell for posts
   // (kNmParked); the strobe may park until a node rings.

@@ -473,8 +473,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
           rec.start_ns = at;
           rec.period_ns = at - prev_start;
           // Early when every rank was blocked after the slice before, or a
-          // rank posted while another waited (the node says so on its last
-          // part); else the lease's period began it.
+          // send to a waiting rank came (the node says so on its last part);
+          // else the lease's period began it.
           rec.leased = true;
           rec.early = f.parts[i - 1].all_blocked || f.parts[i - 1].post_started;
           prev_start = at;

@@ -180,10 +180,10 @@ void post(Descriptor& d) {
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
   if (bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) {
     // A parked strobe (nothing to do anywhere) wakes only when rung, and so
-    // does a node between the slices of its lease for a send to a rank of
-    // it that waits (which the send may be what it waits for). The NM sets
-    // the flag, then re-reads the rings; we publish the head, then read the
-    // flag: with both fences one of us sees the other.
+    // does a node on its lease for a send to one of its ranks that waits
+    // (the send may be what that rank waits for). The NM sets the flag,
+    // then re-reads the rings; we publish the head, then read the flag:
+    // with both fences one of us sees the other.
     std::atomic_thread_fence(std::memory_order_seq_cst);
     const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
     if ((nm & bcs::kNmParked) || ((nm & bcs::kNmBellOnPost) && send_to_waiting(d)))
