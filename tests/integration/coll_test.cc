@@ -143,6 +143,10 @@ INSTANTIATE_TEST_SUITE_P(
         // with large counts it is the sanitizer load run).
         Case{"load", 2, 2, {"window", "20000"}}, Case{"load", 3, 2, {"window", "5000"}},
         Case{"load", 2, 1, {"barrier", "2000"}}, Case{"load", 16, 2, {"a2a", "100"}},
+        // 4 MiB messages between node managers of one host, their receivers
+        // waiting (the receiving rank copies) or computing (the node
+        // managers copy), and within one node.
+        Case{"load", 4, 2, {"a2a", "524288", "3"}}, Case{"load", 4, 1, {"a2a", "524288", "3"}},
         // A message buffer that is not mapped: MPI_ERR_BUFFER on both sides, job goes on.
         Case{"badbuf", 2, 1, {}}, Case{"badbuf", 2, 2, {}},
         // MPI_Cancel of receives and sends (matched or not), generalized requests.

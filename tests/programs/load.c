@@ -2,8 +2,12 @@
      load window N   N 8-byte messages between rank pairs (2k, 2k+1), in
                      MPI_Isend/MPI_Irecv windows of 64
      load barrier N  N barriers
-     load a2a N      every rank sends N longs to every rank (itself too) by
-                     point-to-point, all posted before any wait
+     load a2a N [MS] every rank sends N longs to every rank (itself too) by
+                     point-to-point, all posted before any wait; with MS,
+                     rank r computes r*MS ms between posting and waiting
+                     (large messages then land both while their receiver
+                     waits - the receiving rank copies - and while it
+                     computes - the node managers copy)
    The same program, with large N, is the sanitizer load run
    (tests/README.md: -DBCS_SANITIZE). */
 #include <string.h>
@@ -47,6 +51,12 @@ int main(int argc, char **argv) {
     for (int p = 0; p < size; p++) {
       MPI_OK(MPI_Irecv(r + p * n, (int)n, MPI_LONG, p, 5, MPI_COMM_WORLD, &rq[p]));
       MPI_OK(MPI_Isend(s + p * n, (int)n, MPI_LONG, p, 5, MPI_COMM_WORLD, &rq[size + p]));
+    }
+    const long ms = arg_long(argc, argv, 3, 0);
+    if (ms > 0) {  /* computing, outside MPI */
+      const double until = MPI_Wtime() + 1e-3 * (double)(ms * rank);
+      volatile double x = 1.0;
+      while (MPI_Wtime() < until) x = x * 1.0000001 + 1e-9;
     }
     MPI_OK(MPI_Waitall(2 * size, rq, MPI_STATUSES_IGNORE));
     for (int p = 0; p < size; p++)
