@@ -545,9 +545,7 @@ int32_t NmJob::copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t
 }
 
 uint32_t NmJob::offer_pid(int32_t from, uint32_t node) {
-  if (!single_copy_ || !is_local(from) ||
-      std::find(spec_.host_peers.begin(), spec_.host_peers.end(), node) == spec_.host_peers.end())
-    return 0;
+  if (!single_copy_ || !is_local(from) || !host_peer(node)) return 0;
   std::lock_guard lk(copy_mu_);
   const LocalRank& s = local(from);
   return s.dead ? 0 : static_cast<uint32_t>(s.pid);

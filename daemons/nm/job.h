@@ -7,6 +7,7 @@
 
 #include <sys/types.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -156,6 +157,10 @@ class NmJob {
   // The process of local rank `from`, if `node` runs on this host and may
   // have its ranks read ours directly; else 0.
   uint32_t offer_pid(int32_t from, uint32_t node);
+  bool host_peer(uint32_t node) const {
+    return std::find(spec_.host_peers.begin(), spec_.host_peers.end(), node) !=
+           spec_.host_peers.end();
+  }
 
   // Cross-memory copies into/out of a local rank. Return 0 or a bcs_err_*.
   int32_t read(int32_t world_rank, uint64_t addr, void* dst, size_t len);

@@ -74,6 +74,7 @@ class JobRanks : public LocalRanks {
     return job_->copy_by_receiver(from, to, src, dst, len);
   }
   uint32_t offer_pid(int32_t from, uint32_t node) override { return job_->offer_pid(from, node); }
+  bool host_peer(uint32_t node) const override { return job_->host_peer(node); }
   int32_t copy_from_process(uint32_t pid, int32_t to, uint64_t src, uint64_t dst,
                             size_t len) override {
     return job_->copy_from_process(pid, to, src, dst, len);

@@ -125,10 +125,13 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       g.len = c.len;
       g.last = c.last ? 1 : 0;
       g.cancelled = m.cancel_late ? wire::kCancelLate : m.cancelled ? wire::kCancelDone : 0;
-      // A sender on a node manager of this host (it offered its process):
-      // a big contiguous chunk is read by the receiving rank itself, once,
-      // if it sleeps in MPI, instead of crossing both node managers.
-      if (m.send.pid && !g.cancelled && c.len >= kSingleCopyMin && !m.recv.layout) {
+      // A sender on a node manager of this host (it offered its process;
+      // an offer from a node elsewhere is ignored): a big contiguous chunk
+      // is read by the receiving rank itself, once, if it sleeps in MPI,
+      // instead of crossing both node managers.
+      const uint32_t node = job.node_of(m.send.src);
+      if (m.send.pid && job.host_peer(node) && !g.cancelled && c.len >= kSingleCopyMin &&
+          !m.recv.layout) {
         const int32_t e = job.copy_from_process(m.send.pid, m.recv.rank, g.addr,
                                                 m.recv.addr + c.offset, c.len);
         if (e != LocalRanks::kNotDelegated) {
@@ -136,7 +139,6 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
           g.direct_error = e;
         }
       }
-      const uint32_t node = job.node_of(m.send.src);
       auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
         spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));

@@ -104,6 +104,8 @@ class LocalRanks : public RankMemory {
   // descriptor, SendDesc::pid), else 0; and the copy order naming such a
   // process, as copy_by_receiver.
   virtual uint32_t offer_pid(int32_t /*from*/, uint32_t /*node*/) { return 0; }
+  // Whether node `node` runs on this host (only its offers are taken).
+  virtual bool host_peer(uint32_t /*node*/) const { return false; }
   virtual int32_t copy_from_process(uint32_t /*pid*/, int32_t /*to*/, uint64_t /*src*/,
                                     uint64_t /*dst*/, size_t /*len*/) {
     return kNotDelegated;

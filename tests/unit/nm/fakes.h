@@ -165,13 +165,14 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   };
   std::vector<DirectCopy> direct_copies;
   int32_t direct_result = 0;
+  bool host_peer(uint32_t node) const override {
+    return std::find(host_peers.begin(), host_peers.end(), node) != host_peers.end();
+  }
   uint32_t offer_pid(int32_t from, uint32_t node) override {
-    const bool here = std::find(host_peers.begin(), host_peers.end(), node) != host_peers.end();
-    return here && is_local(from) ? kPidBase + static_cast<uint32_t>(from) : 0;
+    return host_peer(node) && is_local(from) ? kPidBase + static_cast<uint32_t>(from) : 0;
   }
   int32_t copy_from_process(uint32_t pid, int32_t to, uint64_t src, uint64_t dst,
                             size_t len) override {
-    if (host_peers.empty()) return kNotDelegated;
     direct_copies.push_back({pid, to, src, dst, len});
     if (direct_result) return direct_result;
     return write(to, dst, reinterpret_cast<const void*>(src), len);

@@ -172,8 +172,13 @@ TEST_F(TwoNodes, SmallMessagesAndPeersOfOtherHostsStillCrossByRemoteRead) {
   // Another host (nothing offered): the bytes travel, however big.
   nodes[1]->ranks.host_peers = {0};
   EXPECT_EQ(cross(300 << 10), 300u << 10);
-  // The same host, but a message too small to be worth waking the rank for.
+  // An offer from a node the receiver does not know on its host is not
+  // taken (a peer's word is not enough).
   nodes[0]->ranks.host_peers = {1};
+  nodes[1]->ranks.host_peers = {};
+  EXPECT_EQ(cross(300 << 10), 300u << 10);
+  // The same host, but a message too small to be worth waking the rank for.
+  nodes[1]->ranks.host_peers = {0};
   EXPECT_EQ(cross(4000), 4000u);
   EXPECT_TRUE(nodes[1]->ranks.direct_copies.empty());
 }
