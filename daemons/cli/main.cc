@@ -1,5 +1,4 @@
 // bcs: the manager CLI (run / jobs / kill / stats / trace / plot). See README.md.
-#include <cstdio>
 #include <iostream>
 #include <variant>
 
@@ -12,13 +11,8 @@ int main(int argc, char** argv) {
   using namespace bcs::cli;
   ParseResult parsed = parse_args(argc, argv, std::cout, std::cerr);
   if (const int* code = std::get_if<int>(&parsed)) return *code;
-  if (const auto* run = std::get_if<RunOptions>(&std::get<Command>(parsed)); run && run->slurm) {
-    if (run->manager) {
-      std::fprintf(stderr, "bcs: run: --slurm starts its own cluster; it does not go with --manager\n");
-      return 2;
-    }
+  if (const auto* run = std::get_if<RunOptions>(&std::get<Command>(parsed)); run && run->slurm)
     return run_in_slurm_allocation(argc, argv);
-  }
   return std::visit(
       [](const auto& o) -> int {
         using T = std::decay_t<decltype(o)>;

@@ -432,6 +432,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       if (run.slurm && !run.hosts.empty())
         throw CLI::ValidationError("--slurm", "--slurm places the ranks as Slurm allocated the "
                                               "tasks: no --host/--hostfile with it");
+      if (run.slurm && run.manager)
+        throw CLI::ValidationError("--slurm", "--slurm starts its own cluster in the allocation "
+                                              "(as Slurm allocated the tasks): no --manager with it");
       return Command{std::move(run)};
     }
     if (*replay_cmd) {

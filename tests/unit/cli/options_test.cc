@@ -56,7 +56,8 @@ TEST(CliOptions, SlurmNeedsNoRankCountAndTakesNoPlacement) {
   EXPECT_EQ(r.args, (std::vector<std::string>{"--slurm"}));  // the program's own
   for (auto args : std::vector<std::vector<std::string>>{{"run", "--slurm", "--host", "a:2", "p"},
                                                          {"run", "--slurm", "--nodes", "2", "p"},
-                                                         {"run", "--slurm", "--ppn", "2", "p"}}) {
+                                                         {"run", "--slurm", "--ppn", "2", "p"},
+                                                         {"run", "--slurm", "--manager", "h:1", "p"}}) {
     auto p = parse(args);
     EXPECT_EQ(code_of(p), 2) << testing::PrintToString(args);
     EXPECT_NE(p.err.find("as Slurm allocated"), std::string::npos) << p.err;
