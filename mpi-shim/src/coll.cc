@@ -42,9 +42,6 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
       f();
     }
   };
-  Req r;
-  r.comm = comm;
-  r.is_coll = true;
   if (a.comm_size == 1) {
     // One member (MPI_COMM_SELF, singleton mode, any one-member communicator):
     // plain copies, no runtime.
@@ -52,9 +49,11 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
     if (e != BCS_OK) return raise_coll(comm, fn, e);
     finish();
     if (request) {
-      r.local_done = true;
-      set_empty_status(&r.local_status);
-      *request = req_alloc(std::move(r));
+      Req& q = req_new(request);
+      q.comm = comm;
+      q.is_coll = true;
+      q.local_done = true;
+      set_empty_status(&q.local_status);
     }
     return MPI_SUCCESS;
   }
@@ -67,9 +66,11 @@ int run_coll(const char* fn, int comm, bcs_coll_args_t& a, std::shared_ptr<CollD
   bcs_request_t b = BCS_REQUEST_NULL;
   const int e = post_with_retry([&] { return bcs_coll(&a, BCS_NONBLOCKING, &b); });
   if (e != BCS_OK) return raise_coll(comm, fn, e);
-  r.breq = b;
-  r.coll = std::move(d);  // runs finish() when the request completes
-  *request = req_alloc(std::move(r));
+  Req& q = req_new(request);
+  q.comm = comm;
+  q.is_coll = true;
+  q.breq = b;
+  if (d) q.coll = std::move(d);  // runs finish() when the request completes
   return MPI_SUCCESS;
 }
 

@@ -331,6 +331,18 @@ bool reduce_dtype(MPI_Datatype t, bcs_dtype_t* out) {
   return true;
 }
 
+bool predefined_reducible(MPI_Datatype t, uint64_t* size, bcs_dtype_t* out) {
+  // Straight from kTypes: the post of a reduction reads one 16-byte entry
+  // instead of the ~300-byte DType and its guard (issue 5, (c)).
+  const int p = predefined_index(t);
+  if (p < 0) return false;
+  const TypeInfo& ti = kTypes[p];
+  if (ti.dtype == 0 || ti.dtype >= BCS_DT_FLOAT_INT) return false;  // none, or a pair with padding
+  *size = static_cast<uint64_t>(ti.size);
+  *out = static_cast<bcs_dtype_t>(ti.dtype);
+  return true;
+}
+
 int64_t type_elems(MPI_Datatype t) {
   const DType* d = dtype_of(t);
   return d ? d->nred : 0;
@@ -348,6 +360,7 @@ bool type_contiguous(MPI_Datatype t, int64_t* offset) {
 }
 
 int check_usable(int comm, const char* fn, MPI_Datatype t) {
+  if (predefined_index(t) >= 0) return MPI_SUCCESS;  // always live and committed
   const DType* d = dtype_of(t);
   if (!d) return raise_error(comm, fn, MPI_ERR_TYPE, "invalid datatype handle 0x%x", t);
   if (!d->committed)

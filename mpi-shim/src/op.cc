@@ -77,6 +77,14 @@ int check_op(const char* fn, int comm, MPI_Op op, MPI_Datatype type, int count, 
   return MPI_SUCCESS;
 }
 
+bool predefined_op_on(MPI_Op op, bcs_dtype_t dtype, bcs_op_t* out) {
+  const OpInfo* p = predefined(op);
+  if (!p || p->op == BCS_OP_REPLACE || p->op == BCS_OP_NO_OP || !bcs_op_supported(p->op, dtype))
+    return false;
+  *out = p->op;
+  return true;
+}
+
 void user_fold(MPI_User_function* fn, MPI_Datatype type, int count, unsigned char* base,
                size_t stride, size_t offset, int first, int last, void* out) {
   if (count <= 0 || last < first) return;

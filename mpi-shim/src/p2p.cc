@@ -39,7 +39,7 @@ int req_index(MPI_Request h) {
   return static_cast<int>(idx);
 }
 
-MPI_Request req_alloc(Req r) {
+Req& req_new(MPI_Request* handle) {
   Shim& s = S();
   int idx;
   if (!s.free_reqs.empty()) {
@@ -49,9 +49,18 @@ MPI_Request req_alloc(Req r) {
     idx = static_cast<int>(s.reqs.size());
     s.reqs.emplace_back();
   }
+  Req& r = s.reqs[static_cast<size_t>(idx)];  // pristine: req_release resets a slot it frees
   r.used = true;
-  s.reqs[idx] = std::move(r);
-  return kReqBase + idx;
+  *handle = kReqBase + idx;
+  return r;
+}
+
+MPI_Request req_alloc(Req r) {
+  MPI_Request h;
+  Req& slot = req_new(&h);
+  r.used = true;
+  slot = std::move(r);
+  return h;
 }
 
 void req_release(int idx) {

@@ -104,6 +104,12 @@ using TopologyPtr = std::shared_ptr<const Topology>;
 // communicator, accepted on purpose.
 struct Comm {
   bool live = true;
+  // Intercommunicators (intercomm.cc): `m` is the local group, `remote` the
+  // group point-to-point ranks name; `local` a private intracommunicator of
+  // the local group in its rank order (for agreeing on new contexts and for
+  // the group-local stages of intercommunicator collectives). Beside `live`
+  // and the fields below: a post reads them all, from one cache line.
+  bool inter = false;
   MembersPtr m;
   int rank = 0;               // the caller's rank
   int32_t context = 0;        // point-to-point context; collectives use context + 1
@@ -117,11 +123,6 @@ struct Comm {
   // next range (doubling, so a communicator dup'ed once wastes nothing).
   int64_t dup_next = 0, dup_end = 0;
   int64_t dup_grow = 1;
-  // Intercommunicators (intercomm.cc): `m` is the local group, `remote` the
-  // group point-to-point ranks name; `local` a private intracommunicator of
-  // the local group in its rank order (for agreeing on new contexts and for
-  // the group-local stages of intercommunicator collectives).
-  bool inter = false;
   MembersPtr remote;
   int local = -1;
   int size() const { return m->size(); }
@@ -272,6 +273,10 @@ const char* type_name(MPI_Datatype t);
 // The reduction element type of a predefined datatype; false if it has none
 // (MPI_PACKED, invalid handles).
 bool reduce_dtype(MPI_Datatype t, bcs_dtype_t* out);
+// The same for a predefined type of one basic element without padding (not
+// a pair type, not derived), with its size; false for any other handle.
+// The fast post of a reduction uses it; the general path answers the rest.
+bool predefined_reducible(MPI_Datatype t, uint64_t* size, bcs_dtype_t* out);
 
 // ------------------------------------------------------------ errors
 
@@ -518,6 +523,9 @@ int greq_never_completes(int comm, const char* fn);
 // Returns the index of a live request handle, or -1.
 int req_index(MPI_Request h);
 MPI_Request req_alloc(Req r);
+// A fresh request slot (all fields default, `used` set) and its handle in
+// *handle: the caller fills it in place, without moving a whole Req.
+Req& req_new(MPI_Request* handle);
 // MPI_Cancel of the MPI_Ibsend request at `idx` (request.cc).
 int bsend_cancel(int idx);
 void req_release(int idx);
@@ -580,6 +588,9 @@ struct Reduction {
 // MPI_ERR_OP unless `op` is a valid reduction op for `count` elements of
 // `type` (MPI_REPLACE and MPI_NO_OP are for one-sided accumulates only).
 int check_op(const char* fn, int comm, MPI_Op op, MPI_Datatype type, int count, Reduction* out);
+// The runtime's op for predefined `op` on elements of `dtype`, if MPI
+// defines it there for reductions; false otherwise (user ops included).
+bool predefined_op_on(MPI_Op op, bcs_dtype_t dtype, bcs_op_t* out);
 
 // out = x[first] op x[first+1] op ... op x[last] with a user function, where
 // x[i] = base + i*stride + offset holds `count` elements of `type`. MPI's
