@@ -92,6 +92,7 @@ bcs_status_t bcs_init(void) {
   s.slice_ns = h->slice_ns;
   s.post_seq = 0;
   s.coll_count.clear();
+  s.coll_last_count = nullptr;
   s.iprobes.clear();
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
@@ -125,6 +126,7 @@ bcs_status_t bcs_finalize(void) {
   s.free_slots.clear();
   s.iprobes.clear();
   s.coll_count.clear();
+  s.coll_last_count = nullptr;
   s.drain_observer = nullptr;
   s.drain_tail = 0;
   s.alarm = nullptr;

@@ -138,7 +138,11 @@ bcs_status_t bcs_coll(const bcs_coll_args_t* a, bcs_mode_t mode, bcs_request_t* 
   } else {
     Descriptor d = make_desc(DescKind::coll, a->context, 0, 0);
     d.request = idx;
-    d.seq = ++s.coll_count[a->context];
+    if (!s.coll_last_count || s.coll_last_context != a->context) {
+      s.coll_last_context = a->context;
+      s.coll_last_count = &s.coll_count[a->context];
+    }
+    d.seq = ++*s.coll_last_count;
     bcs::CollArgs c{};
     c.kind = static_cast<uint8_t>(a->kind);
     c.op = static_cast<uint8_t>(a->op);

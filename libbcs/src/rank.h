@@ -89,6 +89,11 @@ struct State {
   // (kNmBellOnPost).
   std::vector<bcs::RankControl*> local_ctl;
   std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
+  // The last context's counter (map nodes never move): a program runs its
+  // collectives on one communicator most of the time, and each post then
+  // skips the tree walk. Reset with coll_count.
+  int32_t coll_last_context = 0;
+  uint64_t* coll_last_count = nullptr;
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bcs_msg_observer_t observer = nullptr;           // bcs_set_msg_observer
   // Record and replay: a drain observer or a slice alarm is set (one branch

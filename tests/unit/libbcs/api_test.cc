@@ -588,6 +588,9 @@ TEST_F(ApiTest, BarrierDescriptorsCountPerContext) {
   ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_BLOCKING, nullptr), BCS_OK);
   ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_BLOCKING, nullptr), BCS_OK);
   ASSERT_EQ(bcs_barrier(kContextWorld + 5, BCS_BLOCKING, nullptr), BCS_OK);
+  // Back on the first context: its count goes on (the last context's
+  // counter is cached; switching must not restart or share it).
+  ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_BLOCKING, nullptr), BCS_OK);
   nm_->stop();
   // A one-rank context completes at once and posts nothing.
   const uint64_t head = posted();
@@ -599,13 +602,15 @@ TEST_F(ApiTest, BarrierDescriptorsCountPerContext) {
   EXPECT_EQ(flag, 1);
 
   auto seen = nm_->seen();
-  ASSERT_EQ(seen.size(), 3u);
+  ASSERT_EQ(seen.size(), 4u);
   EXPECT_EQ(seen[0].kind, DescKind::coll);
   EXPECT_EQ(seen[0].context, kContextWorld + 1);
   EXPECT_EQ(seen[0].seq, 1u);
   EXPECT_EQ(seen[1].seq, 2u);
   EXPECT_EQ(seen[2].context, kContextWorld + 5);
   EXPECT_EQ(seen[2].seq, 1u);
+  EXPECT_EQ(seen[3].context, kContextWorld + 1);
+  EXPECT_EQ(seen[3].seq, 3u);
 }
 
 TEST_F(ApiTest, ArgumentErrorsPostNothing) {
