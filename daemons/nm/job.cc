@@ -207,6 +207,8 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   h->total_bytes = layout.total_bytes();
   for (auto& r : job->ranks_) job->view(*r).ctl->world_rank = r->world_rank;
   if (!spec.fixed_strobe) job->set_nm_flag(kNmBellOnBlock, true);
+  // Before the ranks start: each reads it once, in bcs_init.
+  if (segment_membarrier_supported()) job->set_nm_flag(kNmAsymmetricFence, true);
 
   // Everything the children need is built before fork: after fork only
   // async-signal-safe calls are allowed (the NM is multi-threaded).
@@ -616,11 +618,23 @@ int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64
   }
 }
 
-void NmJob::set_nm_flag(uint32_t flag, bool on) {
+bool NmJob::set_nm_flag(uint32_t flag, bool on) {
   const uint32_t f = on ? flags_.fetch_or(flag) | flag : flags_.fetch_and(~flag) & ~flag;
   // seq_cst: parking sets kNmParked, then re-reads the rings (rings_empty);
   // a rank publishes its head, then reads the flag.
   header()->nm_flags.store(f, std::memory_order_seq_cst);
+  // Ranks that post without a fence (kNmAsymmetricFence) get theirs now:
+  // every post either happened before it (the NM's next read of the rings
+  // sees it) or reads the flag after it.
+  if (on && (flag & (kNmParked | kNmBellOnPost)) && (f & kNmAsymmetricFence) &&
+      !segment_membarrier()) {
+    static std::atomic<bool> told{false};  // once per node manager, not per slice
+    if (!told.exchange(true))
+      spdlog::warn("job {}: membarrier failed ({}): ranks may post without seeing nm flag {}",
+                   spec_.id, std::strerror(errno), flag);
+    return false;
+  }
+  return true;
 }
 
 bool NmJob::posted_for_waiter() {

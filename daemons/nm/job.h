@@ -116,7 +116,10 @@ class NmJob {
   // is rank-writable: the NM keeps what it asked for in `flags_` and only
   // ever stores that, and reads nothing back but the futex word.
   std::atomic<uint32_t>* bell() { return &header()->bell; }
-  void set_nm_flag(uint32_t flag, bool on);
+  // False when raising kNmParked or kNmBellOnPost could not be followed by
+  // the membarrier kNmAsymmetricFence promises: a rank posting now may miss
+  // the flag, so the caller must not rely on being rung (not park).
+  bool set_nm_flag(uint32_t flag, bool on);
   bool nm_flag(uint32_t flag) const { return (flags_.load() & flag) != 0; }
   // Every local rank asleep in a blocking call or done with MPI (the
   // private layout, not the header's).

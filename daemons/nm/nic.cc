@@ -187,8 +187,8 @@ void Nic::park_if_idle(uint64_t slice, wire::Report& rep) {
     if (l.busy_bbm || l.busy_rm) return;  // a collective still in its rounds
   parked_.store(static_cast<uint64_t>(wire::phase_value(slice, Phase::dem)),
                 std::memory_order_seq_cst);
-  job->set_nm_flag(kNmParked, true);
-  if (job->rings_empty()) {
+  // Without the barrier a post may go unrung: stay on the strobe.
+  if (job->set_nm_flag(kNmParked, true) && job->rings_empty()) {
     rep.parked = true;
   } else {
     unpark();
@@ -239,7 +239,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
         futex_wake_all(&leasing);
       }
     }
-  } lease_end{leasing_};
+  } lease_end{leasing_, nullptr};
   for (uint32_t k = 0;; ++k) {
     const size_t first = f.parts.size();
     const bool ok = run_fused_slice(m, t0, f);

@@ -91,6 +91,8 @@ bcs_status_t bcs_init(void) {
   s.size = static_cast<int32_t>(size);
   s.slice_ns = h->slice_ns;
   s.post_seq = 0;
+  s.post_fence = !((h->nm_flags.load(std::memory_order_acquire) & bcs::kNmAsymmetricFence) &&
+                   bcs::segment_membarrier_register());
   s.coll_count.clear();
   s.coll_last_count = nullptr;
   s.iprobes.clear();

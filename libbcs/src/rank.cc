@@ -184,7 +184,11 @@ void post(Descriptor& d) {
     // (the send may be what that rank waits for). The NM sets the flag,
     // then re-reads the rings; we publish the head, then read the flag:
     // with both fences one of us sees the other.
-    std::atomic_thread_fence(std::memory_order_seq_cst);
+    // (Or, with kNmAsymmetricFence, the NM's membarrier stands in for ours.)
+    if (s.post_fence)
+      std::atomic_thread_fence(std::memory_order_seq_cst);
+    else
+      std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps the order
     const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
     if ((nm & bcs::kNmParked) || ((nm & bcs::kNmBellOnPost) && send_to_waiting(d)))
       bcs::segment_ring_bell(&s.header->bell);

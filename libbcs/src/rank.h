@@ -81,6 +81,7 @@ struct State {
   uint64_t slice_ns = 0;
   uint64_t post_seq = 0;
   uint64_t ring_tail_seen = 0;  // the NM's ring tail as last read (ring_try_post)
+  bool post_fence = true;       // false: kNmAsymmetricFence, and registered for it
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
   std::vector<int32_t> send_dest;                  // per slot: the destination of a send
   std::vector<uint64_t> send_seq;                  // per world rank: sends posted to it

@@ -1,6 +1,7 @@
 #include "bcs/segment.h"
 
 #include <linux/futex.h>
+#include <linux/membarrier.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -60,6 +61,20 @@ void rank_wake(RankView& v) {
   // rank woken but not yet scheduled no longer counts as blocked
   // (segment_all_blocked), so the strobe never races ahead of it.
   if (v.ctl->waiting.exchange(0, std::memory_order_seq_cst)) futex_wake_all(&v.ctl->wake_seq);
+}
+
+bool segment_membarrier_supported() {
+  const long q = syscall(SYS_membarrier, MEMBARRIER_CMD_QUERY, 0, 0);
+  return q > 0 && (q & MEMBARRIER_CMD_GLOBAL_EXPEDITED) &&
+         (q & MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED);
+}
+
+bool segment_membarrier_register() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_REGISTER_GLOBAL_EXPEDITED, 0, 0) == 0;
+}
+
+bool segment_membarrier() {
+  return syscall(SYS_membarrier, MEMBARRIER_CMD_GLOBAL_EXPEDITED, 0, 0) == 0;
 }
 
 void segment_ring_bell(std::atomic<uint32_t>* bell) {

@@ -285,6 +285,16 @@ constexpr uint32_t kNmBellOnPost = 4;      // ring after posting a send to a loc
                                            // rank that waits (RankControl::waiting)
 constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not (a
                                            // send to it may be in a ring already)
+// The node manager follows every raise of kNmParked and kNmBellOnPost with
+// membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) before it reads the rings
+// again, so a rank registered for that (segment_membarrier_register) reads
+// nm_flags after publishing a post with no fence of its own: the barrier
+// the NM pays when it parks or leases orders the rank's store and load
+// (the asymmetric Dekker of userspace RCU). Otherwise a post's full fence
+// stalls it until its descriptor's stores, misses on lines the NM last
+// read, have all completed (100-300 cycles here). Set before the ranks
+// start; never changes.
+constexpr uint32_t kNmAsymmetricFence = 16;
 
 struct alignas(64) SegmentHeader {
   uint32_t magic;
@@ -403,6 +413,14 @@ inline uint32_t segment_blocked_count(void* base, const SegmentLayout& l) {
 
 // Rings the node manager's doorbell (&SegmentHeader::bell): bump, FUTEX_WAKE.
 void segment_ring_bell(std::atomic<uint32_t>* bell);
+
+// membarrier(2) for kNmAsymmetricFence: whether the kernel offers the
+// global expedited barrier (the NM, before it sets the flag); registering
+// this process for it (a rank); running it (the NM, after raising a flag).
+// False on any failure (an old kernel, a seccomp filter).
+bool segment_membarrier_supported();
+bool segment_membarrier_register();
+bool segment_membarrier();
 
 // ------------------------------------------------------------- ring ops
 // Single producer (the rank), single consumer (the NM).

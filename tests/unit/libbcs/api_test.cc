@@ -613,6 +613,39 @@ TEST_F(ApiTest, BarrierDescriptorsCountPerContext) {
   EXPECT_EQ(seen[3].seq, 3u);
 }
 
+// kNmAsymmetricFence: the node manager pays for the ordering (membarrier)
+// when it raises kNmParked, and a post, which then has no fence of its own,
+// still reads the flag and rings. Without the flag, the rank fences itself
+// and rings the same way.
+TEST_F(ApiTest, APostRingsAParkedNodeWithOrWithoutTheNodeManagersBarrier) {
+  for (const bool asymmetric : {true, false}) {
+    SCOPED_TRACE(asymmetric ? "asymmetric" : "fenced");
+    if (asymmetric && !segment_membarrier_supported()) continue;  // the kernel has none
+    seg_ = std::make_unique<FakeSegment>(2, 1, 64, 64);
+    SegmentHeader* h = seg_->header();
+    h->nm_flags.store(asymmetric ? kNmAsymmetricFence : 0);
+    seg_->export_env(0, 0);
+    ASSERT_EQ(bcs_init(), BCS_OK);
+    h->nm_flags.store(h->nm_flags.load() | kNmParked);
+    if (asymmetric) {
+      ASSERT_TRUE(segment_membarrier());
+    }
+    const uint32_t bell = h->bell.load();
+    bcs_request_t req;
+    ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_NONBLOCKING, &req), BCS_OK);
+    EXPECT_NE(h->bell.load(), bell) << "a post to a parked node did not ring";
+    // Not parked: a post rings nothing.
+    h->nm_flags.store(h->nm_flags.load() & ~kNmParked);
+    const uint32_t quiet = h->bell.load();
+    bcs_request_t req2;
+    ASSERT_EQ(bcs_barrier(kContextWorld + 1, BCS_NONBLOCKING, &req2), BCS_OK);
+    EXPECT_EQ(h->bell.load(), quiet);
+    ASSERT_EQ(bcs_finalize(), BCS_OK);
+    seg_.reset();
+    clear_env();
+  }
+}
+
 TEST_F(ApiTest, ArgumentErrorsPostNothing) {
   attach(2);
   int v = 0;
