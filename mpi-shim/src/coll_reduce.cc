@@ -45,9 +45,9 @@ void gather_for_user_op(bcs_coll_args_t& a, CollData& d, bool all, int root, int
 // host time to post a non-blocking collective). Returns -1 for any call it
 // does not take, valid or not: the general path handles it, and names what
 // is wrong.
-__attribute__((noinline)) int reduce_fast(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, int count,
-                MPI_Datatype type, MPI_Op op, int root, MPI_Comm c, bool nb,
-                MPI_Request* request) {
+__attribute__((noinline)) int reduce_fast(const char* fn, bcs_coll_t kind, const void* sendbuf,
+                                          void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
+                                          int root, MPI_Comm c, bool nb, MPI_Request* request) {
   if (count <= 0 || (nb && !request) || S().phase != Phase::running) return -1;
   const int comm = comm_index(c);
   if (comm == kNoComm) return -1;
@@ -75,11 +75,11 @@ __attribute__((noinline)) int reduce_fast(const char* fn, bcs_coll_t kind, const
 }
 
 // Reduce (rooted), Allreduce, Scan, Exscan: `count` elements everywhere.
-int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, int count,
-           MPI_Datatype type, MPI_Op op, int root, MPI_Comm c, bool nb, MPI_Request* request) {
-  if (const int e = reduce_fast(fn, kind, sendbuf, recvbuf, count, type, op, root, c, nb, request);
-      e >= 0)
-    return e;
+// The general path: checks everything, stages types with holes, applies
+// user ops in the rank.
+int reduce_general(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, int count,
+                   MPI_Datatype type, MPI_Op op, int root, MPI_Comm c, bool nb,
+                   MPI_Request* request) {
   const bool rooted = kind == BCS_COLL_REDUCE;
   const bool is_root = !rooted || my_rank(c) == root;  // receives the result
   CollCheck k = make_check(fn, c, nb, request);
@@ -154,6 +154,16 @@ int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, 
     };
   }
   return run_coll(fn, k.comm, a, std::move(d), request);
+}
+
+// The short path, else the general one. (Reduce and Allreduce try the
+// short path before their intercommunicator test, which it makes too.)
+int reduce(const char* fn, bcs_coll_t kind, const void* sendbuf, void* recvbuf, int count,
+           MPI_Datatype type, MPI_Op op, int root, MPI_Comm c, bool nb, MPI_Request* request) {
+  if (const int e = reduce_fast(fn, kind, sendbuf, recvbuf, count, type, op, root, c, nb, request);
+      e >= 0)
+    return e;
+  return reduce_general(fn, kind, sendbuf, recvbuf, count, type, op, root, c, nb, request);
 }
 
 // Reduce_scatter (recvcounts[]) and Reduce_scatter_block (recvcount each).
@@ -254,30 +264,46 @@ extern "C" {
 
 int bcs_impl_Reduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                 int root, MPI_Comm c) {
+  if (const int e = reduce_fast("MPI_Reduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op,
+                                root, c, false, nullptr);
+      e >= 0)
+    return e;
   if (is_intercomm(c)) return inter_reduce(sendbuf, recvbuf, count, type, op, root, c);
-  return reduce("MPI_Reduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, false,
-                nullptr);
+  return reduce_general("MPI_Reduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c,
+                        false, nullptr);
 }
 
 int bcs_impl_Ireduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                  int root, MPI_Comm c, MPI_Request* request) {
+  if (const int e = reduce_fast("MPI_Ireduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op,
+                                root, c, true, request);
+      e >= 0)
+    return e;
   if (is_intercomm(c)) return inter_ireduce(sendbuf, recvbuf, count, type, op, root, c, request);
-  return reduce("MPI_Ireduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c, true,
-                request);
+  return reduce_general("MPI_Ireduce", BCS_COLL_REDUCE, sendbuf, recvbuf, count, type, op, root, c,
+                        true, request);
 }
 
 int bcs_impl_Allreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                    MPI_Comm c) {
+  if (const int e = reduce_fast("MPI_Allreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type,
+                                op, 0, c, false, nullptr);
+      e >= 0)
+    return e;
   if (is_intercomm(c)) return inter_allreduce(sendbuf, recvbuf, count, type, op, c);
-  return reduce("MPI_Allreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
-                false, nullptr);
+  return reduce_general("MPI_Allreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0,
+                        c, false, nullptr);
 }
 
 int bcs_impl_Iallreduce(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
                     MPI_Comm c, MPI_Request* request) {
+  if (const int e = reduce_fast("MPI_Iallreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type,
+                                op, 0, c, true, request);
+      e >= 0)
+    return e;
   if (is_intercomm(c)) return inter_iallreduce(sendbuf, recvbuf, count, type, op, c, request);
-  return reduce("MPI_Iallreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0, c,
-                true, request);
+  return reduce_general("MPI_Iallreduce", BCS_COLL_ALLREDUCE, sendbuf, recvbuf, count, type, op, 0,
+                        c, true, request);
 }
 
 int bcs_impl_Scan(const void* sendbuf, void* recvbuf, int count, MPI_Datatype type, MPI_Op op,
