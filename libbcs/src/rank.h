@@ -143,10 +143,31 @@ void run_slice_hooks();
 // Carries out the DMA helper's copy order (segment.h, DmaOrder), unless it
 // was taken back.
 void take_dma_order();
+
+// The last local rank to block tells the node manager, which may then
+// start the next slice at once (work-conserving strobe). Every rank sets
+// its flag before it looks at the others (seq_cst), so of two ranks
+// blocking together at least one sees both and rings. A node between
+// slices of its lease wants to hear of every rank that starts waiting
+// (kNmBellOnAnyBlock).
+inline void ring_if_blocked() {
+  auto& s = st();
+  const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
+  if ((nm & bcs::kNmBellOnAnyBlock) ||
+      ((nm & bcs::kNmBellOnBlock) && bcs::segment_all_blocked(s.map.base(), s.layout)))
+    bcs::segment_ring_bell(&s.header->bell);
+}
+
 // Sleeps on the rank's futex until `ready()` holds. The order (read
 // wake_seq, announce `waiting`, re-check, sleep only if wake_seq is unchanged)
 // pairs with rank_wake() in the NM: a completion that lands after the
 // re-check changes wake_seq, so the futex refuses to sleep.
+//
+// The DMA helper may hand a waiting rank a copy (segment.h, DmaOrder). A
+// rank copying for the runtime still waits in MPI, so it stays `waiting`
+// meanwhile and rings as a rank that blocks does: the strobe may go on
+// (the DMA helper's copies ahead run while the next slice begins) instead
+// of holding the slice for a rank that only looks busy.
 template <typename Pred>
 void wait_until(Pred ready) {
   auto* ctl = st().view.ctl;
@@ -157,29 +178,24 @@ void wait_until(Pred ready) {
       ctl->waiting.store(0, std::memory_order_relaxed);
       break;
     }
-    // The DMA helper may hand a sleeping rank a copy (segment.h, DmaOrder).
+    ring_if_blocked();
     // Looked at after `waiting` is set: an order posted later bumps
     // wake_seq past `seen`, so the sleep below returns at once.
     if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) {
-      ctl->waiting.store(0, std::memory_order_relaxed);
       take_dma_order();
+      ctl->waiting.store(0, std::memory_order_relaxed);
       continue;
     }
-    // The last local rank to block tells the node manager, which may then
-    // start the next slice at once (work-conserving strobe). Every rank sets
-    // its flag before it looks at the others (seq_cst), so of two ranks
-    // blocking together at least one sees both and rings.
-    // A node between slices of its lease wants to hear of every rank that
-    // starts waiting (kNmBellOnAnyBlock).
-    auto& s = st();
-    const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
-    if ((nm & bcs::kNmBellOnAnyBlock) ||
-        ((nm & bcs::kNmBellOnBlock) && bcs::segment_all_blocked(s.map.base(), s.layout)))
-      bcs::segment_ring_bell(&s.header->bell);
     bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
+    // Woken for an order (rank_wake cleared `waiting`): taken even if
+    // ready() now holds, or the helper would wait to take it back.
+    if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) {
+      ctl->waiting.store(1, std::memory_order_seq_cst);
+      ring_if_blocked();
+      take_dma_order();
+    }
     ctl->waiting.store(0, std::memory_order_relaxed);
-    if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) take_dma_order();
-    if (s.slice_hooks) run_slice_hooks();
+    if (st().slice_hooks) run_slice_hooks();
   }
 }
 
