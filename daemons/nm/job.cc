@@ -533,38 +533,43 @@ constexpr auto kDmaCopyLimit = std::chrono::seconds(5);
 constexpr uint64_t kDmaSlowestRate = 50u << 20;  // bytes per second
 }  // namespace
 
+uint32_t NmJob::pid_of(int32_t r) {
+  if (!is_local(r)) return 0;
+  std::lock_guard lk(copy_mu_);
+  const LocalRank& x = local(r);
+  return x.dead ? 0 : static_cast<uint32_t>(x.pid);
+}
+
 int32_t NmJob::copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t dst,
                                 size_t len) {
-  if (!single_copy_ || !is_local(from) || !is_local(to)) return LocalRanks::kNotDelegated;
-  LocalRank& s = local(from);
-  uint32_t spid = 0;
-  {
-    std::lock_guard lk(copy_mu_);
-    if (s.dead) return LocalRanks::kNotDelegated;  // the old path says what failed
-    spid = static_cast<uint32_t>(s.pid);
-  }
+  if (!single_copy_ || !is_local(to)) return LocalRanks::kNotDelegated;
+  const uint32_t spid = pid_of(from);  // 0 (gone): the old path says what failed
+  if (!spid) return LocalRanks::kNotDelegated;
   return copy_from_process(spid, to, src, dst, len);
 }
 
 uint32_t NmJob::offer_pid(int32_t from, uint32_t node) {
-  if (!single_copy_ || !is_local(from) || !host_peer(node)) return 0;
-  std::lock_guard lk(copy_mu_);
-  const LocalRank& s = local(from);
-  return s.dead ? 0 : static_cast<uint32_t>(s.pid);
+  if (!single_copy_ || !host_peer(node)) return 0;
+  return pid_of(from);
 }
 
 int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64_t dst,
                                  size_t len) {
-  if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit)
-    return LocalRanks::kNotDelegated;
+  if (!post_copy(spid, to, src, dst, len)) return LocalRanks::kNotDelegated;
+  return await_copy(to);
+}
+
+bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len) {
+  if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit) return false;
   LocalRank& r = local(to);
+  if (r.dma_pending) return false;  // one order at a time; await_copy settles it
   {
     std::lock_guard lk(copy_mu_);
-    if (r.dead) return LocalRanks::kNotDelegated;
+    if (r.dead) return false;
   }
   RankView v = view(r);
   // Only a rank asleep in MPI is asked: one computing would not look soon.
-  if (!v.ctl->waiting.load(std::memory_order_seq_cst)) return LocalRanks::kNotDelegated;
+  if (!v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
   DmaOrder& o = v.ctl->dma;
   o.pid = spid;
   o.src = src;
@@ -572,11 +577,25 @@ int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64
   o.len = len;
   o.error = 0;
   o.state.store(kDmaPosted, std::memory_order_release);
+  r.dma_pending = true;
+  r.dma_posted = std::chrono::steady_clock::now();
+  r.dma_len = len;
   rank_wake(v);
+  return true;
+}
+
+int32_t NmJob::await_copy(int32_t to) {
+  if (!is_local(to)) return LocalRanks::kNotDelegated;
+  LocalRank& r = local(to);
+  if (!r.dma_pending) return LocalRanks::kNotDelegated;
+  r.dma_pending = false;
+  RankView v = view(r);
+  DmaOrder& o = v.ctl->dma;
   using clock = std::chrono::steady_clock;
-  const auto posted = clock::now();
+  const auto posted = r.dma_posted;
   auto taken = clock::time_point{};
-  const auto limit = kDmaCopyLimit + std::chrono::milliseconds(1000 * len / kDmaSlowestRate);
+  const auto limit =
+      kDmaCopyLimit + std::chrono::milliseconds(1000 * r.dma_len / kDmaSlowestRate);
   for (;;) {
     const uint32_t st = o.state.load(std::memory_order_acquire);
     const auto now = clock::now();

@@ -80,6 +80,11 @@ struct LocalRank {
   // Set (under NmJob::copy_mu) before the rank is reaped: after that its pid
   // may be reused, so nobody may touch it any more.
   bool dead = false;
+  // A copy order posted (NmJob::post_copy) and not yet settled (await_copy).
+  // Strobe receiver only.
+  bool dma_pending = false;
+  std::chrono::steady_clock::time_point dma_posted;
+  uint64_t dma_len = 0;
   std::atomic<bool> killed_by_bcs{false};
   std::string corrupted;  // why the NM ended it (under NmJob::copy_mu), "" if it did not
   // The ring head the buffer sender last read (what it held back included);
@@ -160,6 +165,15 @@ class NmJob {
   // The process of local rank `from`, if `node` runs on this host and may
   // have its ranks read ours directly; else 0.
   uint32_t offer_pid(int32_t from, uint32_t node);
+  // The two halves of copy_from_process: the order is posted (false: it was
+  // not: single copy off, the rank awake or gone, an order still pending),
+  // then settled: waited for, or taken back if the rank has not taken it
+  // within kDmaTakeBack (kNotDelegated), as copy_from_process returns.
+  // Between them the rank copies while the node does other work (the DMA
+  // helper's copies ahead). The process of local rank `r`, 0 if gone.
+  bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len);
+  int32_t await_copy(int32_t to);
+  uint32_t pid_of(int32_t r);
   bool host_peer(uint32_t node) const {
     return std::find(spec_.host_peers.begin(), spec_.host_peers.end(), node) !=
            spec_.host_peers.end();

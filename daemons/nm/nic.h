@@ -21,9 +21,11 @@
 #pragma once
 
 #include <cstdint>
+#include <cstdlib>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string_view>
 
 #include "bcs/core.h"
 #include "bcs/emds.h"
@@ -79,6 +81,11 @@ class JobRanks : public LocalRanks {
                             size_t len) override {
     return job_->copy_from_process(pid, to, src, dst, len);
   }
+  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len) override {
+    return job_->post_copy(pid, to, src, dst, len);
+  }
+  int32_t await_copy(int32_t to) override { return job_->await_copy(to); }
+  uint32_t pid_of(int32_t r) override { return job_->pid_of(r); }
 
  private:
   std::shared_ptr<NmJob> job_;
@@ -95,6 +102,10 @@ struct NodeJobState {
         dh(self),
         coll(self, j->spec().rank_node, j->spec().chunk_bytes) {
     bs.set_hold_limit(liveness, max_unexpected(*j));
+    // BCS_COPY_AHEAD=off in the node manager's environment: every chunk is
+    // copied in its own P2P only (for measuring what copies ahead gain).
+    if (const char* e = std::getenv("BCS_COPY_AHEAD"); e && std::string_view(e) == "off")
+      dh.set_copy_ahead(false);
   }
   static uint64_t max_unexpected(const NmJob& j) {
     return j.spec().max_unexpected ? j.spec().max_unexpected : BufferReceiver::kMaxUnexpected;

@@ -377,6 +377,17 @@ std::vector<Chunk> ChunkScheduler::schedule_slice() {
   return out;
 }
 
+void ChunkScheduler::next_pieces(
+    const std::function<void(const Match&, uint64_t, uint64_t)>& fn) const {
+  for (const auto& [key, q] : pairs_)
+    for (const Transfer& t : q) {
+      if (t.scheduled_last) continue;
+      const uint64_t remaining = t.match.bytes - t.done;
+      fn(t.match, t.done, budget_ == 0 ? remaining : std::min(remaining, budget_));
+      break;  // the pair's later transfers wait for this one
+    }
+}
+
 void ChunkScheduler::finish_slice() {
   // Within a pair transfers finish in order, so the finished ones are a
   // prefix of its queue. Popping from the front (and erasing emptied pairs

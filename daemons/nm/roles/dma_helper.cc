@@ -33,10 +33,13 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     }
   };
   if (!ranks) {
+    ahead_.clear();  // the job's ranks are gone with it
+    landed_.clear();
     serve_remaining();
     return rep;
   }
   LocalRanks& job = *ranks;
+  settle_ahead(job);
   // Remote chunks asked for, by token; `direct`: the receiving rank read it
   // itself (with outcome `err`), the sender's node only confirms.
   struct Pending {
@@ -92,9 +95,12 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       int32_t err = LocalRanks::kNotDelegated;
       // A big contiguous chunk: the receiver copies it itself, once, if it
       // is asleep in MPI (segment.h, DmaOrder).
-      if (c.len >= kSingleCopyMin && !m.send.layout && !m.recv.layout)
-        err = job.copy_by_receiver(m.send.src, m.recv.rank, m.send.addr + c.offset,
-                                   m.recv.addr + c.offset, c.len);
+      if (c.len >= kSingleCopyMin && !m.send.layout && !m.recv.layout) {
+        const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
+        err = landed(m.recv.rank, job.pid_of(m.send.src), src, dst, c.len)
+                  ? 0
+                  : job.copy_by_receiver(m.send.src, m.recv.rank, src, dst, c.len);
+      }
       const bool copied = err != LocalRanks::kNotDelegated;
       if (!copied) err = 0;
       if (!copied && staging_.size() < std::min<uint64_t>(c.len, kStagingBytes))
@@ -132,8 +138,10 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       const uint32_t node = job.node_of(m.send.src);
       if (m.send.pid && job.host_peer(node) && !g.cancelled && c.len >= kSingleCopyMin &&
           !m.recv.layout) {
-        const int32_t e = job.copy_from_process(m.send.pid, m.recv.rank, g.addr,
-                                                m.recv.addr + c.offset, c.len);
+        const uint64_t dst = m.recv.addr + c.offset;
+        const int32_t e = landed(m.recv.rank, m.send.pid, g.addr, dst, c.len)
+                              ? 0
+                              : job.copy_from_process(m.send.pid, m.recv.rank, g.addr, dst, c.len);
         if (e != LocalRanks::kNotDelegated) {
           g.direct = 1;
           g.direct_error = e;
@@ -149,6 +157,11 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       remote.emplace(g.token, Pending{c, g.direct != 0, g.direct_error});
     }
   }
+
+  // This slice's chunks are copied or asked for: the next pieces can start
+  // now, while the remote reads come back and the next slice begins.
+  landed_.clear();  // what they covered was this slice's; the rest is copied again
+  if (copy_ahead_) copy_ahead(job, br);
 
   while (!remote.empty()) {
     core::Message msg;
@@ -184,6 +197,43 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
   br.scheduler().finish_slice();
   rep.transfers_pending = static_cast<uint32_t>(br.scheduler().in_flight());
   return rep;
+}
+
+void DmaHelper::settle_ahead(LocalRanks& job) {
+  landed_.clear();
+  for (const Ahead& a : ahead_)
+    if (job.await_copy(a.to) == 0) landed_.push_back(a);
+  ahead_.clear();
+}
+
+bool DmaHelper::landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst,
+                       uint64_t len) const {
+  if (pid == 0) return false;
+  for (const Ahead& a : landed_)
+    if (a.to == to && a.pid == pid && src >= a.src && src - a.src <= a.len &&
+        len <= a.len - (src - a.src) && dst - src == a.dst - a.src)
+      return true;
+  return false;
+}
+
+void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
+  br.scheduler().next_pieces([&](const Match& m, uint64_t off, uint64_t len) {
+    if (len < kSingleCopyMin || m.send.is_inline || m.cancelled || m.cancel_late ||
+        m.send.layout || m.recv.layout || !job.is_local(m.recv.rank))
+      return;
+    // The sender's process, as the chunk's own copy would name it: a local
+    // rank, or one a node manager of this host offered.
+    uint32_t pid = 0;
+    if (job.is_local(m.send.src))
+      pid = job.pid_of(m.send.src);
+    else if (m.send.pid && job.host_peer(job.node_of(m.send.src)))
+      pid = m.send.pid;
+    if (!pid) return;
+    for (const Ahead& a : ahead_)
+      if (a.to == m.recv.rank) return;  // one order per rank at a time
+    const Ahead a{m.recv.rank, pid, m.send.addr + off, m.recv.addr + off, len};
+    if (job.post_copy(a.pid, a.to, a.src, a.dst, a.len)) ahead_.push_back(a);
+  });
 }
 
 void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {

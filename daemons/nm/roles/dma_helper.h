@@ -27,9 +27,36 @@ class DmaHelper {
   // Sender side of a remote read; `ranks` is the job this node runs now
   // (null: none). The reply goes to m.from.
   static void serve(const core::Message& m, LocalRanks* ranks, Net& net);
+  // Copies ahead (below); on by default.
+  void set_copy_ahead(bool on) { copy_ahead_ = on; }
 
  private:
+  // A copy order handed out early: rank `to` reads `len` bytes at `src` of
+  // process `pid` into its `dst`.
+  struct Ahead {
+    int32_t to;
+    uint32_t pid;
+    uint64_t src, dst, len;
+  };
+  // Copies ahead (P2P pipelining). At the end of a P2P, each receiving rank
+  // asleep in MPI is handed the next piece of its first single-copy
+  // transfer, so it copies while the strobe runs the next slice's DEM and
+  // MSM (two node managers: round trips through the manager). The next P2P
+  // settles them first, and a chunk that a landed piece covers is not
+  // copied again. Only ever early, never instead: a piece that failed, was
+  // taken back or does not cover its chunk is as if it had not been, and
+  // the chunk is copied (and its outcome reported) in its own microphase.
+  // The bytes land early in a receive buffer the program cannot look at
+  // yet (its request completes with the last chunk, as before), read from
+  // a send buffer it may not change until then.
+  void settle_ahead(LocalRanks& job);
+  bool landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst, uint64_t len) const;
+  void copy_ahead(LocalRanks& job, BufferReceiver& br);
+
   const uint32_t self_;
+  bool copy_ahead_ = true;
+  std::vector<Ahead> ahead_;   // handed out, not settled
+  std::vector<Ahead> landed_;  // settled, copied without error
   std::vector<uint8_t> staging_;  // bounce buffer for local copies
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, int32_t> xfer_error_;  // transfer id -> bcs_err_*

@@ -110,6 +110,17 @@ class LocalRanks : public RankMemory {
                                     uint64_t /*dst*/, size_t /*len*/) {
     return kNotDelegated;
   }
+  // A copy order in two halves, so the rank copies while the node does
+  // other work (the DMA helper's copies ahead): post_copy posts it (false:
+  // not posted, as kNotDelegated above; at most one per rank), await_copy
+  // settles it with copy_from_process's result. pid_of: the process a copy
+  // order names for local rank `r`, 0 if none (gone, single copy off).
+  virtual bool post_copy(uint32_t /*pid*/, int32_t /*to*/, uint64_t /*src*/, uint64_t /*dst*/,
+                         size_t /*len*/) {
+    return false;
+  }
+  virtual int32_t await_copy(int32_t /*to*/) { return kNotDelegated; }
+  virtual uint32_t pid_of(int32_t /*r*/) { return 0; }
 };
 
 // The longest a role waits for the data of one microphase (descriptor

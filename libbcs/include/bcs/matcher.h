@@ -12,6 +12,7 @@
 #include <climits>
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <map>
 #include <tuple>
 #include <utility>
@@ -203,6 +204,11 @@ class ChunkScheduler {
   void finish_slice();
   bool idle() const { return count_ == 0; }
   size_t in_flight() const { return count_; }
+  // Each pair's next piece as the next slice would cut it with the whole
+  // budget: `fn(match, offset, len)`, in pair order. A guess (a pair that
+  // shares the budget gets less), for work that may start early - the DMA
+  // helper's copies ahead; nothing is scheduled.
+  void next_pieces(const std::function<void(const Match&, uint64_t, uint64_t)>& fn) const;
 
  private:
   struct Transfer {

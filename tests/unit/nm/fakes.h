@@ -177,6 +177,31 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
     if (direct_result) return direct_result;
     return write(to, dst, reinterpret_cast<const void*>(src), len);
   }
+  // Copy orders in two halves (the DMA helper's copies ahead), only when a
+  // story turns them on: carried out at once (a fake rank is always asleep
+  // and quick), with `ahead_result` as the outcome if that is set (then
+  // nothing is written).
+  bool copies_ahead = false;
+  int32_t ahead_result = 0;
+  std::vector<DirectCopy> ahead_copies;
+  std::map<int32_t, int32_t> ahead_pending;
+  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len) override {
+    if (!copies_ahead || ahead_pending.count(to)) return false;
+    ahead_copies.push_back({pid, to, src, dst, len});
+    ahead_pending[to] =
+        ahead_result ? ahead_result : write(to, dst, reinterpret_cast<const void*>(src), len);
+    return true;
+  }
+  int32_t await_copy(int32_t to) override {
+    const auto it = ahead_pending.find(to);
+    if (it == ahead_pending.end()) return kNotDelegated;
+    const int32_t e = it->second;
+    ahead_pending.erase(it);
+    return e;
+  }
+  uint32_t pid_of(int32_t r) override {
+    return is_local(r) ? kPidBase + static_cast<uint32_t>(r) : 0;
+  }
   void complete(int32_t r, uint32_t req, int32_t e) override { complete_status(r, req, e, r, 0, 0, 0); }
   void complete_status(int32_t r, uint32_t req, int32_t e, int32_t src, int32_t tag, uint64_t bytes,
                        uint32_t found, uint64_t seq = 0) override {

@@ -136,6 +136,68 @@ TEST_F(TwoNodes, ABigMessageBetweenNodeManagersOfOneHostIsReadOnceByTheReceiving
   EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u) << "the last chunk ends the grant";
 }
 
+// Copies ahead: each chunk after the first is read by the receiving rank
+// during the slice before its own (while the strobe would run DEM and MSM),
+// and its own P2P only confirms it to the sender's node. Every chunk is read
+// once, the data arrives whole, and no payload crosses the node managers.
+TEST_F(TwoNodes, ChunksOfASingleCopyTransferAreReadAheadOnceEach) {
+  nodes[0]->ranks.host_peers = {1};
+  nodes[1]->ranks.host_peers = {0};
+  nodes[1]->ranks.copies_ahead = true;
+  nodes[1]->br.scheduler().set_budget(128 << 10);
+  std::vector<uint8_t> out(512 << 10), in(out.size(), 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 11 + i / 4096);
+  nodes[0]->ranks.allow(0, out.data(), out.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 9, out.data(), out.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(0, 9, in.data(), in.size(), 4));
+  int slices = 0;
+  while (!nodes[1]->ranks.done(1, 4) && slices < 10) {
+    const auto p2p = slice();
+    ++slices;
+    ASSERT_EQ(p2p[0].errors + p2p[1].errors, 0u);
+  }
+  EXPECT_EQ(slices, 4) << "one slice per chunk, as without copies ahead";
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).error, 0);
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 3));
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 3).error, 0);
+  ASSERT_EQ(nodes[1]->ranks.direct_copies.size(), 1u) << "only the first chunk is read in its slice";
+  ASSERT_EQ(nodes[1]->ranks.ahead_copies.size(), 3u);
+  for (size_t k = 0; k < 3; ++k) {
+    const auto& a = nodes[1]->ranks.ahead_copies[k];
+    EXPECT_EQ(a.pid, FakeRanks::kPidBase + 0);
+    EXPECT_EQ(a.src, reinterpret_cast<uint64_t>(out.data()) + (k + 1) * (128 << 10));
+    EXPECT_EQ(a.dst, reinterpret_cast<uint64_t>(in.data()) + (k + 1) * (128 << 10));
+    EXPECT_EQ(a.len, 128u << 10);
+  }
+  EXPECT_EQ(sw.dma_data_bytes, 4 * sizeof(wire::DmaDataHeader)) << "no bytes crossed";
+  EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u) << "the last chunk ends the grant";
+}
+
+// A copy ahead that failed leaves no trace: its chunk is read again in its
+// own slice, which alone decides the outcome (here: fine).
+TEST_F(TwoNodes, AReadAheadThatFailedIsReadAgainInItsOwnSlice) {
+  nodes[0]->ranks.host_peers = {1};
+  nodes[1]->ranks.host_peers = {0};
+  nodes[1]->ranks.copies_ahead = true;
+  nodes[1]->ranks.ahead_result = bcs_err_bad_address;
+  nodes[1]->br.scheduler().set_budget(128 << 10);
+  std::vector<uint8_t> out(384 << 10), in(out.size(), 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 5 + 3);
+  nodes[0]->ranks.allow(0, out.data(), out.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 9, out.data(), out.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(0, 9, in.data(), in.size(), 4));
+  for (int k = 0; k < 10 && !nodes[1]->ranks.done(1, 4); ++k) slice();
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 4));
+  EXPECT_EQ(in, out);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).error, 0);
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 3).error, 0);
+  EXPECT_EQ(nodes[1]->ranks.ahead_copies.size(), 2u);
+  EXPECT_EQ(nodes[1]->ranks.direct_copies.size(), 3u) << "every chunk read in its own slice";
+}
+
 TEST_F(TwoNodes, AReceivingRanksFailedReadFailsBothEnds) {
   nodes[0]->ranks.host_peers = {1};
   nodes[1]->ranks.host_peers = {0};
