@@ -154,6 +154,15 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
         finish_chunk(c, bcs_err_peer_gone);
         continue;
       }
+      // A piece the rank read itself, before the transfer's last, gets no
+      // answer: the sender's node keeps any failure of it (a refused
+      // range, the rank's own error) and answers it with the last chunk,
+      // which completes both ends. The round trip left this slice's path.
+      if (g.direct && !g.last) {
+        rep.bytes += c.len;
+        finish_chunk(c, g.direct_error);
+        continue;
+      }
       remote.emplace(g.token, Pending{c, g.direct != 0, g.direct_error});
     }
   }
@@ -252,26 +261,36 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
   std::unique_ptr<uint8_t[]> reply;
   LayoutPtr layout;  // a non-contiguous send: g.addr - base is a packed offset
   uint64_t base = 0;
+  int32_t earlier = 0;  // a piece of the transfer that got no answer failed
+  // The receiving node waits for no answer to a direct piece before the
+  // last (DmaHelper::run): its outcome goes with the last chunk's.
+  const bool answer = !(g.direct && !g.last);
   if (!ranks || ranks->job_id() != g.job || !ranks->is_local(g.src_rank) ||
       g.len > (uint64_t{1} << 32)) {
     h.error = bcs_err_peer_gone;
   } else if (!ranks->read_grants().use(g.src_rank, g.src_request, m.from, g.addr, g.len,
-                                       g.last || g.cancelled, &layout, &base)) {
+                                       g.last || g.cancelled, &layout, &base, &earlier)) {
     // Not a range of a send this node forwarded to the asking node.
     spdlog::warn("job {}: node {} asked to read {} bytes at {:#x} of rank {} (request {}): "
                  "no send of that rank to that node covers it, refused",
                  g.job, m.from, g.len, g.addr, g.src_rank, g.src_request);
     h.error = bcs_err_peer_gone;
+    // Unanswered: the transfer's last chunk says it (if the grant is that
+    // node's at all).
+    if (!answer) ranks->read_grants().note_error(g.src_rank, g.src_request, m.from, h.error);
   } else if (g.direct) {
     // The receiving rank read the range itself; the sender learns how that
-    // went (its buffer may be the bad one), as from a read of ours.
-    const int32_t e = g.direct_error;
-    if (g.last)
-      ranks->complete_status(g.src_rank, g.src_request,
-                             e == 0 || e == bcs_err_peer_gone || e == bcs_err_bad_address
-                                 ? e
-                                 : bcs_err_internal,
-                             g.src_rank, 0, 0, 0);
+    // went (its buffer may be the bad one), as from a read of ours, and so
+    // does the receiver when an earlier piece failed unanswered.
+    int32_t e = g.direct_error;
+    e = e == 0 || e == bcs_err_peer_gone || e == bcs_err_bad_address ? e : bcs_err_internal;
+    if (!g.last) {
+      if (e) ranks->read_grants().note_error(g.src_rank, g.src_request, m.from, e);
+    } else {
+      if (!e) e = earlier;
+      h.error = earlier;
+      ranks->complete_status(g.src_rank, g.src_request, e, g.src_rank, 0, 0, 0);
+    }
   } else if (g.cancelled) {
     // The receiver's node took the send out of matching: nothing to read.
     if (g.len == 0 && g.last)  // complete_status bounds-checks the request index
@@ -281,12 +300,14 @@ void DmaHelper::serve(const core::Message& m, LocalRanks* ranks, Net& net) {
   } else {
     reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h + g.len);
     uint8_t* dst = reply.get() + sizeof h;
-    h.error = !g.len   ? 0
+    h.error = earlier ? earlier  // a piece before it failed unanswered: the transfer did
+              : !g.len ? 0
               : layout ? ranks->read_layout(g.src_rank, base, *layout, g.addr - base, dst, g.len)
                        : ranks->read(g.src_rank, g.addr, dst, g.len);
     if (!h.error) n = g.len;
     if (g.last) ranks->complete_status(g.src_rank, g.src_request, h.error, g.src_rank, 0, 0, 0);
   }
+  if (!answer) return;
   if (!reply) reply = std::make_unique_for_overwrite<uint8_t[]>(sizeof h);
   std::memcpy(reply.get(), &h, sizeof h);
   auto s = net.send(m.from, wire::kEvDmaData, {reply.get(), sizeof h + n});

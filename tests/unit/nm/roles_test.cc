@@ -171,7 +171,8 @@ TEST_F(TwoNodes, ChunksOfASingleCopyTransferAreReadAheadOnceEach) {
     EXPECT_EQ(a.dst, reinterpret_cast<uint64_t>(in.data()) + (k + 1) * (128 << 10));
     EXPECT_EQ(a.len, 128u << 10);
   }
-  EXPECT_EQ(sw.dma_data_bytes, 4 * sizeof(wire::DmaDataHeader)) << "no bytes crossed";
+  EXPECT_EQ(sw.dma_data_bytes, sizeof(wire::DmaDataHeader))
+      << "no bytes crossed, and only the last chunk was answered";
   EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u) << "the last chunk ends the grant";
 }
 
@@ -274,6 +275,61 @@ TEST_F(TwoNodes, ADirectReadOutsideTheGrantIsRefused) {
   EXPECT_EQ(h.error, bcs_err_peer_gone);
   EXPECT_FALSE(nodes[0]->ranks.done(0, 3));
   EXPECT_EQ(nodes[0]->ranks.grants_.size(), 1u);
+}
+
+// A direct piece before the last gets no answer, so what goes wrong with
+// it is kept by the sender's node and answered with the last chunk: a
+// refused range, or the receiving rank's own failed read. Both ends then
+// fail; nothing is forgotten because nobody waited.
+TEST_F(TwoNodes, AnUnansweredPieceThatFailedFailsItsTransferAtTheLastChunk) {
+  static int sent[16];
+  nodes[0]->ranks.allow(0, sent, sizeof sent);
+  const auto a = reinterpret_cast<uint64_t>(sent);
+  auto& q = nodes[1]->net.inbox[wire::kEvDmaData];
+  auto get = [&](uint32_t request, uint64_t addr, uint64_t len, bool last, int32_t direct_error) {
+    wire::DmaGet g;
+    g.job = 1;
+    g.token = 4;
+    g.src_rank = 0;
+    g.src_request = request;
+    g.addr = addr;
+    g.len = len;
+    g.last = last ? 1 : 0;
+    g.direct = 1;
+    g.direct_error = direct_error;
+    core::Message m;
+    m.from = 1;
+    m.data = wire::encode(g);
+    DmaHelper::serve(m, &nodes[0]->ranks, nodes[0]->net);
+  };
+  auto answer = [&] {
+    EXPECT_EQ(q.size(), 1u);
+    wire::DmaDataHeader h{};
+    if (q.empty()) return -1;
+    std::memcpy(&h, q.front().data.data(), sizeof h);
+    q.clear();
+    return h.error;
+  };
+  // A refused range (past the send's end).
+  nodes[0]->ranks.grants_.grant(0, 3, 1, a, sizeof sent);
+  nodes[0]->ranks.post(0, send_desc(1, 1, sent, 40000, 3));  // only to mark slot 3 pending
+  get(3, a + 16, sizeof sent, false, 0);
+  EXPECT_TRUE(q.empty()) << "a piece before the last is not answered";
+  EXPECT_FALSE(nodes[0]->ranks.done(0, 3));
+  get(3, a + 32, 32, true, 0);
+  EXPECT_EQ(answer(), bcs_err_peer_gone);
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 3));
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 3).error, bcs_err_peer_gone);
+  // The receiving rank could not read a piece.
+  nodes[0]->ranks.grants_.grant(0, 5, 1, a, sizeof sent);
+  nodes[0]->ranks.post(0, send_desc(1, 1, sent, 40000, 5));
+  get(5, a, 32, false, bcs_err_bad_address);
+  EXPECT_TRUE(q.empty());
+  get(5, a + 32, 32, true, 0);
+  EXPECT_EQ(answer(), bcs_err_bad_address);
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 5));
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 5).error, bcs_err_bad_address);
+  EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u);
 }
 
 TEST_F(TwoNodes, ALocalMessageIsCopiedByCrossMemoryAttach) {
