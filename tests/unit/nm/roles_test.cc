@@ -15,7 +15,29 @@ namespace {
 
 using namespace fakes;
 
-class TwoNodes : public testing::Test, public TwoNodeCluster {};
+class TwoNodes : public testing::Test, public TwoNodeCluster {
+ protected:
+  // Node `from` asks node 0 for [addr, addr + len) of rank 0's send
+  // `request` (a remote read, or with `direct` the confirmation of one the
+  // receiving rank made, with its outcome).
+  void serve_get(uint32_t from, uint32_t request, uint64_t addr, uint64_t len, bool last,
+                 bool direct = false, int32_t direct_error = 0) {
+    wire::DmaGet g;
+    g.job = 1;
+    g.token = 4;
+    g.src_rank = 0;
+    g.src_request = request;
+    g.addr = addr;
+    g.len = len;
+    g.last = last ? 1 : 0;
+    g.direct = direct ? 1 : 0;
+    g.direct_error = direct_error;
+    core::Message m;
+    m.from = from;
+    m.data = wire::encode(g);
+    DmaHelper::serve(m, &nodes[0]->ranks, nodes[0]->net);
+  }
+};
 
 TEST_F(TwoNodes, BufferSenderBatchesRemoteSendsPerNodeAndKeepsLocalOnesHome) {
   char a[8] = "to-one", b[8] = "to-two";
@@ -287,20 +309,7 @@ TEST_F(TwoNodes, AnUnansweredPieceThatFailedFailsItsTransferAtTheLastChunk) {
   const auto a = reinterpret_cast<uint64_t>(sent);
   auto& q = nodes[1]->net.inbox[wire::kEvDmaData];
   auto get = [&](uint32_t request, uint64_t addr, uint64_t len, bool last, int32_t direct_error) {
-    wire::DmaGet g;
-    g.job = 1;
-    g.token = 4;
-    g.src_rank = 0;
-    g.src_request = request;
-    g.addr = addr;
-    g.len = len;
-    g.last = last ? 1 : 0;
-    g.direct = 1;
-    g.direct_error = direct_error;
-    core::Message m;
-    m.from = 1;
-    m.data = wire::encode(g);
-    DmaHelper::serve(m, &nodes[0]->ranks, nodes[0]->net);
+    serve_get(1, request, addr, len, last, true, direct_error);
   };
   auto answer = [&] {
     EXPECT_EQ(q.size(), 1u);
@@ -541,20 +550,9 @@ TEST_F(TwoNodes, OnlyGrantedRangesOfForwardedSendsAreServed) {
   const auto a = reinterpret_cast<uint64_t>(sent);
   nodes[0]->ranks.grants_.grant(0, 3, 1, a, sizeof sent);  // as the buffer sender does
   auto ask = [&](uint32_t from, uint32_t request, uint64_t addr, uint64_t len, bool last) {
-    wire::DmaGet g;
-    g.job = 1;
-    g.token = 9;
-    g.src_rank = 0;
-    g.src_request = request;
-    g.addr = addr;
-    g.len = len;
-    g.last = last ? 1 : 0;
-    core::Message m;
-    m.from = from;
-    m.data = wire::encode(g);
     nodes[0]->net.inbox[wire::kEvDmaData].clear();
     nodes[1]->net.inbox[wire::kEvDmaData].clear();
-    DmaHelper::serve(m, &nodes[0]->ranks, nodes[0]->net);
+    serve_get(from, request, addr, len, last);
     auto& q = nodes[from]->net.inbox[wire::kEvDmaData];
     EXPECT_EQ(q.size(), 1u);
     wire::DmaDataHeader h;
