@@ -164,9 +164,12 @@ void run_slice_hooks() {
   }
 }
 
-// Posts `d`, sleeping while the ring is full (the NM frees slots at every
-// strobe and wakes waiting ranks). Nothing is ever dropped.
 namespace {
+// A send to a local rank that sleeps in MPI (kNmBellOnPost). Its read of
+// the peer's `waiting` after publishing the head pairs with no barrier of
+// the peer's: it is a hint, and a ring missed in a race with the peer
+// starting to wait costs at most the period (the peer's own ring wakes the
+// node, which then finds the send in the ring).
 bool send_to_waiting(const Descriptor& d) {
   if (d.kind != DescKind::send || d.peer < 0 || d.peer >= st().size) return false;
   const bcs::RankControl* c = st().local_ctl[static_cast<size_t>(d.peer)];
@@ -174,6 +177,8 @@ bool send_to_waiting(const Descriptor& d) {
 }
 }  // namespace
 
+// Posts `d`, sleeping while the ring is full (the NM frees slots at every
+// strobe and wakes waiting ranks). Nothing is ever dropped.
 void post(Descriptor& d) {
   auto& s = st();
   if (s.slice_hooks) run_slice_hooks();
