@@ -453,6 +453,7 @@ int NmJob::reap(LocalRank& r) {
       forget_rank(r.pid);
     }
   }
+  note_rank_gone();
   reaped_.notify_all();
   return status;
 }
@@ -484,7 +485,13 @@ void NmJob::end_corrupt(int32_t world_rank, const std::string& why) {
   if (::kill(-r.pid, SIGKILL) != 0) ::kill(r.pid, SIGKILL);
 }
 
+void NmJob::note_rank_gone() {
+  rank_gone_.store(true, std::memory_order_release);
+  if (seg_.get()) segment_ring_bell(bell());  // (a job that never started has no segment)
+}
+
 void NmJob::kill_ranks() {
+  note_rank_gone();
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_) {
     if (r->pid <= 0 || r->dead) continue;

@@ -197,6 +197,10 @@ class NmJob {
   void kill_ranks();
   // Every local rank has been reaped.
   bool all_dead();
+  // Some local rank was reaped or killed: the job is ending (or this rank
+  // finished early). A node on its lease then reports at once instead of
+  // at its period's end; the bell is rung to wake it.
+  bool rank_gone() const { return rank_gone_.load(std::memory_order_acquire); }
   // Waits until the I/O thread has reaped every rank, or `limit` passes.
   bool wait_all_dead(std::chrono::milliseconds limit);
 
@@ -204,6 +208,8 @@ class NmJob {
   SegmentHeader* header() { return static_cast<SegmentHeader*>(seg_.get()); }
   SegmentLayout layout_;  // private copy: the header is rank-writable
   std::atomic<uint32_t> flags_{0};  // what nm_flags should say
+  std::atomic<bool> rank_gone_{false};
+  void note_rank_gone();
   uint64_t first_slice_ = 0;        // the global slice that was job slice 1
   // Single copy is tried until the kernel refuses it once (Yama's ptrace
   // scope forbids reading a sibling); BCS_SINGLE_COPY=off in the NM's

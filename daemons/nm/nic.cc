@@ -275,20 +275,27 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
     uint32_t skipped = 0;
     bool blocked = false, posted = false, go = false;
+    // The lease ends at a period's end, the first after its time ran out,
+    // not within a period: within it, a post that should start the next
+    // slice at once rings only a node on its lease (the ranks ring for
+    // posts on a lease only), and the strobe sender would hear of it at
+    // the period's end. It ends at once when a rank is gone: the job is
+    // ending, and the manager decides what comes next.
     for (;;) {
       bool all = false;
-      if (wait_slice_start(std::min(period_end, deadline), &all)) {
+      if (wait_slice_start(period_end, &all)) {
         go = true;
         blocked = all;
         posted = !all;
         break;
       }
-      if (clock::now() >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
+      if (st_->ranks.job()->rank_gone()) break;
       if (!node_idle()) {
         go = true;
         break;
       }
-      ++skipped;
+      ++skipped;  // a period with nothing to do
+      if (clock::now() >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
       period_end += period;
     }
     if (!go) {
@@ -371,6 +378,7 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool send
     const uint32_t seen = bell->load(std::memory_order_seq_cst);
     *all = job->all_blocked();
     if (*all) return true;
+    if (job->rank_gone()) return false;  // ending: the manager decides
     // The slice starts for a send that may complete a waiting rank, not
     // for any post: a rank posting several requests before it waits would
     // otherwise cut them into a slice each, and a collective completes
