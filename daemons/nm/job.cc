@@ -663,24 +663,39 @@ bool NmJob::set_nm_flag(uint32_t flag, bool on) {
   return true;
 }
 
-bool NmJob::posted_for_waiter() {
+template <typename Fn>
+bool NmJob::peek_posted(Fn&& fn) {
   constexpr uint64_t kPeekMax = 64;  // descriptors looked at per rank
   for (auto& r : ranks_) {
     const RankView v = view(*r);
     const uint64_t head = v.ctl->head.load(std::memory_order_acquire);
     const uint64_t seen = r->seen_head.load(std::memory_order_relaxed);
     // The head is rank-written: whatever it says, look at most at one ring
-    // (slots the DEM has not read yet), at most kPeekMax of it.
+    // (slots the DEM has not read yet), at most kPeekMax of it. Each field
+    // is read once, into a local (the rank may be writing the slot).
     const uint64_t n = std::min<uint64_t>({head - seen, v.ring_slots, kPeekMax});
     for (uint64_t i = head - n; i != head; ++i) {
       const Descriptor& d = v.ring[i & (v.ring_slots - 1)];
-      if (d.kind != DescKind::send) continue;
-      const int32_t peer = d.peer;
-      if (peer < 0 || static_cast<uint32_t>(peer) >= spec_.nranks || !is_local(peer)) continue;
-      if (view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst)) return true;
+      if (fn(r->world_rank, d)) return true;
     }
   }
   return false;
+}
+
+bool NmJob::posted_for_waiter() {
+  return peek_posted([&](int32_t, const Descriptor& d) {
+    if (d.kind != DescKind::send) return false;
+    const int32_t peer = d.peer;
+    if (peer < 0 || static_cast<uint32_t>(peer) >= spec_.nranks || !is_local(peer)) return false;
+    return view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst) != 0;
+  });
+}
+
+void NmJob::posted_colls(std::vector<PostedColl>* out) {
+  peek_posted([&](int32_t world, const Descriptor& d) {
+    if (d.kind == DescKind::coll) out->push_back({world, d.context, d.seq});
+    return false;
+  });
 }
 
 bool NmJob::rings_empty() {

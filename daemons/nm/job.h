@@ -139,6 +139,15 @@ class NmJob {
   // peek at rank-written descriptors, bounded; the DEM reads and checks
   // them properly.
   bool posted_for_waiter();
+  // The collectives posted since the buffer sender last read the rings:
+  // (world rank, context, number) of each, appended to `out`. The same
+  // bounded peek; the numbers are the ranks' word, for a hint only.
+  struct PostedColl {
+    int32_t world;
+    int32_t context;
+    uint64_t seq;
+  };
+  void posted_colls(std::vector<PostedColl>* out);
   void ring_seen(int32_t world_rank, uint64_t head) {
     local(world_rank).seen_head.store(head, std::memory_order_relaxed);
   }
@@ -206,6 +215,10 @@ class NmJob {
 
  private:
   SegmentHeader* header() { return static_cast<SegmentHeader*>(seg_.get()); }
+  // Calls fn(world rank, slot) for the descriptors posted since the DEM
+  // last read each ring (bounded); true as soon as fn says so.
+  template <typename Fn>
+  bool peek_posted(Fn&& fn);
   SegmentLayout layout_;  // private copy: the header is rank-writable
   std::atomic<uint32_t> flags_{0};  // what nm_flags should say
   std::atomic<bool> rank_gone_{false};

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdlib>
 #include <chrono>
+#include <tuple>
 
 namespace bcs::nm {
 
@@ -361,14 +362,34 @@ bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {
   return wait_on_bell(deadline, false, &all);
 }
 
-bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool sends, bool* all) {
+bool Nic::coll_posted_locally() {
+  auto& v = posted_colls_;
+  v.clear();
+  st_->ranks.job()->posted_colls(&v);
+  if (v.empty()) return false;
+  std::sort(v.begin(), v.end(), [](const NmJob::PostedColl& a, const NmJob::PostedColl& b) {
+    return std::tie(a.context, a.seq, a.world) < std::tie(b.context, b.seq, b.world);
+  });
+  for (size_t i = 0; i < v.size();) {
+    posted_by_.clear();
+    size_t j = i;
+    for (; j < v.size() && v[j].context == v[i].context && v[j].seq == v[i].seq; ++j)
+      posted_by_.push_back(v[j].world);
+    if (st_->coll.posted_locally(v[i].context, v[i].seq, posted_by_)) return true;
+    i = j;
+  }
+  return false;
+}
+
+bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all) {
   using clock = std::chrono::steady_clock;
   const auto& job = st_->ranks.job();
   // Ranks ring only when asked to (a fixed strobe never leases or holds).
   // On a lease (run_fused sets the flags) a rank that starts waiting rings
   // too (a send to it may be in a ring already), and so does a rank that
-  // posts a send to one that waits; other posts ring nothing, so ranks
-  // that compute and post pay no system call.
+  // posts a send to one that waits, or the last local post of a
+  // collective; other posts ring nothing, so ranks that compute and post
+  // pay no system call.
   if (!job->nm_flag(kNmBellOnBlock)) return false;
   std::atomic<uint32_t>* bell = job->bell();
   for (;;) {
@@ -381,10 +402,12 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool send
     if (job->rank_gone()) return false;  // ending: the manager decides
     // The slice starts for a send that may complete a waiting rank, not
     // for any post: a rank posting several requests before it waits would
-    // otherwise cut them into a slice each, and a collective completes
-    // only when its last member posts, which then blocks (every rank
-    // blocked, above, when all take part).
-    if (sends && job->posted_for_waiter()) return true;
+    // otherwise cut them into a slice each. And for a collective once its
+    // last local member posted it, not before: a slice for the first
+    // member's post could not complete it (on one node every member is
+    // local), and the next post would have to wait for the slice's end.
+    // The members may then compute with the collective in flight.
+    if (posts && (job->posted_for_waiter() || coll_posted_locally())) return true;
     const auto now = clock::now();
     if (now >= deadline) return false;
     futex_wait(bell, seen,

@@ -151,15 +151,22 @@ class Nic : private Net {
   // blocked (true) or `deadline` passes (false).
   bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
   // Within a lease, between slices: true when the next slice may start -
-  // every local rank is blocked (*all), or a send to a rank that waits was
-  // posted since the last DEM (kNmBellOnPost) - false at `deadline`.
+  // every local rank is blocked (*all), or since the last DEM a send to a
+  // rank that waits was posted, or a collective's last local post came
+  // (kNmBellOnPost) - false at `deadline`.
   bool wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all);
   // Both: sleeps on the job's bell until every rank is blocked (*all) or,
-  // with `sends`, a send to a waiting rank was posted; false at `deadline`.
-  bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool sends, bool* all);
+  // with `posts`, a send to a waiting rank or a collective's last local
+  // post came; false at `deadline`.
+  bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all);
   // Within a lease: nothing posted, nothing in flight, no collective in its
   // rounds; the next slice would have nothing to do.
   bool node_idle();
+  // Within a lease, between slices: some collective's local members have
+  // all posted it, the last since the DEM read the rings (kNmBellOnPost).
+  bool coll_posted_locally();
+  std::vector<NmJob::PostedColl> posted_colls_;  // coll_posted_locally's, kept
+  std::vector<int32_t> posted_by_;
   // The last microstrobe of a slice (Strobe::hold_ns): waits for the ranks
   // to block before `rep` goes, with the doorbell stepped aside.
   void hold_report(const wire::Strobe& s, wire::Report& rep);

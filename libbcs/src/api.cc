@@ -93,8 +93,8 @@ bcs_status_t bcs_init(void) {
   s.post_seq = 0;
   s.post_fence = !((h->nm_flags.load(std::memory_order_acquire) & bcs::kNmAsymmetricFence) &&
                    bcs::segment_membarrier_register());
-  s.coll_count.clear();
-  s.coll_last_count = nullptr;
+  s.coll_ctx.clear();
+  s.coll_last = nullptr;
   s.iprobes.clear();
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
@@ -105,6 +105,11 @@ bcs_status_t bcs_init(void) {
     bcs::RankControl* c = bcs::segment_rank_view(s.map.base(), i, l).ctl;
     if (c->world_rank >= 0 && c->world_rank < s.size) s.local_ctl[static_cast<size_t>(c->world_rank)] = c;
   }
+  // The world's collective context: every local rank is a member.
+  CollContext& world = s.coll_ctx[bcs::kContextWorld + 1];
+  world.members_known = true;
+  for (const bcs::RankControl* c : s.local_ctl)
+    if (c && c != s.view.ctl) world.local_peers.push_back(c);
   for (uint32_t i = s.view.request_slots; i-- > 0;) {
     s.free_slots.push_back(i);  // slot 0 on top
     slot(i).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
@@ -127,8 +132,8 @@ bcs_status_t bcs_finalize(void) {
   s.header = nullptr;
   s.free_slots.clear();
   s.iprobes.clear();
-  s.coll_count.clear();
-  s.coll_last_count = nullptr;
+  s.coll_ctx.clear();
+  s.coll_last = nullptr;
   s.drain_observer = nullptr;
   s.drain_tail = 0;
   s.alarm = nullptr;

@@ -117,6 +117,17 @@ bcs_status_t bcs_comm_register(int32_t coll_context, int32_t size, const int32_t
   if (!s.initialized) return BCS_ERR_NOT_INIT;
   if (size < 1 || size > s.size || !members || coll_context <= bcs::kContextSelf + 1)
     return BCS_ERR_ARG;
+  // Its members on this node, to tell the last local post of each of its
+  // collectives (a context's members never change: the node manager
+  // refuses a second registration with another list).
+  CollContext& c = s.coll_ctx[coll_context];
+  c.members_known = true;
+  c.local_peers.clear();
+  for (int32_t i = 0; i < size; ++i) {
+    const int32_t m = members[i];
+    if (m != s.rank && m >= 0 && m < s.size && s.local_ctl[static_cast<size_t>(m)])
+      c.local_peers.push_back(s.local_ctl[static_cast<size_t>(m)]);
+  }
   Descriptor d = make_desc(DescKind::comm, coll_context, 0, 0);
   d.addr = reinterpret_cast<uintptr_t>(members);
   d.len = static_cast<uint64_t>(size);
@@ -138,11 +149,16 @@ bcs_status_t bcs_coll(const bcs_coll_args_t* a, bcs_mode_t mode, bcs_request_t* 
   } else {
     Descriptor d = make_desc(DescKind::coll, a->context, 0, 0);
     d.request = idx;
-    if (!s.coll_last_count || s.coll_last_context != a->context) {
+    if (!s.coll_last || s.coll_last_context != a->context) {
       s.coll_last_context = a->context;
-      s.coll_last_count = &s.coll_count[a->context];
+      s.coll_last = &s.coll_ctx[a->context];
     }
-    d.seq = ++*s.coll_last_count;
+    d.seq = ++s.coll_last->posted;
+    // The peers' words are misses (each peer wrote its own): start them now,
+    // for the last-post check after the ring (post()), on a lease only.
+    if (mode == BCS_NONBLOCKING &&
+        (s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmBellOnPost))
+      for (const bcs::RankControl* p : s.coll_last->local_peers) __builtin_prefetch(&p->coll_posted);
     bcs::CollArgs c{};
     c.kind = static_cast<uint8_t>(a->kind);
     c.op = static_cast<uint8_t>(a->op);
@@ -178,7 +194,7 @@ bcs_status_t bcs_coll(const bcs_coll_args_t* a, bcs_mode_t mode, bcs_request_t* 
       if (a->sbytes) std::memcpy(d.payload + bcs::kCollInlineOffset, a->sendbuf, a->sbytes);
     }
     std::memcpy(d.payload, &c, sizeof c);
-    post(d);
+    post(d, mode == BCS_NONBLOCKING || bypass);
     if (bypass) complete_locally(idx, 0);
   }
   if (mode == BCS_NONBLOCKING) {

@@ -175,38 +175,61 @@ bool send_to_waiting(const Descriptor& d) {
   const bcs::RankControl* c = st().local_ctl[static_cast<size_t>(d.peer)];
   return c && c->waiting.load(std::memory_order_relaxed);
 }
+
+// Whether every other local member of the collective context `d` is posted
+// on has posted collective d.seq there or a later one (bcs_coll has just
+// made the context the last one). A hint, like send_to_waiting: two
+// members posting at once may both miss the other's word, and the period
+// then starts the slice.
+bool last_local_post(const Descriptor& d) {
+  const CollContext* c = st().coll_last;
+  if (!c || !c->members_known || st().coll_last_context != d.context) return false;
+  for (const bcs::RankControl* p : c->local_peers)
+    if (!bcs::segment_coll_covers(p->coll_posted.load(std::memory_order_acquire), d.context,
+                                  d.seq))
+      return false;
+  return true;
+}
 }  // namespace
 
 // Posts `d`, sleeping while the ring is full (the NM frees slots at every
 // strobe and wakes waiting ranks). Nothing is ever dropped.
-void post(Descriptor& d) {
+void post(Descriptor& d, bool goes_on) {
   auto& s = st();
   if (s.slice_hooks) run_slice_hooks();
   d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
-  if (bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) {
-    // A parked strobe (nothing to do anywhere) wakes only when rung, and so
-    // does a node on its lease for a send to one of its ranks that waits
-    // (the send may be what that rank waits for). The NM sets the flag,
-    // then re-reads the rings; we publish the head, then read the flag:
-    // with both fences one of us sees the other.
-    // (Or, with kNmAsymmetricFence, the NM's membarrier stands in for ours.)
-    if (s.post_fence)
-      std::atomic_thread_fence(std::memory_order_seq_cst);
-    else
-      std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps the order
-    const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
-    if ((nm & bcs::kNmParked) || ((nm & bcs::kNmBellOnPost) && send_to_waiting(d)))
-      bcs::segment_ring_bell(&s.header->bell);
-    return;
+  if (!bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) [[unlikely]] {
+    auto* ctl = s.view.ctl;
+    const uint32_t slots = s.view.ring_slots;
+    wait_until([&] {
+      return ctl->head.load(std::memory_order_relaxed) -
+                 ctl->tail.load(std::memory_order_acquire) <
+             slots;
+    });
+    const bool ok = bcs::ring_try_post(s.view, d, &s.ring_tail_seen);
+    (void)ok;  // single producer: space seen above cannot vanish
   }
-  auto* ctl = s.view.ctl;
-  const uint32_t slots = s.view.ring_slots;
-  wait_until([&] {
-    return ctl->head.load(std::memory_order_relaxed) - ctl->tail.load(std::memory_order_acquire) <
-           slots;
-  });
-  const bool ok = bcs::ring_try_post(s.view, d, &s.ring_tail_seen);
-  (void)ok;  // single producer: space seen above cannot vanish
+  // After the head: a member that reads this word and rings finds our
+  // descriptor in the ring.
+  if (d.kind == DescKind::coll)
+    s.view.ctl->coll_posted.store(bcs::segment_coll_word(d.context, d.seq),
+                                  std::memory_order_release);
+  // A parked strobe (nothing to do anywhere) wakes only when rung, and so
+  // does a node on its lease for a send to one of its ranks that waits
+  // (the send may be what that rank waits for) or for the last local post
+  // of a collective its members go on computing with. The NM
+  // sets the flag, then re-reads the rings; we publish the head, then read
+  // the flag: with both fences one of us sees the other.
+  // (Or, with kNmAsymmetricFence, the NM's membarrier stands in for ours.)
+  if (s.post_fence)
+    std::atomic_thread_fence(std::memory_order_seq_cst);
+  else
+    std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps the order
+  const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
+  if ((nm & bcs::kNmParked) ||
+      ((nm & bcs::kNmBellOnPost) &&
+       (d.kind == DescKind::coll ? goes_on && last_local_post(d) : send_to_waiting(d))))
+    bcs::segment_ring_bell(&s.header->bell);
 }
 
 // Waits for `idx`, copies its status, frees it; returns the request's error.

@@ -71,6 +71,16 @@ struct IprobeKey {
   }
 };
 
+// A collective context as this rank knows it: the collectives it posted
+// there and, once the members are known (the world at init, others when
+// registered), the control blocks of the other members on this node, to
+// tell whether a post is the last local one (kNmBellOnPost).
+struct CollContext {
+  uint64_t posted = 0;
+  bool members_known = false;
+  std::vector<const bcs::RankControl*> local_peers;
+};
+
 struct State {
   Mapping map;
   bcs::RankView view;
@@ -89,12 +99,12 @@ struct State {
   // otherwise), to see whether a send goes to a rank that waits
   // (kNmBellOnPost).
   std::vector<bcs::RankControl*> local_ctl;
-  std::map<int32_t, uint64_t> coll_count;          // collectives posted, per context
-  // The last context's counter (map nodes never move): a program runs its
+  std::map<int32_t, CollContext> coll_ctx;         // per collective context
+  // The last context's entry (map nodes never move): a program runs its
   // collectives on one communicator most of the time, and each post then
-  // skips the tree walk. Reset with coll_count.
+  // skips the tree walk. Reset with coll_ctx.
   int32_t coll_last_context = 0;
-  uint64_t* coll_last_count = nullptr;
+  CollContext* coll_last = nullptr;
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
   bcs_msg_observer_t observer = nullptr;           // bcs_set_msg_observer
   // Record and replay: a drain observer or a slice alarm is set (one branch
@@ -203,8 +213,11 @@ void wait_until(Pred ready) {
 // to the node manager, which may share it with us.
 void polled_nothing();
 // Posts `d`, sleeping while the ring is full (the NM frees slots at every
-// strobe and wakes waiting ranks). Nothing is ever dropped.
-void post(Descriptor& d);
+// strobe and wakes waiting ranks). Nothing is ever dropped. `goes_on`: a
+// collective whose caller does not wait for it now (non-blocking, or
+// completed by the rank itself), whose last local post rings on a lease
+// (a caller that blocks rings then anyway).
+void post(Descriptor& d, bool goes_on = false);
 inline Descriptor make_desc(DescKind kind, int32_t context, int32_t peer, int32_t tag) {
   Descriptor d;
   std::memset(&d, 0, offsetof(Descriptor, payload));

@@ -20,6 +20,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <string>
 #include <vector>
 
@@ -207,6 +208,32 @@ TEST_P(StrobeStory, ARankPostingWhileAnotherWaitsStartsTheNextSliceAtOnce) {
   EXPECT_GE(p.early_after_skip, static_cast<uint64_t>(rounds / 2))
       << p.strobed << " slices, " << p.early_after_skip << " early after skipped periods, "
       << p.leased << " leased";
+  c.expect_alive_then_stop();
+}
+
+// ... and when the last local member of a collective posts it. With 50 ms
+// slices, every rank sleeps 2 ms, posts an MPI_Iallreduce, sleeps (computes)
+// another 2 ms, then tests it. Neither rank is blocked when the collective
+// could run, so without that rule its slice waits for the period's end and
+// the test finds it pending (but in the rounds whose period happens to end
+// in those 2 ms); with it the slice starts at the last post, and the test
+// finds it done. (A node cannot tell that for a collective whose members
+// are on other nodes too: two node managers keep the strobe's rules.)
+TEST_P(StrobeStory, TheLastLocalMemberOfACollectiveStartsItsSlice) {
+  if (GetParam() != 1) GTEST_SKIP() << "a node's own pacing: one node manager";
+  Standing c(1, {"--emds-window", kWindow});
+  ASSERT_TRUE(c.up());
+  const int rounds = 40;
+  auto r = c.run({"--slice", "50ms", "-n", "2", it_prog("it_idle"), "0.002",
+                  std::to_string(rounds), "coll"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_NE(r.out.find("idle ok"), std::string::npos);
+  int done = -1, of = -1;
+  const auto at = r.out.find("coll done before the wait: ");
+  ASSERT_NE(at, std::string::npos) << describe(r);
+  ASSERT_EQ(std::sscanf(r.out.c_str() + at, "coll done before the wait: %d of %d", &done, &of), 2);
+  EXPECT_EQ(of, rounds);
+  EXPECT_GE(done, rounds / 2) << describe(r);
   c.expect_alive_then_stop();
 }
 

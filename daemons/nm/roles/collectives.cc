@@ -52,6 +52,20 @@ void Collectives::add_comm(int32_t context, std::vector<int32_t> members) {
   impl_->ctxs[context] = std::move(c);
 }
 
+bool Collectives::posted_locally(int32_t context, uint64_t seq,
+                                 std::span<const int32_t> posted_since) const {
+  const auto it = impl_->ctxs.find(context);
+  if (it == impl_->ctxs.end() || it->second.local.empty()) return false;
+  const Ctx& c = it->second;
+  for (const int32_t crank : c.local) {
+    const auto p = c.posted.find(crank);
+    if (p != c.posted.end() && p->second >= seq) continue;
+    const int32_t w = c.members[static_cast<size_t>(crank)];
+    if (!std::binary_search(posted_since.begin(), posted_since.end(), w)) return false;
+  }
+  return true;
+}
+
 bool Collectives::register_comm(int32_t world_rank, int32_t context, std::vector<int32_t> members,
                                 std::string* why) {
   if (context <= kContextSelf + 1) {

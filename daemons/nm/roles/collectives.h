@@ -108,6 +108,11 @@ class Collectives {
   };
   Done finish(RankMemory& mem, bool lost = false);
 
+  // Whether every local member of `context` has posted its collective
+  // `seq`: drained already, or - for the world ranks in `posted_since`
+  // (sorted) - in its ring since. False for a context not known yet.
+  bool posted_locally(int32_t context, uint64_t seq, std::span<const int32_t> posted_since) const;
+
   // Collectives posted and not yet complete on this node (all contexts).
   size_t pending() const;
   // Of those, how many are in their rounds (they need the next slices).

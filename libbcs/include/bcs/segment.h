@@ -197,6 +197,11 @@ struct alignas(64) RankControl {
   // Ring indices: the rank produces at head, the NM consumes at tail.
   // Monotonic 64-bit counters; slot = index % ring_slots.
   alignas(64) std::atomic<uint64_t> head;
+  // The last collective the rank posted (segment_coll_word), stored after
+  // its head: the other local ranks read it to tell whether their post of
+  // a collective is the last local one (kNmBellOnPost). Nobody else trusts
+  // it: the node manager decides from the rings.
+  std::atomic<uint64_t> coll_posted;
   alignas(64) std::atomic<uint64_t> tail;
   // Bumped (and FUTEX_WAKE'd) by the NM whenever it completes one of this
   // rank's requests or frees ring space while the rank waits.
@@ -280,9 +285,11 @@ constexpr uint32_t kNmBellOnBlock = 1;  // ring when this rank blocks and every
                                         // strobe may start the next slice at once)
 constexpr uint32_t kNmParked = 2;       // the strobe is parked: ring after a post
 // A one-node job's node pacing its own slices (its lease), between two
-// slices: a send to a rank that waits starts the next slice at once.
+// slices: a send to a rank that waits starts the next slice at once, and
+// so does the post that makes a collective's local members all posted.
 constexpr uint32_t kNmBellOnPost = 4;      // ring after posting a send to a local
-                                           // rank that waits (RankControl::waiting)
+                                           // rank that waits (RankControl::waiting),
+                                           // or the last local post of a collective
 constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not (a
                                            // send to it may be in a ring already)
 // The node manager follows every raise of kNmParked and kNmBellOnPost with
@@ -295,6 +302,19 @@ constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not (a
 // read, have all completed (100-300 cycles here). Set before the ranks
 // start; never changes.
 constexpr uint32_t kNmAsymmetricFence = 16;
+
+// RankControl::coll_posted: collective `seq` of collective context
+// `context`, packed (the low 32 bits of the number: posts of one context
+// further apart than 2^31 compare wrongly, which costs a missed or a
+// needless ring, never a result).
+constexpr uint64_t segment_coll_word(int32_t context, uint64_t seq) {
+  return (uint64_t{static_cast<uint32_t>(context)} << 32) | static_cast<uint32_t>(seq);
+}
+// Does `word` say collective `seq` of `context`, or a later one of it, was posted?
+constexpr bool segment_coll_covers(uint64_t word, int32_t context, uint64_t seq) {
+  return (word >> 32) == static_cast<uint32_t>(context) &&
+         static_cast<int32_t>(static_cast<uint32_t>(word) - static_cast<uint32_t>(seq)) >= 0;
+}
 
 struct alignas(64) SegmentHeader {
   uint32_t magic;

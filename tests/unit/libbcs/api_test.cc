@@ -646,6 +646,51 @@ TEST_F(ApiTest, APostRingsAParkedNodeWithOrWithoutTheNodeManagersBarrier) {
   }
 }
 
+// On a lease (kNmBellOnPost) the post that makes a collective's local
+// members all posted rings: each rank publishes the last collective it
+// posted (RankControl::coll_posted), and reads its local peers' words.
+TEST_F(ApiTest, TheLastLocalPostOfACollectiveRingsOnALease) {
+  // Ranks 0 and 1 on this node, rank 2 elsewhere; we are rank 0.
+  seg_ = std::make_unique<FakeSegment>(3, 2, 64, 64);
+  SegmentHeader* h = seg_->header();
+  RankControl* peer = seg_->view(1).ctl;
+  RankControl* self = seg_->view(0).ctl;
+  seg_->export_env(0, 0);
+  ASSERT_EQ(bcs_init(), BCS_OK);
+  const int32_t world = kContextWorld + 1;
+  auto rings = [&](bool lease) {
+    h->nm_flags.store(lease ? kNmBellOnPost : 0);
+    const uint32_t bell = h->bell.load();
+    bcs_request_t req;
+    EXPECT_EQ(bcs_barrier(world, BCS_NONBLOCKING, &req), BCS_OK);
+    return h->bell.load() != bell;
+  };
+  EXPECT_FALSE(rings(true)) << "rank 1 has not posted barrier 1";
+  EXPECT_EQ(self->coll_posted.load(), segment_coll_word(world, 1));
+  peer->coll_posted.store(segment_coll_word(world, 2));
+  EXPECT_TRUE(rings(true)) << "rank 1 posted barrier 2 already";
+  EXPECT_FALSE(rings(false)) << "not on a lease";  // barrier 3
+  EXPECT_FALSE(rings(true)) << "rank 1 is at barrier 2, this is barrier 4";
+  peer->coll_posted.store(segment_coll_word(world + 4, 9));
+  EXPECT_FALSE(rings(true)) << "rank 1's last collective is on another context";
+  peer->coll_posted.store(segment_coll_word(world, 9));
+  EXPECT_TRUE(rings(true)) << "rank 1 is ahead";  // barrier 6
+  EXPECT_EQ(self->coll_posted.load(), segment_coll_word(world, 6));
+  // A communicator of ranks 0 and 2: no other member here, every post is
+  // the last local one.
+  const int32_t members[] = {0, 2};
+  ASSERT_EQ(bcs_comm_register(kContextWorld + 9, 2, members), BCS_OK);
+  h->nm_flags.store(kNmBellOnPost);
+  const uint32_t bell = h->bell.load();
+  bcs_request_t req;
+  ASSERT_EQ(bcs_barrier(kContextWorld + 9, BCS_NONBLOCKING, &req), BCS_OK);
+  EXPECT_NE(h->bell.load(), bell);
+  h->nm_flags.store(0);
+  ASSERT_EQ(bcs_finalize(), BCS_OK);
+  seg_.reset();
+  clear_env();
+}
+
 TEST_F(ApiTest, ArgumentErrorsPostNothing) {
   attach(2);
   int v = 0;

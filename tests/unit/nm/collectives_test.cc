@@ -717,5 +717,27 @@ TEST(Collectives, InvalidDescriptorsAreRefusedWithAReason) {
   EXPECT_EQ(c.pending(), 1u);
 }
 
+// Between slices a node on its lease starts the next one once a
+// collective's local members have all posted it: drained already, or in
+// their rings since (the world ranks the node found there).
+TEST(Collectives, PostedLocallyCountsDrainedPostsAndThoseStillInTheRings) {
+  // Ranks 0 and 2 on this node (0), ranks 1 and 3 on node 1.
+  Collectives c(0, {0, 1, 0, 1});
+  std::string why;
+  const std::vector<int32_t> none, both{0, 2}, only0{0}, only2{2};
+  EXPECT_FALSE(c.posted_locally(kWorldColl, 1, none));
+  EXPECT_FALSE(c.posted_locally(kWorldColl, 1, only0)) << "rank 2 has not posted";
+  EXPECT_TRUE(c.posted_locally(kWorldColl, 1, both)) << "the remote members do not count";
+  // Rank 0's barrier 1 drained: only rank 2's is missing.
+  ASSERT_TRUE(c.post(0, make_desc(args(BCS_COLL_BARRIER, 4), 1, 1), &why)) << why;
+  EXPECT_TRUE(c.posted_locally(kWorldColl, 1, only2));
+  EXPECT_FALSE(c.posted_locally(kWorldColl, 1, none));
+  EXPECT_FALSE(c.posted_locally(kWorldColl, 2, only2)) << "rank 0 posted number 1 only";
+  // A context not known (yet) is never ready; nor is one without local members.
+  EXPECT_FALSE(c.posted_locally(77, 1, both));
+  ASSERT_TRUE(c.register_comm(1, 9, {1, 3}, &why)) << why;
+  EXPECT_FALSE(c.posted_locally(9, 1, both));
+}
+
 }  // namespace
 }  // namespace bcs::nm
