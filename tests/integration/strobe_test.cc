@@ -212,19 +212,19 @@ TEST_P(StrobeStory, ARankPostingWhileAnotherWaitsStartsTheNextSliceAtOnce) {
 }
 
 // ... and when the last local member of a collective posts it. With 50 ms
-// slices, every rank sleeps 2 ms, posts an MPI_Iallreduce, sleeps (computes)
-// another 2 ms, then tests it. Neither rank is blocked when the collective
+// slices, every rank sleeps 5 ms, posts an MPI_Iallreduce, sleeps (computes)
+// another 5 ms, then tests it. Neither rank is blocked when the collective
 // could run, so without that rule its slice waits for the period's end and
 // the test finds it pending (but in the rounds whose period happens to end
-// in those 2 ms); with it the slice starts at the last post, and the test
-// finds it done. (A node cannot tell that for a collective whose members
+// in those 5 ms); with it the slice starts at the last post, and the test
+// finds it done (5 ms is for a loaded machine: it takes microseconds). (A node cannot tell that for a collective whose members
 // are on other nodes too: two node managers keep the strobe's rules.)
 TEST_P(StrobeStory, TheLastLocalMemberOfACollectiveStartsItsSlice) {
   if (GetParam() != 1) GTEST_SKIP() << "a node's own pacing: one node manager";
   Standing c(1, {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
   const int rounds = 40;
-  auto r = c.run({"--slice", "50ms", "-n", "2", it_prog("it_idle"), "0.002",
+  auto r = c.run({"--slice", "50ms", "-n", "2", it_prog("it_idle"), "0.005",
                   std::to_string(rounds), "coll"});
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_NE(r.out.find("idle ok"), std::string::npos);
