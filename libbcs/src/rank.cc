@@ -178,12 +178,15 @@ bool send_to_waiting(const Descriptor& d) {
 
 // Whether every other local member of the collective context `d` is posted
 // on has posted collective d.seq there or a later one (bcs_coll has just
-// made the context the last one). A hint, like send_to_waiting: two
-// members posting at once may both miss the other's word, and the period
-// then starts the slice.
+// made the context the last one). Members that post at once (woken by one
+// completion, they often do) each store their word and then read the
+// others': with a fence on both sides at least one sees the other's, and
+// rings. Without it both may miss, and the period then starts the slice.
 bool last_local_post(const Descriptor& d) {
   const CollContext* c = st().coll_last;
   if (!c || !c->members_known || st().coll_last_context != d.context) return false;
+  if (c->local_peers.empty()) return true;
+  std::atomic_thread_fence(std::memory_order_seq_cst);
   for (const bcs::RankControl* p : c->local_peers)
     if (!bcs::segment_coll_covers(p->coll_posted.load(std::memory_order_acquire), d.context,
                                   d.seq))
