@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Collective benchmarks under bcs, next to Open MPI measured in the same run
-# (when mpicc.openmpi / mpirun.openmpi are installed). 4 ranks everywhere.
+# (when mpicc.openmpi / mpirun.openmpi are installed). 4 ranks, but 2 for
+# (d).
 #
 #   bench/coll.sh [BUILD_DIR] [ITERS]
 #
@@ -13,7 +14,10 @@
 #   (b) MPI_Reduce of 4 doubles under 0/100/1000 us of random process skew
 #       (the application-bypass paper's CPU benchmark): CPU time per call
 #       inside MPI_Reduce, averaged over ranks, and Open MPI / bcs;
-#   (c) host time to post an MPI_Iallreduce of 8 B.
+#   (c) host time to post an MPI_Iallreduce of 8 B;
+#   (d) progress without MPI calls: how often, and how soon, the result of
+#       an MPI_Iallreduce appears while its ranks make no MPI call (2 ranks,
+#       so that the ranks' polling leaves the node managers a core).
 # ITERS (default 200) is the allreduce iteration count; skew and post run
 # 5 x ITERS calls. Each measurement is repeated BCS_BENCH_REPEAT times
 # (default 3, configurations interleaved) and every number shown is the
@@ -76,17 +80,18 @@ configs=()
 [ $have_ompi = 1 ] && configs+=(ompi)
 failed=0
 
+run_np=$np  # ranks for run(); (d) sets 2
 run() {  # config mode args...
   local cfg=$1 rc=0
   shift
   case $cfg in
     bcs1|bcs2)
-      timeout "$tmo" "$bcs" run --timeout "$((tmo - 10))s" -n $np --nodes "${cfg#bcs}" \
+      timeout "$tmo" "$bcs" run --timeout "$((tmo - 10))s" -n $run_np --nodes "${cfg#bcs}" \
         --slice "$slice" --strobe "${BCS_BENCH_STROBE:-adaptive}" "$tmp/coll_bcs" "$@" \
         >>"$tmp/$cfg" 2>"$tmp/err" || rc=$? ;;
     ompi)
       # Open MPI's default on one host: ob1 + vader shared memory (with CMA).
-      timeout "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np $np \
+      timeout "$tmo" mpirun.openmpi --allow-run-as-root --oversubscribe -np $run_np \
         "$tmp/coll_ompi" "$@" >>"$tmp/$cfg" 2>"$tmp/err" || rc=$? ;;
   esac
   if [ $rc != 0 ]; then
@@ -102,14 +107,18 @@ for ((rep = 0; rep < repeat; ++rep)); do
     for s in "${sizes[@]}"; do run "$cfg" allreduce "$s" "$iters"; done
     for k in "${skews[@]}"; do run "$cfg" skew "$k" "$((iters * 5))"; done
     run "$cfg" post "$((iters * 5))"
+    run_np=2
+    run "$cfg" progress "$iters"
+    run_np=$np
   done
 done
 
 # get CONFIG MODE KEY FIELD: the median over the repeats of field FIELD of
-# the lines "MODE KEY ..." ("" if none). For post, KEY is ignored.
+# the lines "MODE KEY ..." ("" if none). For post and progress, KEY is
+# ignored.
 get() {
   [ -f "$tmp/$1" ] || { echo ""; return; }
-  awk -v m="$2" -v k="$3" -v f="$4" '$1==m && (m=="post" || $2==k) {print $f}' "$tmp/$1" |
+  awk -v m="$2" -v k="$3" -v f="$4" '$1==m && (m=="post" || m=="progress" || $2==k) && $f!="-" {print $f}' "$tmp/$1" |
     sort -g | awk '{v[NR] = $1} END{ if (NR) print (NR % 2) ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
 }
 # Formatting in awk: "" -> FAIL (configuration ran) or - (not run).
@@ -171,6 +180,17 @@ for cfg in bcs1 bcs2 ompi; do
   awk -v n="$name" -v a="$(get $cfg post - 2)" -v m="$(get $cfg post - 3)" \
       -v lo="$(get $cfg post - 4)" -v t="$(get $cfg post - 5)" -v r="$(ran $cfg)" "$fmt_awk"'BEGIN{
     printf "%8s %9s %9s %9s %9s\n", n, v(a, r), v(m, r), v(lo, r), v(t, r) }'
+done
+
+echo
+echo "(d) MPI_Iallreduce 8 B, 2 ranks, no MPI call until MPI_Wait: % of iterations whose"
+echo "    result appeared within 2000 us, and the median time it took (over those), us"
+printf '%8s %9s %9s\n' impl appeared median
+for cfg in bcs1 bcs2 ompi; do
+  name=$(case $cfg in bcs1) echo bcs-1nm ;; bcs2) echo bcs-2nm ;; ompi) echo ompi ;; esac)
+  awk -v n="$name" -v p="$(get $cfg progress - 2)" -v m="$(get $cfg progress - 3)" \
+      -v r="$(ran $cfg)" "$fmt_awk"'BEGIN{
+    printf "%8s %8s%% %9s\n", n, v(p, r), (m != "" ? sprintf("%.1f", m) : "-") }'
 done
 
 if [ "${BCS_BENCH_RAW:-0}" = 1 ]; then

@@ -95,6 +95,19 @@
  *     Prints on rank 0:  post AVG_US MEDIAN_US MIN_US TIMER_US
  *       over all ranks' calls (size x ITERS samples); TIMER_US is the median
  *       cost of an empty pair of clock reads, NOT subtracted.
+ *
+ *   coll_bench progress ITERS
+ *     Progress without MPI calls: after a barrier each rank posts an
+ *     MPI_Iallreduce (1 double, SUM) and, making no MPI call, reads the
+ *     result through a volatile pointer until it is there or 2000 us have
+ *     passed; then MPI_Wait (untimed) and a check of the result. (Reading
+ *     a pending receive buffer is outside what MPI promises: done here on
+ *     purpose, read-only; a runtime that progresses only inside MPI calls
+ *     never shows the result.)
+ *     Prints on rank 0:  progress PCT MEDIAN_US
+ *       PCT: the share of all ranks' iterations in which the result
+ *       appeared within 2000 us; MEDIAN_US: the median time it took, over
+ *       those (- if none).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -445,10 +458,53 @@ static void bench_post(long iters) {
   free(t);
 }
 
+/* ---- progress --------------------------------------------------------- */
+
+static void bench_progress(long iters) {
+  const long warm = iters / 10 > 3 ? iters / 10 : 3;
+  const double limit_us = 2000.0;
+  double *t = (double *)xmalloc(sizeof(double) * (size_t)iters);
+  double *all = NULL;
+  long it;
+
+  for (it = -warm; it < iters; ++it) {
+    MPI_Request req;
+    double s = (double)(rank + 1) + (double)((it + warm) % 3), r = -1.0, a, b;
+    const double want = (double)nranks * (nranks + 1) / 2.0 + (double)nranks * (double)((it + warm) % 3);
+    volatile double *vr = &r;
+    MPI_Barrier(MPI_COMM_WORLD);
+    a = WALL();
+    MPI_Iallreduce(&s, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
+    /* No MPI call from here to MPI_Wait. */
+    for (b = WALL(); *vr != want && b - a < limit_us; b = WALL()) {
+    }
+    if (it >= 0) t[it] = *vr == want ? b - a : -1.0;
+    MPI_Wait(&req, MPI_STATUS_IGNORE);
+    if (r != want) die("wrong iallreduce result");
+  }
+
+  if (rank == 0) all = (double *)xmalloc(sizeof(double) * (size_t)iters * (size_t)nranks);
+  MPI_Gather(t, (int)iters, MPI_DOUBLE, all, (int)iters, MPI_DOUBLE, 0, MPI_COMM_WORLD);
+  if (rank == 0) {
+    const size_t n = (size_t)iters * (size_t)nranks;
+    size_t i, k = 0;
+    for (i = 0; i < n; ++i)
+      if (all[i] >= 0.0) all[k++] = all[i];
+    if (k)
+      printf("progress %.1f %.1f\n", 100.0 * (double)k / (double)n, median(all, k));
+    else
+      printf("progress 0.0 -\n");
+    fflush(stdout);
+    free(all);
+  }
+  free(t);
+}
+
 static void usage(void) {
   if (rank == 0)
     fprintf(stderr,
-            "usage: coll_bench allreduce BYTES ITERS | skew MAX_US ITERS | post ITERS\n");
+            "usage: coll_bench allreduce BYTES ITERS | skew MAX_US ITERS | post ITERS | "
+            "progress ITERS\n");
   MPI_Abort(MPI_COMM_WORLD, 1);
   exit(1);
 }
@@ -470,6 +526,10 @@ int main(int argc, char **argv) {
     const long iters = parse_long(argv[2], "ITERS");
     if (iters < 1) usage();
     bench_post(iters);
+  } else if (strcmp(argv[1], "progress") == 0 && argc == 3) {
+    const long iters = parse_long(argv[2], "ITERS");
+    if (iters < 1) usage();
+    bench_progress(iters);
   } else {
     usage();
   }
