@@ -412,6 +412,13 @@ static void bench_skew(long max_us, long iters) {
 
 /* ---- post ------------------------------------------------------------- */
 
+/* The 8 B allreduces of post and progress: round k's contribution of this
+   rank, and the sum every rank must get. */
+static double contribution(long k) { return (double)(rank + 1) + (double)(k % 3); }
+static double expected_sum(long k) {
+  return (double)nranks * (nranks + 1) / 2.0 + (double)nranks * (double)(k % 3);
+}
+
 static void bench_post(long iters) {
   const long warm = iters / 10 > 3 ? iters / 10 : 3;
   double *t = (double *)xmalloc(sizeof(double) * (size_t)iters);
@@ -433,13 +440,12 @@ static void bench_post(long iters) {
   for (it = -warm; it < iters; ++it) {
     MPI_Request req;
     double a, b;
-    s = (double)(rank + 1) + (double)((it + warm) % 3);
+    s = contribution(it + warm);
     a = WALL();
     MPI_Iallreduce(&s, &r, 1, MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD, &req);
     b = WALL();
     MPI_Wait(&req, MPI_STATUS_IGNORE);
-    if (r != (double)nranks * (nranks + 1) / 2.0 + (double)nranks * (double)((it + warm) % 3))
-      die("wrong iallreduce result");
+    if (r != expected_sum(it + warm)) die("wrong iallreduce result");
     if (it >= 0) t[it] = b - a;
   }
 
@@ -469,8 +475,8 @@ static void bench_progress(long iters) {
 
   for (it = -warm; it < iters; ++it) {
     MPI_Request req;
-    double s = (double)(rank + 1) + (double)((it + warm) % 3), r = -1.0, a, b;
-    const double want = (double)nranks * (nranks + 1) / 2.0 + (double)nranks * (double)((it + warm) % 3);
+    double s = contribution(it + warm), r = -1.0, a, b;
+    const double want = expected_sum(it + warm);
     volatile double *vr = &r;
     MPI_Barrier(MPI_COMM_WORLD);
     a = WALL();

@@ -663,8 +663,7 @@ bool NmJob::set_nm_flag(uint32_t flag, bool on) {
   return true;
 }
 
-template <typename Fn>
-bool NmJob::peek_posted(Fn&& fn) {
+bool NmJob::scan_posted(std::vector<PostedColl>* colls) {
   constexpr uint64_t kPeekMax = 64;  // descriptors looked at per rank
   for (auto& r : ranks_) {
     const RankView v = view(*r);
@@ -676,26 +675,18 @@ bool NmJob::peek_posted(Fn&& fn) {
     const uint64_t n = std::min<uint64_t>({head - seen, v.ring_slots, kPeekMax});
     for (uint64_t i = head - n; i != head; ++i) {
       const Descriptor& d = v.ring[i & (v.ring_slots - 1)];
-      if (fn(r->world_rank, d)) return true;
+      const DescKind kind = d.kind;
+      if (kind == DescKind::coll) {
+        colls->push_back({r->world_rank, d.context, d.seq});
+      } else if (kind == DescKind::send) {
+        const int32_t peer = d.peer;
+        if (peer >= 0 && static_cast<uint32_t>(peer) < spec_.nranks && is_local(peer) &&
+            view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst))
+          return true;
+      }
     }
   }
   return false;
-}
-
-bool NmJob::posted_for_waiter() {
-  return peek_posted([&](int32_t, const Descriptor& d) {
-    if (d.kind != DescKind::send) return false;
-    const int32_t peer = d.peer;
-    if (peer < 0 || static_cast<uint32_t>(peer) >= spec_.nranks || !is_local(peer)) return false;
-    return view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst) != 0;
-  });
-}
-
-void NmJob::posted_colls(std::vector<PostedColl>* out) {
-  peek_posted([&](int32_t world, const Descriptor& d) {
-    if (d.kind == DescKind::coll) out->push_back({world, d.context, d.seq});
-    return false;
-  });
 }
 
 bool NmJob::rings_empty() {

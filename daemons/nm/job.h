@@ -134,20 +134,18 @@ class NmJob {
   // No local rank posted a descriptor since the buffer sender last read
   // its ring (sends it holds back are not news).
   bool rings_empty();
-  // Since the buffer sender last read the rings, some rank posted a send
-  // to a local rank that sleeps in MPI (which it may complete). Only a
-  // peek at rank-written descriptors, bounded; the DEM reads and checks
-  // them properly.
-  bool posted_for_waiter();
-  // The collectives posted since the buffer sender last read the rings:
-  // (world rank, context, number) of each, appended to `out`. The same
-  // bounded peek; the numbers are the ranks' word, for a hint only.
+  // What local ranks posted since the buffer sender last read the rings:
+  // true as soon as one is a send to a local rank that sleeps in MPI
+  // (which it may complete); else the collectives among them, (world rank,
+  // context, number) each, appended to `colls`. Only a peek at
+  // rank-written descriptors, bounded; the DEM reads and checks them
+  // properly, and the numbers here are a hint.
   struct PostedColl {
     int32_t world;
     int32_t context;
     uint64_t seq;
   };
-  void posted_colls(std::vector<PostedColl>* out);
+  bool scan_posted(std::vector<PostedColl>* colls);
   void ring_seen(int32_t world_rank, uint64_t head) {
     local(world_rank).seen_head.store(head, std::memory_order_relaxed);
   }
@@ -215,10 +213,6 @@ class NmJob {
 
  private:
   SegmentHeader* header() { return static_cast<SegmentHeader*>(seg_.get()); }
-  // Calls fn(world rank, slot) for the descriptors posted since the DEM
-  // last read each ring (bounded); true as soon as fn says so.
-  template <typename Fn>
-  bool peek_posted(Fn&& fn);
   SegmentLayout layout_;  // private copy: the header is rank-writable
   std::atomic<uint32_t> flags_{0};  // what nm_flags should say
   std::atomic<bool> rank_gone_{false};

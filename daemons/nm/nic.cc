@@ -362,10 +362,7 @@ bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {
   return wait_on_bell(deadline, false, &all);
 }
 
-bool Nic::coll_posted_locally() {
-  auto& v = posted_colls_;
-  v.clear();
-  st_->ranks.job()->posted_colls(&v);
+bool Nic::coll_posted_locally(std::vector<NmJob::PostedColl>& v) {
   if (v.empty()) return false;
   std::sort(v.begin(), v.end(), [](const NmJob::PostedColl& a, const NmJob::PostedColl& b) {
     return std::tie(a.context, a.seq, a.world) < std::tie(b.context, b.seq, b.world);
@@ -407,7 +404,10 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
     // member's post could not complete it (on one node every member is
     // local), and the next post would have to wait for the slice's end.
     // The members may then compute with the collective in flight.
-    if (posts && (job->posted_for_waiter() || coll_posted_locally())) return true;
+    if (posts) {
+      posted_colls_.clear();
+      if (job->scan_posted(&posted_colls_) || coll_posted_locally(posted_colls_)) return true;
+    }
     const auto now = clock::now();
     if (now >= deadline) return false;
     futex_wait(bell, seen,

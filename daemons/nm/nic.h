@@ -162,10 +162,11 @@ class Nic : private Net {
   // Within a lease: nothing posted, nothing in flight, no collective in its
   // rounds; the next slice would have nothing to do.
   bool node_idle();
-  // Within a lease, between slices: some collective's local members have
-  // all posted it, the last since the DEM read the rings (kNmBellOnPost).
-  bool coll_posted_locally();
-  std::vector<NmJob::PostedColl> posted_colls_;  // coll_posted_locally's, kept
+  // Within a lease, between slices: of `posted` (NmJob::scan_posted, sorted
+  // here), some collective's local members have all posted it, the last
+  // since the DEM read the rings (kNmBellOnPost).
+  bool coll_posted_locally(std::vector<NmJob::PostedColl>& posted);
+  std::vector<NmJob::PostedColl> posted_colls_;  // scan_posted's, kept
   std::vector<int32_t> posted_by_;
   // The last microstrobe of a slice (Strobe::hold_ns): waits for the ranks
   // to block before `rep` goes, with the doorbell stepped aside.
