@@ -202,9 +202,9 @@ TEST_P(StrobeStory, ARankPostingWhileAnotherWaitsStartsTheNextSliceAtOnce) {
   EXPECT_NE(r.out.find("idle ok"), std::string::npos);
   const Pace p = pace_of(c);
   // Each message's slice comes after the periods of rank 1's computing
-  // passed with nothing to do (skipped). A lease lasts at most 10 ms, so
-  // about every fifth message meets a fresh strobe instead, whose start
-  // follows the manager's rules.
+  // passed with nothing to do (skipped). A lease ends after 100 ms or 256
+  // slices, so now and then a message meets a fresh strobe instead, whose
+  // start follows the manager's rules.
   EXPECT_GE(p.early_after_skip, static_cast<uint64_t>(rounds / 2))
       << p.strobed << " slices, " << p.early_after_skip << " early after skipped periods, "
       << p.leased << " leased";
