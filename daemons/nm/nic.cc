@@ -383,7 +383,9 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
   const auto& job = st_->ranks.job();
   // Ranks ring only when asked to (a fixed strobe never leases or holds).
   // On a lease (run_fused sets the flags) a rank that starts waiting rings
-  // too (a send to it may be in a ring already), and so does a rank that
+  // too if a send to it or a collective of its is posted already
+  // (segment_slice_for_waiter: the look below would start the slice), and
+  // so does a rank that
   // posts a send to one that waits, or the last local post of a
   // collective; other posts ring nothing, so ranks that compute and post
   // pay no system call.

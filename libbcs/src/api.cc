@@ -80,6 +80,7 @@ bcs_status_t bcs_init(void) {
     return BCS_ERR_INTERNAL;
   }
   s.view = bcs::segment_rank_view(s.map.base(), static_cast<uint32_t>(local));
+  s.local = static_cast<uint32_t>(local);
   if (s.view.ctl->world_rank != static_cast<int32_t>(rank)) {
     s.map.reset();
     s.view = {};

@@ -18,6 +18,7 @@
 //     DrainNote[ring_slots]     the slice schedule, for a recording rank
 #pragma once
 
+#include <algorithm>
 #include <atomic>
 #include <vector>
 #include <cstddef>
@@ -290,8 +291,9 @@ constexpr uint32_t kNmParked = 2;       // the strobe is parked: ring after a po
 constexpr uint32_t kNmBellOnPost = 4;      // ring after posting a send to a local
                                            // rank that waits (RankControl::waiting),
                                            // or the last local post of a collective
-constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not (a
-                                           // send to it may be in a ring already)
+constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not, if a
+                                           // send to the rank or a collective of its
+                                           // is posted (segment_slice_for_waiter)
 // The node manager follows every raise of kNmParked and kNmBellOnPost with
 // membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) before it reads the rings
 // again, so a rank registered for that (segment_membarrier_register) reads
@@ -429,6 +431,34 @@ inline uint32_t segment_blocked_count(void* base, const SegmentLayout& l) {
          c->mpi_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(MpiState::finalized);
   }
   return n;
+}
+
+// Whether a slice could start for world rank `me` as it starts waiting, by
+// the rules of a node on its lease (Nic::wait_on_bell) beyond "every local
+// rank is blocked": a send to it sits in a local ring the node has not
+// drained (its own ring too: a send to itself), or its own ring holds a
+// collective (the node starts one once its local members all posted). The
+// rank then rings; otherwise the node would only wake to find nothing to
+// start. Looks at the last kRingPeekMax descriptors of each ring, as the
+// node's own peek does; the rings are their owners' to write, so a field
+// read while a slot is rewritten costs at most a ring too many or a slice
+// left to the period's end.
+constexpr uint64_t kRingPeekMax = 64;
+inline bool segment_slice_for_waiter(void* base, const SegmentLayout& l, uint32_t my_local,
+                                     int32_t me) {
+  for (uint32_t i = 0; i < l.nlocal; ++i) {
+    const RankView v = segment_rank_view(base, i, l);
+    const uint64_t head = v.ctl->head.load(std::memory_order_seq_cst);
+    const uint64_t tail = v.ctl->tail.load(std::memory_order_acquire);
+    const uint64_t n = std::min<uint64_t>({head - tail, v.ring_slots, kRingPeekMax});
+    for (uint64_t k = head - n; k != head; ++k) {
+      const Descriptor& d = v.ring[k & (v.ring_slots - 1)];
+      const DescKind kind = d.kind;
+      if ((kind == DescKind::send && d.peer == me) || (kind == DescKind::coll && i == my_local))
+        return true;
+    }
+  }
+  return false;
 }
 
 // Rings the node manager's doorbell (&SegmentHeader::bell): bump, FUTEX_WAKE.

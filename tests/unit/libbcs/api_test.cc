@@ -7,14 +7,17 @@
 // progress is gated on the rank having announced that it sleeps
 // (RankControl::waiting), which proves the futex wake path rather than luck.
 // A broken wake-up would hang: ctest's TIMEOUT bounds every test.
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <array>
 #include <atomic>
+#include <cstdio>
 #include <cstring>
 #include <memory>
 #include <numeric>
+#include <string>
 #include <thread>
 #include <tuple>
 #include <vector>
@@ -685,6 +688,68 @@ TEST_F(ApiTest, TheLastLocalPostOfACollectiveRingsOnALease) {
   bcs_request_t req;
   ASSERT_EQ(bcs_barrier(kContextWorld + 9, BCS_NONBLOCKING, &req), BCS_OK);
   EXPECT_NE(h->bell.load(), bell);
+  h->nm_flags.store(0);
+  ASSERT_EQ(bcs_finalize(), BCS_OK);
+  seg_.reset();
+  clear_env();
+}
+
+// On a node's lease (kNmBellOnAnyBlock) a rank that starts waiting rings
+// only if the node would start a slice for it: here when a send to it is
+// already posted, or every local rank is blocked; not while its peer still
+// computes with nothing posted to it (a halo's first rank done).
+namespace {
+// Whether thread `tid` of this process sleeps (state S: in the futex, past
+// its decision to ring).
+bool thread_sleeps(pid_t tid) {
+  FILE* f = std::fopen(("/proc/self/task/" + std::to_string(tid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* paren = std::strrchr(buf, ')');
+  return n > 0 && paren && paren[1] == ' ' && paren[2] == 'S';
+}
+}  // namespace
+
+TEST_F(ApiTest, AWaitRingsALeasedNodeOnlyWhenASliceIsOwedToIt) {
+  seg_ = std::make_unique<FakeSegment>(2, 2, 64, 64);
+  SegmentHeader* h = seg_->header();
+  RankView self = seg_->view(0), peer = seg_->view(1);
+  seg_->export_env(0, 0);
+  ASSERT_EQ(bcs_init(), BCS_OK);
+  h->nm_flags.store(kNmBellOnBlock | kNmBellOnAnyBlock);
+  const pid_t me = static_cast<pid_t>(syscall(SYS_gettid));
+  // Blocks in a receive from rank 1; `nm` plays the node: it waits until
+  // the rank sleeps (or rings), notes whether it rang, completes it.
+  auto recv_rings = [&](bool expect_ring) {
+    const uint32_t bell = h->bell.load();
+    bool rang = false;
+    std::thread nm([&] {
+      while (!self.ctl->waiting.load() || !thread_sleeps(me)) {
+        if (expect_ring && h->bell.load() != bell) break;
+        std::this_thread::yield();
+      }
+      rang = h->bell.load() != bell;
+      const uint64_t head = self.ctl->head.load();
+      request_complete(self, self.ring[(head - 1) & (self.ring_slots - 1)].request, bcs_err_none, 1,
+                       0, 0, 0, 1, 1);
+    });
+    int v = 0;
+    EXPECT_EQ(bcs_recv(&v, sizeof v, 1, 0, kContextWorld, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+    nm.join();
+    return rang;
+  };
+  EXPECT_FALSE(recv_rings(false)) << "rank 1 computes and has posted nothing to rank 0";
+  Descriptor d{};
+  d.kind = DescKind::send;
+  d.peer = 0;
+  ASSERT_TRUE(ring_try_post(peer, d));
+  EXPECT_TRUE(recv_rings(true)) << "rank 1's send to rank 0 waits in its ring";
+  ring_drain(peer, [](const Descriptor&) {});
+  peer.ctl->waiting.store(1);
+  EXPECT_TRUE(recv_rings(true)) << "rank 1 is blocked too";
+  peer.ctl->waiting.store(0);
   h->nm_flags.store(0);
   ASSERT_EQ(bcs_finalize(), BCS_OK);
   seg_.reset();

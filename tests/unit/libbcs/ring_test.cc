@@ -385,5 +385,42 @@ TEST(RequestTest, CompleteWakesASleepingWaiter) {
   EXPECT_EQ(bytes_seen, 777u);
 }
 
+// A rank that starts waiting on a node's lease rings only when the node
+// would start a slice for it (Nic::wait_on_bell): a send to it is posted in
+// a local ring the node has not drained, or a collective is in its own ring.
+TEST(RingTest, AWaiterIsOwedASliceForASendToItOrItsOwnCollective) {
+  TestSegment seg(3, 8, 8);
+  for (uint32_t i = 0; i < 3; ++i) seg.view(i).ctl->world_rank = static_cast<int32_t>(10 + i);
+  auto post = [&](uint32_t local, DescKind kind, int32_t peer) {
+    Descriptor d{};
+    d.kind = kind;
+    d.peer = peer;
+    RankView v = seg.view(local);
+    ASSERT_TRUE(ring_try_post(v, d));
+  };
+  auto owed = [&](uint32_t local) {
+    return segment_slice_for_waiter(seg.base(), seg.layout(), local, 10 + static_cast<int32_t>(local));
+  };
+  EXPECT_FALSE(owed(0)) << "nothing posted";
+  post(1, DescKind::recv, 10);
+  post(1, DescKind::send, 12);
+  post(0, DescKind::send, 11);
+  EXPECT_FALSE(owed(0)) << "a receive from it and sends elsewhere are no slice for rank 10";
+  EXPECT_TRUE(owed(1)) << "rank 10 sent to rank 11";
+  EXPECT_TRUE(owed(2)) << "rank 11 sent to rank 12";
+  post(2, DescKind::coll, 0);
+  EXPECT_FALSE(owed(0)) << "another rank's collective";
+  post(0, DescKind::coll, 0);
+  EXPECT_TRUE(owed(0)) << "its own collective";
+  // Drained: the node has them all, a slice for them is the node's call.
+  for (uint32_t i = 0; i < 3; ++i) {
+    RankView v = seg.view(i);
+    ring_drain(v, [](const Descriptor&) {});
+  }
+  for (uint32_t i = 0; i < 3; ++i) EXPECT_FALSE(owed(i)) << i;
+  post(1, DescKind::send, 11);
+  EXPECT_TRUE(owed(1)) << "a send to itself";
+}
+
 }  // namespace
 }  // namespace bcs
