@@ -87,6 +87,13 @@ constexpr uint64_t kHoldMarginNs = 50'000;
 struct Manager::Pacing {
   uint64_t next = 0;  // when the next slice starts by the period
   uint64_t spin_ns = 0;
+  // At real-time priority (`rt`) the strobe sender never spins: it wakes
+  // early by its measured lateness (`late_ns`, a running mean of how late
+  // a timed wait for the period returned, from the wait that began at
+  // `slept_until`) instead.
+  bool rt = false;
+  uint64_t late_ns = 0;
+  uint64_t slept_until = 0;
   bool adaptive = false;
   bool parked = false;
   uint64_t parked_at = 0;
@@ -109,18 +116,29 @@ Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
       if (p.parked && p.rung) return Start::unparked;
       if (!p.parked && p.all_blocked(j.nodes)) return Start::early;
     }
+    // At normal priority the sender wakes --strobe-spin early and spins to
+    // the exact time; at real-time priority it wakes early by how late its
+    // timed waits return, and starts the slice as it wakes (a few µs either
+    // side of the period, where a spin would have hit it exactly).
+    const uint64_t lead = p.rt ? std::min(p.late_ns, p.spin_ns) : p.spin_ns;
     const uint64_t wake_at =
-        p.parked ? p.parked_at + kParkRecheckNs : (p.next > p.spin_ns ? p.next - p.spin_ns : p.next);
+        p.parked ? p.parked_at + kParkRecheckNs : (p.next > lead ? p.next - lead : p.next);
     const uint64_t now = now_ns();
     if (now >= wake_at) {
       if (p.parked) return Start::unparked;
-      while (now_ns() < p.next) __builtin_ia32_pause();
+      if (p.slept_until)
+        p.late_ns = lateness_mean(p.late_ns, now - std::exchange(p.slept_until, 0), p.spin_ns);
+      if (!p.rt)
+        while (now_ns() < p.next) __builtin_ia32_pause();
       return Start::period;
     }
+    p.slept_until = p.parked ? 0 : wake_at;
     core::Message m;
     const auto s = fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(wake_at - now));
+    if (s == core::Status::timeout) continue;  // the deadline: decided above
+    p.slept_until = 0;
     if (s == core::Status::closed) return Start::closed;
-    if (s != core::Status::ok) continue;  // the deadline: decided above
+    if (s != core::Status::ok) continue;
     if (!take_bell(j, p, m)) return Start::woken;
   }
 }
@@ -152,14 +170,18 @@ void Manager::strobe_sender() {
   // brings it to ~25 us (NOTES.md), which matters for 100-250 us slices.
   prctl(PR_SET_TIMERSLACK, 1);
   // The slice clock must not queue behind other runnable threads (CFS can
-  // delay a woken thread by hundreds of microseconds on a busy core). A
-  // modest real-time priority lets it preempt; it never spins for more
-  // than --strobe-spin per slice, far from the RT throttling limit.
+  // delay a woken thread by hundreds of microseconds on a busy core), and
+  // neither must its wake-up for the nodes' reports. A modest real-time
+  // priority lets it preempt. At that priority it never spins: spinning
+  // under SCHED_FIFO brings the kernel's RT throttling and its stalls of
+  // 26-90 ms (NOTES.md). The manager's fabric then does not spin either
+  // (main.cc, realtime_allowed), and the period is kept by waking early
+  // instead (wait_for_slice).
   if (cfg_.realtime) {
     sched_param sp{};
     sp.sched_priority = 10;
     if (int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
-      spdlog::info("strobe sender stays at normal priority (SCHED_FIFO: {})", strerror(e));
+      spdlog::warn("strobe sender stays at normal priority (SCHED_FIFO: {})", strerror(e));
   }
   for (;;) {
     std::shared_ptr<Job> j;
@@ -272,6 +294,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   // Never spin for more than a quarter of the job's slice.
   Pacing pace;
   pace.spin_ns = std::min(cfg_.strobe_spin_ns, slice_ns / 4);
+  {
+    int policy = SCHED_OTHER;
+    sched_param sp{};
+    pace.rt = pthread_getschedparam(pthread_self(), &policy, &sp) == 0 && policy == SCHED_FIFO;
+  }
   pace.adaptive = !j.fixed_strobe;
   pace.next = now_ns();
   const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
@@ -349,7 +376,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
     rec.early = how == Start::next ? start < pace.next : how != Start::period;
-    rec.late_ns = how == Start::period ? start - pace.next : 0;
+    // (At real-time priority a period slice may start a few µs early.)
+    rec.late_ns = how == Start::period && start > pace.next ? start - pace.next : 0;
     rec.bells = std::exchange(pace.bells, 0);
     rec.dem_ahead = how == Start::next;
     prev_start = start;
