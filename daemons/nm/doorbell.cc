@@ -1,5 +1,7 @@
 #include "doorbell.h"
 
+#include "sched_hint.h"
+
 #include <pthread.h>
 #include <spdlog/spdlog.h>
 
@@ -44,6 +46,7 @@ void Doorbell::set_job(std::shared_ptr<NmJob> job) {
 
 void Doorbell::run() {
   pthread_setname_np(pthread_self(), "bcs-bell");
+  sched_prefer_short_slice(kHelperSlice);  // as the strobe receiver (Nic::run)
   for (;;) {
     std::shared_ptr<NmJob> j;
     {

@@ -2,6 +2,8 @@
 // each microphase and reports to the MM. The roles live in roles/.
 #include "nic.h"
 
+#include "sched_hint.h"
+
 #include "slice_plan.h"
 
 #include <pthread.h>
@@ -122,6 +124,9 @@ void Nic::sync_job() {
 
 void Nic::run() {
   pthread_setname_np(pthread_self(), "bcs-sr");
+  // Its wake-up (a strobe, a rank's bell on a lease) starts every slice
+  // here, usually on a core a rank computes on (sched_hint.h).
+  sched_prefer_short_slice(kHelperSlice);
   for (;;) {
     core::Message m;
     // The timeout only bounds how long a finished job's state lingers when no
