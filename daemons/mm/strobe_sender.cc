@@ -111,6 +111,7 @@ struct Manager::Pacing {
 };
 
 Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
+  p.slept_until = 0;  // a wait of an earlier slice that ended early is no measure
   for (;;) {
     if (p.adaptive) {
       if (p.parked && p.rung) return Start::unparked;

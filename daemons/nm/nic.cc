@@ -390,10 +390,9 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
   // On a lease (run_fused sets the flags) a rank that starts waiting rings
   // too if a send to it or a collective of its is posted already
   // (segment_slice_for_waiter: the look below would start the slice), and
-  // so does a rank that
-  // posts a send to one that waits, or the last local post of a
-  // collective; other posts ring nothing, so ranks that compute and post
-  // pay no system call.
+  // so does a rank that posts a send to one that waits, or the last local
+  // post of a collective; other posts ring nothing, so ranks that compute
+  // and post pay no system call.
   if (!job->nm_flag(kNmBellOnBlock)) return false;
   std::atomic<uint32_t>* bell = job->bell();
   for (;;) {
