@@ -3,8 +3,6 @@
 // services (loopback by default).
 #include <algorithm>
 #include <grpcpp/grpcpp.h>
-#include <pthread.h>
-#include <sched.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -14,7 +12,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <thread>
 
 #include "bcs.grpc.pb.h"
 #include "job_limits.h"
@@ -63,19 +60,6 @@ class JobsService final : public v1::Jobs::Service {
   Manager& m_;
 };
 
-// Whether this process may run a thread at SCHED_FIFO (root, CAP_SYS_NICE
-// or an RLIMIT_RTPRIO): tried on a thread of its own, which then ends. The
-// strobe sender decides its priority, and the fabric its spin, by it.
-bool realtime_allowed() {
-  bool ok = false;
-  std::thread([&ok] {
-    sched_param sp{};
-    sp.sched_priority = 10;
-    ok = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp) == 0;
-  }).join();
-  return ok;
-}
-
 }  // namespace
 }  // namespace bcs::mm
 
@@ -104,12 +88,11 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{1}, bcs::kMaxUnexpectedLimit))
       ->capture_default_str();
   app.add_option("--strobe-spin", spin,
-                 "at normal priority, spin this long before each strobe for an exact period "
-                 "(0: sleep only); at real-time priority, never spin and wake early by the "
-                 "measured lateness, at most this much")
+                 "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime,
-               "keep the strobe sender at normal priority (it is at SCHED_FIFO 10 when allowed)");
+               "leave the strobe sender at the default time slice (it asks for the shortest; it "
+               "never runs at real-time priority)");
   size_t emds_window = monitor::EmdsRecorder::kDefaultWindow;
   app.add_option("--emds-window", emds_window,
                  "slices whose statistics the Monitor service keeps (bcs stats, bcs monitor)")
@@ -222,7 +205,7 @@ int main(int argc, char** argv) {
   }
   cfg.liveness = std::chrono::nanoseconds(*lv);
   cfg.phase_watchdog = std::chrono::nanoseconds(*wd);
-  cfg.realtime = !no_realtime && mm::realtime_allowed();
+  cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = chunk == "auto" ? 0 : *ch;
   cfg.max_unexpected = max_unexpected;
@@ -253,9 +236,6 @@ int main(int argc, char** argv) {
 
   core::FabricConfig fcfg;
   fcfg.self = 0;
-  // Its one waiting thread is the strobe sender: at real-time priority it
-  // must not spin (strobe_sender.cc).
-  if (cfg.realtime) fcfg.spin = std::chrono::microseconds(0);
   // The fabric listens where the control plane does, never on every
   // interface by accident.
   const auto devices = fabric_devices_for_listen(*where, fabric_if, &why);

@@ -35,7 +35,8 @@ struct Config {
   // The strobe sender wakes this much before a slice starts and spins to
   // the exact time (see strobe_sender.cc). 0: sleep only.
   uint64_t strobe_spin_ns = 30'000;
-  // Run the strobe sender at SCHED_FIFO priority when allowed.
+  // Give the strobe sender the shortest time slice (sched_hint.h); it never
+  // runs at real-time priority (--no-realtime: the default slice).
   bool realtime = true;
   // The paper's fixed strobe for jobs that do not choose (--strobe fixed);
   // otherwise work-conserving (see strobe_sender.cc).

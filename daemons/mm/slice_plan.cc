@@ -102,10 +102,4 @@ uint64_t chunk_budget(uint64_t copy_rate, uint64_t slice_ns) {
   return std::max(kMinChunk, b & ~uint64_t{(64u << 10) - 1});
 }
 
-uint64_t lateness_mean(uint64_t mean_ns, uint64_t late_ns, uint64_t cap_ns) {
-  const int64_t mean = static_cast<int64_t>(std::min(mean_ns, cap_ns));
-  const int64_t late = static_cast<int64_t>(std::min(late_ns, cap_ns));
-  return static_cast<uint64_t>(mean + (late - mean) / 8);
-}
-
 }  // namespace bcs::mm

@@ -51,13 +51,6 @@ inline constexpr uint64_t kMinChunk = 256u << 10;
 inline constexpr uint64_t kMaxChunk = 64u << 20;
 uint64_t chunk_budget(uint64_t copy_rate, uint64_t slice_ns);
 
-// The strobe sender at real-time priority does not spin to the period: it
-// wakes early by the running mean of how late its timed waits return
-// (wait_for_slice). One wait's lateness `late_ns` moves the mean `mean_ns`
-// an eighth of the way; a stall is clipped to `cap_ns`, so that one VM
-// hiccup does not have the next slices start early by milliseconds.
-uint64_t lateness_mean(uint64_t mean_ns, uint64_t late_ns, uint64_t cap_ns);
-
 // A one-node job's fused report, cut into the slices it ran (the strobe's
 // slice `first`, then up to `lease_slices` more on the node's lease). The
 // node's bytes are input: each slice must start with its DEM, microphases

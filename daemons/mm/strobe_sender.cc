@@ -18,6 +18,7 @@
 #include <set>
 
 #include "manager.h"
+#include "sched_hint.h"
 #include "slice_plan.h"
 #include "wire.h"
 
@@ -87,13 +88,6 @@ constexpr uint64_t kHoldMarginNs = 50'000;
 struct Manager::Pacing {
   uint64_t next = 0;  // when the next slice starts by the period
   uint64_t spin_ns = 0;
-  // At real-time priority (`rt`) the strobe sender never spins: it wakes
-  // early by its measured lateness (`late_ns`, a running mean of how late
-  // a timed wait for the period returned, from the wait that began at
-  // `slept_until`) instead.
-  bool rt = false;
-  uint64_t late_ns = 0;
-  uint64_t slept_until = 0;
   bool adaptive = false;
   bool parked = false;
   uint64_t parked_at = 0;
@@ -111,35 +105,23 @@ struct Manager::Pacing {
 };
 
 Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
-  p.slept_until = 0;  // a wait of an earlier slice that ended early is no measure
   for (;;) {
     if (p.adaptive) {
       if (p.parked && p.rung) return Start::unparked;
       if (!p.parked && p.all_blocked(j.nodes)) return Start::early;
     }
-    // At normal priority the sender wakes --strobe-spin early and spins to
-    // the exact time; at real-time priority it wakes early by how late its
-    // timed waits return, and starts the slice as it wakes (a few µs either
-    // side of the period, where a spin would have hit it exactly).
-    const uint64_t lead = p.rt ? std::min(p.late_ns, p.spin_ns) : p.spin_ns;
     const uint64_t wake_at =
-        p.parked ? p.parked_at + kParkRecheckNs : (p.next > lead ? p.next - lead : p.next);
+        p.parked ? p.parked_at + kParkRecheckNs : (p.next > p.spin_ns ? p.next - p.spin_ns : p.next);
     const uint64_t now = now_ns();
     if (now >= wake_at) {
       if (p.parked) return Start::unparked;
-      if (p.slept_until)
-        p.late_ns = lateness_mean(p.late_ns, now - std::exchange(p.slept_until, 0), p.spin_ns);
-      if (!p.rt)
-        while (now_ns() < p.next) __builtin_ia32_pause();
+      while (now_ns() < p.next) __builtin_ia32_pause();
       return Start::period;
     }
-    p.slept_until = p.parked ? 0 : wake_at;
     core::Message m;
     const auto s = fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(wake_at - now));
-    if (s == core::Status::timeout) continue;  // the deadline: decided above
-    p.slept_until = 0;
     if (s == core::Status::closed) return Start::closed;
-    if (s != core::Status::ok) continue;
+    if (s != core::Status::ok) continue;  // the deadline: decided above
     if (!take_bell(j, p, m)) return Start::woken;
   }
 }
@@ -172,18 +154,12 @@ void Manager::strobe_sender() {
   prctl(PR_SET_TIMERSLACK, 1);
   // The slice clock must not queue behind other runnable threads (CFS can
   // delay a woken thread by hundreds of microseconds on a busy core), and
-  // neither must its wake-up for the nodes' reports. A modest real-time
-  // priority lets it preempt. At that priority it never spins: spinning
-  // under SCHED_FIFO brings the kernel's RT throttling and its stalls of
-  // 26-90 ms (NOTES.md). The manager's fabric then does not spin either
-  // (main.cc, realtime_allowed), and the period is kept by waking early
-  // instead (wait_for_slice).
-  if (cfg_.realtime) {
-    sched_param sp{};
-    sp.sched_priority = 10;
-    if (int e = pthread_setschedparam(pthread_self(), SCHED_FIFO, &sp))
-      spdlog::warn("strobe sender stays at normal priority (SCHED_FIFO: {})", strerror(e));
-  }
+  // neither must its wake-up for the nodes' reports. EEVDF's shortest slice
+  // gives it an earlier deadline than a computing rank's, so it preempts
+  // one on waking. Not real-time priority: the sender spins (to the period,
+  // and the fabric's spin in each wait), and spinning under SCHED_FIFO
+  // brings the kernel's RT throttling and its stalls of 26-90 ms (NOTES.md).
+  if (cfg_.realtime) sched_prefer_short_slice(kHelperSlice);
   for (;;) {
     std::shared_ptr<Job> j;
     {
@@ -295,11 +271,6 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
   // Never spin for more than a quarter of the job's slice.
   Pacing pace;
   pace.spin_ns = std::min(cfg_.strobe_spin_ns, slice_ns / 4);
-  {
-    int policy = SCHED_OTHER;
-    sched_param sp{};
-    pace.rt = pthread_getschedparam(pthread_self(), &policy, &sp) == 0 && policy == SCHED_FIFO;
-  }
   pace.adaptive = !j.fixed_strobe;
   pace.next = now_ns();
   const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
@@ -377,8 +348,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
     rec.early = how == Start::next ? start < pace.next : how != Start::period;
-    // (At real-time priority a period slice may start a few µs early.)
-    rec.late_ns = how == Start::period && start > pace.next ? start - pace.next : 0;
+    rec.late_ns = how == Start::period ? start - pace.next : 0;
     rec.bells = std::exchange(pace.bells, 0);
     rec.dem_ahead = how == Start::next;
     prev_start = start;

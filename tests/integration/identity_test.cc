@@ -191,8 +191,8 @@ TEST_F(Story, AnUnprivilegedNodeManagerWithCapabilitiesRunsEachJobAsItsSubmitter
   std::vector<std::string> nm_wrap = as_svc;
   const std::string caps = "+setuid,+setgid,+kill,+sys_ptrace";
   nm_wrap.insert(nm_wrap.end(), {"--inh-caps=" + caps, "--ambient-caps=" + caps, "--"});
-  std::vector<std::string> mm_wrap = as_svc;  // as in bcs-mm.service
-  mm_wrap.insert(mm_wrap.end(), {"--inh-caps=+sys_nice", "--ambient-caps=+sys_nice", "--"});
+  std::vector<std::string> mm_wrap = as_svc;  // as in bcs-mm.service: no capability
+  mm_wrap.push_back("--");
   Standing c(2, {}, {}, dir / "mm.sock", mm_wrap, nm_wrap);
   ASSERT_TRUE(c.up());
   auto bcs_as = [&](const TestUser& who, std::vector<std::string> args) {

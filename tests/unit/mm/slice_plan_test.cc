@@ -209,23 +209,5 @@ TEST(SlicePlan, TheChunkBudgetIsWhatTheSlowestNodeCopiesInOneSlice) {
   EXPECT_EQ(chunk_budget(UINT64_MAX, 1), kMaxChunk);
 }
 
-// The real-time strobe sender wakes early by the mean lateness of its
-// timed waits: it follows a steady lateness, and a stall moves it by an
-// eighth of the cap at most.
-TEST(SlicePlan, TheStrobeSendersLeadFollowsItsLatenessAndShrugsOffAStall) {
-  uint64_t mean = 0;
-  for (int i = 0; i < 64; ++i) mean = lateness_mean(mean, 24'000, 30'000);
-  EXPECT_GT(mean, 23'000u);
-  EXPECT_LE(mean, 24'000u);
-  const uint64_t before = mean;
-  mean = lateness_mean(mean, 5'000'000, 30'000);  // a 5 ms stall
-  EXPECT_LE(mean, before + 30'000 / 8);
-  EXPECT_LE(mean, 30'000u);
-  // Earlier than the mean pulls it down; nothing leads beyond the cap.
-  EXPECT_LT(lateness_mean(before, 0, 30'000), before);
-  EXPECT_EQ(lateness_mean(UINT64_MAX, UINT64_MAX, 30'000), 30'000u);
-  EXPECT_EQ(lateness_mean(0, 0, 30'000), 0u);
-}
-
 }  // namespace
 }  // namespace bcs::mm
