@@ -664,15 +664,15 @@ bool NmJob::set_nm_flag(uint32_t flag, bool on) {
 }
 
 bool NmJob::scan_posted(std::vector<PostedColl>* colls) {
-  constexpr uint64_t kPeekMax = 64;  // descriptors looked at per rank
   for (auto& r : ranks_) {
     const RankView v = view(*r);
     const uint64_t head = v.ctl->head.load(std::memory_order_acquire);
     const uint64_t seen = r->seen_head.load(std::memory_order_relaxed);
     // The head is rank-written: whatever it says, look at most at one ring
-    // (slots the DEM has not read yet), at most kPeekMax of it. Each field
-    // is read once, into a local (the rank may be writing the slot).
-    const uint64_t n = std::min<uint64_t>({head - seen, v.ring_slots, kPeekMax});
+    // (slots the DEM has not read yet), at most kRingPeekMax of it, as the
+    // ranks' own look does (segment_slice_for_waiter). Each field is read
+    // once, into a local (the rank may be writing the slot).
+    const uint64_t n = std::min<uint64_t>({head - seen, v.ring_slots, kRingPeekMax});
     for (uint64_t i = head - n; i != head; ++i) {
       const Descriptor& d = v.ring[i & (v.ring_slots - 1)];
       const DescKind kind = d.kind;
