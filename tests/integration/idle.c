@@ -8,7 +8,11 @@
  * With argv[3] "coll": every rank sleeps, posts an MPI_Iallreduce, sleeps
  * again (computing while the collective is in flight, no MPI call), then
  * tests it, waits for it if need be, and checks the sum, each round. Rank 0
- * says in how many rounds the test found it done. */
+ * says in how many rounds some rank's test found it done. (Not rank 0's
+ * alone: the ranks need not post at once, and a rank that posts first and
+ * computes no longer than the other lags may test before the last post.
+ * The last member's test, a full computation after its post, finds the
+ * collective done if its slice started then.) */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,6 +30,9 @@ int main(int argc, char** argv) {
   struct timespec ts = {(time_t)secs, (long)((secs - (double)(time_t)secs) * 1e9)};
   MPI_Barrier(MPI_COMM_WORLD);
   int done_early = 0;
+  unsigned char* found = calloc(rounds > 0 ? (size_t)rounds : 1, 1);
+  unsigned char* found_any = calloc(rounds > 0 ? (size_t)rounds : 1, 1);
+  if (!found || !found_any) MPI_Abort(MPI_COMM_WORLD, 1);
   for (int i = 0; i < rounds; ++i) {
     if (coll) {
       int size;
@@ -37,7 +44,7 @@ int main(int argc, char** argv) {
       nanosleep(&ts, NULL);
       int flag = 0;
       MPI_Test(&rq, &flag, MPI_STATUS_IGNORE);
-      done_early += flag;
+      found[i] = (unsigned char)flag;
       if (!flag) MPI_Wait(&rq, MPI_STATUS_IGNORE);
       if (sum != (long)size * (size - 1) / 2 + (long)size * i) {
         fprintf(stderr, "round %d: rank %d got the sum %ld\n", i, rank, sum);
@@ -63,6 +70,12 @@ int main(int argc, char** argv) {
     }
   }
   if (post) MPI_Barrier(MPI_COMM_WORLD);
+  if (coll && rounds > 0) {
+    MPI_Reduce(found, found_any, rounds, MPI_UNSIGNED_CHAR, MPI_BOR, 0, MPI_COMM_WORLD);
+    for (int i = 0; i < rounds; ++i) done_early += found_any[i] != 0;
+  }
+  free(found);
+  free(found_any);
   if (rank == 0 && coll) printf("coll done before the wait: %d of %d\n", done_early, rounds);
   if (rank == 0) printf("idle ok\n");
   MPI_Finalize();
