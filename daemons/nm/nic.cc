@@ -50,6 +50,12 @@ void JobRanks::complete(int32_t r, uint32_t request, int32_t error) {
   complete_status(r, request, error, r, 0, 0, 0);
 }
 
+bool JobRanks::land(int32_t r, uint32_t request, const void* src, size_t len) {
+  if (!job_->is_local(r)) return false;
+  RankView v = job_->view_of(r);
+  return request_land(v, request, src, len);
+}
+
 void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32_t source,
                                int32_t tag, uint64_t bytes, uint32_t found, uint64_t seq) {
   if (!job_->is_local(r)) return;

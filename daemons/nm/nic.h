@@ -60,6 +60,7 @@ class JobRanks : public LocalRanks {
   int32_t write_layout(int32_t r, uint64_t base, const Layout& l, uint64_t off, const void* src,
                        size_t len) override;
   void complete(int32_t r, uint32_t request, int32_t error) override;
+  bool land(int32_t r, uint32_t request, const void* src, size_t len) override;
   void complete_status(int32_t r, uint32_t request, int32_t error, int32_t source, int32_t tag,
                        uint64_t bytes, uint32_t found, uint64_t seq = 0) override;
   const std::shared_ptr<NmJob>& job() const { return job_; }

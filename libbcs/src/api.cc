@@ -97,9 +97,11 @@ bcs_status_t bcs_init(void) {
   s.coll_ctx.clear();
   s.coll_last = nullptr;
   s.iprobes.clear();
+  s.forgotten.clear();
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
   s.send_dest.assign(s.view.request_slots, -1);
+  s.recv_buf.assign(s.view.request_slots, {});
   s.send_seq.assign(static_cast<size_t>(s.size), 0);
   s.local_ctl.assign(static_cast<size_t>(s.size), nullptr);
   for (uint32_t i = 0; i < l.nlocal; ++i) {
@@ -126,6 +128,8 @@ int bcs_initialized(void) { return st().initialized ? 1 : 0; }
 bcs_status_t bcs_finalize(void) {
   auto& s = st();
   if (!s.initialized) return BCS_ERR_NOT_INIT;
+  sweep_forgotten();  // what came is in its buffers; the rest never will be
+  s.forgotten.clear();
   s.view.ctl->mpi_state.store(static_cast<uint32_t>(bcs::MpiState::finalized),
                               std::memory_order_release);
   s.map.reset();
@@ -257,6 +261,8 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = cap;
+  // A receive into a layout never lands (the node manager writes it).
+  st().recv_buf[idx] = {layout ? nullptr : buf, layout ? 0 : cap};
   if (layout && cap) {
     d.flags = bcs::kDescLayout;
     put_layout(&d, layout);
@@ -425,6 +431,20 @@ bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket) 
   d.flags = bcs::kDescCancelSend | bcs::kDescCancelInline;
   post(d);
   *ticket = static_cast<bcs_request_t>(idx);
+  return BCS_OK;
+}
+
+bcs_status_t bcs_request_free(bcs_request_t* req) {
+  if (!st().initialized) return BCS_ERR_NOT_INIT;
+  if (!req) return BCS_ERR_ARG;
+  if (*req == BCS_REQUEST_NULL) return BCS_OK;
+  if (!valid_request(*req)) return BCS_ERR_ARG;
+  const auto idx = static_cast<uint32_t>(*req);
+  if (slot_done(idx))
+    release_slot(idx);
+  else
+    st().forgotten.push_back(idx);
+  *req = BCS_REQUEST_NULL;
   return BCS_OK;
 }
 

@@ -7,6 +7,7 @@
 
 #include <cerrno>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 
@@ -34,6 +35,7 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
   r.found = 0;
   r.seq = 0;
   r.slice = 0;
+  r.landed = 0;
   r.kind = static_cast<uint32_t>(kind);
   // The NM only looks at a slot after the descriptor naming it was published
   // by the ring's release store, so relaxed is enough here.
@@ -50,6 +52,31 @@ void release_slot(uint32_t idx) {
   }
   slot(idx).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
   st().free_slots.push_back(idx);
+}
+
+void take_landed(uint32_t idx) {
+  RequestSlot& r = slot(idx);
+  const State::RecvBuf& b = st().recv_buf[idx];
+  // The node manager lands no more than the receive holds; the bounds are
+  // checked anyway, against what this rank posted.
+  const size_t n = std::min<uint64_t>({r.landed, b.cap, bcs::kLandingMax});
+  if (n && b.buf) std::memcpy(b.buf, st().view.landing + size_t{idx} * bcs::kLandingMax, n);
+  r.landed = 0;
+}
+
+void sweep_forgotten() {
+  auto& f = st().forgotten;
+  for (size_t i = 0; i < f.size();) {
+    RequestSlot& r = slot(f[i]);
+    if (r.state.load(std::memory_order_acquire) != static_cast<uint32_t>(ReqState::done)) {
+      ++i;
+      continue;
+    }
+    if (r.landed) take_landed(f[i]);
+    release_slot(f[i]);
+    f[i] = f.back();
+    f.pop_back();
+  }
 }
 
 // Frees the slots of non-blocking probes the node manager has answered;

@@ -95,6 +95,16 @@ struct State {
   bool post_fence = true;       // false: kNmAsymmetricFence, and registered for it
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
   std::vector<int32_t> send_dest;                  // per slot: the destination of a send
+  // Per slot: a receive's buffer and capacity, where the bytes the node
+  // manager left in the slot's landing go (RequestSlot::landed).
+  struct RecvBuf {
+    void* buf = nullptr;
+    uint64_t cap = 0;
+  };
+  std::vector<RecvBuf> recv_buf;
+  // Requests the program freed before they completed (bcs_request_free):
+  // each is freed, and a receive's landed bytes copied, once it completes.
+  std::vector<uint32_t> forgotten;
   std::vector<uint64_t> send_seq;                  // per world rank: sends posted to it
   // Per world rank: its control block if it runs on this node (null
   // otherwise), to see whether a send goes to a rank that waits
@@ -133,8 +143,21 @@ inline bool one_rank_context(int32_t context) {
   return context == bcs::kContextSelf || context == bcs::kContextSelf + 1;
 }
 inline RequestSlot& slot(uint32_t idx) { return st().view.requests[idx]; }
+// Copies what the node manager left in the landing of receive `idx` into
+// the receive's buffer (RequestSlot::landed).
+void take_landed(uint32_t idx);
+// Frees the forgotten requests that are done, their landed bytes copied.
+void sweep_forgotten();
+// Whether request `idx` is done; a receive's landed bytes are in its buffer
+// once this says so, and so are those of every forgotten receive the node
+// manager completed before it (the program may know of those by this one).
 inline bool slot_done(uint32_t idx) {
-  return slot(idx).state.load(std::memory_order_acquire) == static_cast<uint32_t>(ReqState::done);
+  RequestSlot& r = slot(idx);
+  if (r.state.load(std::memory_order_acquire) != static_cast<uint32_t>(ReqState::done))
+    return false;
+  if (r.landed) take_landed(idx);
+  if (!st().forgotten.empty()) [[unlikely]] sweep_forgotten();
+  return true;
 }
 bool valid_request(bcs_request_t r);
 bool alloc_slot(DescKind kind, uint32_t* idx);

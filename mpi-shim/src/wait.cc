@@ -197,6 +197,8 @@ int bcs_impl_Request_free(MPI_Request* request) {
     bcs_test(&b, BCS_NONBLOCKING, &done, &st);
     if (done)
       p2p_finish_coll(r, st.error, st.bytes);
+    else if (!r.coll)
+      bcs_request_free(&b);  // a receive's data still reaches its buffer
     else
       S().orphans.push_back(Orphan{r.breq, r.coll});
   }

@@ -10,7 +10,10 @@
      is sent), Buffer_detach returns the buffer;
    - MPI_Rsend / MPI_Irsend to a posted receive;
    - MPI_Sendrecv_replace around the ring with a strided datatype;
-   - MPI_Request_get_status polled to completion, then MPI_Wait. */
+   - MPI_Request_get_status polled to completion, then MPI_Wait;
+   - MPI_Request_free of a pending receive: its data is in the buffer once
+     a later receive of the same sender and tag has completed (they match
+     in order, and bcs completes them in that order). */
 #include <stdlib.h>
 #include <string.h>
 
@@ -213,6 +216,24 @@ static void ready_and_replace(void) {
   MPI_OK(MPI_Type_free(&v));
 }
 
+static void freed_receive(void) {
+  int first[4] = {-1, -1, -1, -1}, second[4] = {-1, -1, -1, -1}, out[2][4];
+  MPI_Request r, s[2];
+  MPI_OK(MPI_Irecv(first, 4, MPI_INT, from, 50, MPI_COMM_WORLD, &r));
+  MPI_OK(MPI_Request_free(&r));
+  CHECK(r == MPI_REQUEST_NULL, "freed receive handle");
+  for (int k = 0; k < 2; ++k) {
+    for (int i = 0; i < 4; ++i) out[k][i] = val(wrank, 20 + k, i);
+    MPI_OK(MPI_Isend(out[k], 4, MPI_INT, to, 50, MPI_COMM_WORLD, &s[k]));
+  }
+  MPI_OK(MPI_Recv(second, 4, MPI_INT, from, 50, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+  MPI_OK(MPI_Waitall(2, s, MPI_STATUSES_IGNORE));
+  for (int i = 0; i < 4; ++i) {
+    CHECK(first[i] == val(from, 20, i), "freed receive [%d] = %d", i, first[i]);
+    CHECK(second[i] == val(from, 21, i), "second receive [%d] = %d", i, second[i]);
+  }
+}
+
 int main(int argc, char **argv) {
   prog_name = "requests";
   MPI_Init(&argc, &argv);
@@ -225,6 +246,7 @@ int main(int argc, char **argv) {
   buffered();
   ready_and_replace();
   get_status();
+  freed_receive();
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (wrank == 0) printf("requests ok (%d ranks)\n", wsize);
   MPI_Finalize();

@@ -81,7 +81,10 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     const Match& m = *c.match;
     if (m.send.is_inline) {
       int32_t err = 0;
-      if (c.len)
+      // Whole into a contiguous buffer: into the receive's landing, which
+      // the rank copies from (segment.h); else into the buffer.
+      const bool whole = c.offset == 0 && c.last && !m.recv.layout && !m.cancelled;
+      if (c.len && !(whole && job.land(m.recv.rank, m.recv.request, m.send.payload.data(), c.len)))
         err = write_recv(m, c.offset, m.send.payload.data() + c.offset, c.len);
       rep.bytes += c.len;
       finish_chunk(c, err);

@@ -80,6 +80,14 @@ class LocalRanks : public RankMemory {
   virtual void complete_status(int32_t world_rank, uint32_t request, int32_t error,
                                int32_t source, int32_t tag, uint64_t bytes, uint32_t found,
                                uint64_t seq = 0) = 0;
+  // A small receive's bytes into the landing of its request slot
+  // (segment.h, kLandingMax), for the rank to copy when it finds the
+  // request done; before complete_status. False: not landed (too long, or
+  // not offered here), the caller writes the rank's buffer.
+  virtual bool land(int32_t /*world_rank*/, uint32_t /*request*/, const void* /*src*/,
+                    size_t /*len*/) {
+    return false;
+  }
   // What peers may read of the local ranks' memory (read_grants.h).
   virtual ReadGrants& read_grants() = 0;
   // A local rank wrote garbage into its segment: end it, naming `why`.

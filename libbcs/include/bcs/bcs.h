@@ -154,6 +154,11 @@ void bcs_set_slice_alarm(uint64_t slice, bcs_slice_alarm_t fn);
  * with error BCS_CANCELLED if no receive had matched the send (it is then
  * never delivered), else with BCS_OK (the send stands). */
 bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket);
+/* The program will not wait for *req (MPI_Request_free of an active
+ * request): its slot is freed once it completes, and a receive's data is
+ * in its buffer by the time any later test or wait of this rank finds a
+ * request complete. *req becomes BCS_REQUEST_NULL. */
+bcs_status_t bcs_request_free(bcs_request_t* req);
 /* Test (non-blocking) or wait (blocking) for one request. On completion the
  * request is freed and *req set to BCS_REQUEST_NULL. A NULL request is
  * complete at once with an empty status. */

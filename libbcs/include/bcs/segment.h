@@ -16,6 +16,7 @@
 //     Descriptor ring[ring_slots]
 //     RequestSlot[request_slots]
 //     DrainNote[ring_slots]     the slice schedule, for a recording rank
+//     landing[request_slots]    small receives, kLandingMax bytes each
 #pragma once
 
 #include <algorithm>
@@ -23,13 +24,15 @@
 #include <vector>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 6;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 7;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
-                                         // DMA (single copy) orders; 6: nm_flags on its own line
+                                         // DMA (single copy) orders; 6: nm_flags on its own line;
+                                         // 7: landings for small receives
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -161,8 +164,24 @@ struct alignas(64) RequestSlot {
   uint64_t seq;
   // The job slice (SegmentHeader::job_slice) the node manager completed it in.
   uint64_t slice;
+  // recv: the NM left the message's first `landed` bytes (1 to kLandingMax)
+  // in this slot's landing instead of writing them into the rank's buffer;
+  // the rank copies them there before the request counts as done for the
+  // program. 0: nothing landed. Set with the other fields, before `state`.
+  uint32_t landed;
 };
 static_assert(sizeof(RequestSlot) == 64);
+
+// Small receives land in the segment. A message of at most kLandingMax
+// bytes into a contiguous buffer of a local rank is written by the DMA
+// helper into the landing of the receive's request slot, and the rank
+// copies it into its buffer when it finds the request done: a memcpy in
+// the rank instead of a process_vm_writev in the node manager (pinning the
+// page, on the slice's critical path, was 14 % of the strobe receiver's
+// CPU in a halo exchange). Messages this small are inline in their send
+// descriptors anyway (kInlineMax).
+constexpr size_t kLandingMax = 192;
+static_assert(kLandingMax % 64 == 0);
 
 // ------------------------------------------------------------- per rank
 enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
@@ -356,8 +375,10 @@ struct SegmentLayout {
   size_t ring_bytes() const { return size_t{ring_slots} * kDescriptorSize; }
   size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
   size_t drains_bytes() const { return align64(size_t{ring_slots} * sizeof(DrainNote)); }
+  size_t landing_bytes() const { return size_t{request_slots} * kLandingMax; }
   size_t rank_area_bytes() const {
-    return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes() + drains_bytes();
+    return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes() + drains_bytes() +
+           landing_bytes();
   }
   size_t total_bytes() const { return header_bytes() + size_t{nlocal} * rank_area_bytes(); }
 };
@@ -370,6 +391,7 @@ struct RankView {
   Descriptor* ring = nullptr;
   RequestSlot* requests = nullptr;
   DrainNote* drains = nullptr;  // ring_slots notes
+  uint8_t* landing = nullptr;   // request_slots landings of kLandingMax bytes
   uint32_t ring_slots = 0;
   uint32_t request_slots = 0;
 };
@@ -387,6 +409,7 @@ inline RankView segment_rank_view(void* base, uint32_t local_index, const Segmen
   v.ring = reinterpret_cast<Descriptor*>(area);
   v.requests = reinterpret_cast<RequestSlot*>(area + l.ring_bytes());
   v.drains = reinterpret_cast<DrainNote*>(area + l.ring_bytes() + l.requests_bytes());
+  v.landing = area + l.ring_bytes() + l.requests_bytes() + l.drains_bytes();
   v.ring_slots = l.ring_slots;
   v.request_slots = l.request_slots;
   return v;
@@ -552,6 +575,16 @@ RingDrained ring_drain_holding(RankView& v, std::vector<uint8_t>& taken, Fn&& fn
 // Marks request `idx` done with the given fields and wakes the rank if it waits.
 void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, int32_t tag,
                       uint64_t bytes, uint32_t found = 0, uint64_t seq = 0, uint64_t slice = 0);
+// Puts a small receive's `n` bytes into the landing of request `idx` and
+// says so in the slot (the NM, before request_complete, whose release store
+// publishes them). False, landing nothing, when `n` is 0 or more than
+// kLandingMax, or `idx` is out of range: the caller writes the buffer.
+inline bool request_land(RankView& v, uint32_t idx, const void* src, size_t n) {
+  if (n == 0 || n > kLandingMax || idx >= v.request_slots) return false;
+  std::memcpy(v.landing + size_t{idx} * kLandingMax, src, n);
+  v.requests[idx].landed = static_cast<uint32_t>(n);
+  return true;
+}
 // Wake the rank if it sleeps (after completing several requests, or after
 // freeing ring space).
 void rank_wake(RankView& v);

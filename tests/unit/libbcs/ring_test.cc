@@ -110,11 +110,17 @@ TEST(SegmentLayoutTest, BlocksAre64ByteAlignedAndDisjoint) {
     EXPECT_EQ(v.request_slots, 16u);
     EXPECT_LT(reinterpret_cast<uint8_t*>(v.ctl), reinterpret_cast<uint8_t*>(v.ring));
     EXPECT_LT(reinterpret_cast<uint8_t*>(v.ring), reinterpret_cast<uint8_t*>(v.requests));
-    // The request table of the last rank ends inside the segment.
+    EXPECT_EQ(reinterpret_cast<uintptr_t>(v.landing) % 64, 0u);
+    EXPECT_LE(reinterpret_cast<uint8_t*>(v.drains + v.ring_slots), v.landing);
+    // The request table and the landings of the last rank end inside the
+    // segment.
     EXPECT_LE(reinterpret_cast<uint8_t*>(v.requests + v.request_slots), base + l.total_bytes());
+    EXPECT_LE(v.landing + size_t{v.request_slots} * kLandingMax, base + l.total_bytes());
     if (i > 0) {
       RankView prev = seg.view(i - 1);
       EXPECT_LE(reinterpret_cast<uint8_t*>(prev.requests + prev.request_slots),
+                reinterpret_cast<uint8_t*>(v.ctl));
+      EXPECT_LE(prev.landing + size_t{prev.request_slots} * kLandingMax,
                 reinterpret_cast<uint8_t*>(v.ctl));
     }
   }

@@ -202,6 +202,18 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   uint32_t pid_of(int32_t r) override {
     return is_local(r) ? kPidBase + static_cast<uint32_t>(r) : 0;
   }
+  // Small receives land in the segment (request_land), only when a story
+  // turns it on: the others check the receive buffers themselves.
+  bool landing = false;
+  bool land(int32_t r, uint32_t req, const void* src, size_t len) override {
+    if (!landing) return false;
+    RankView v = view_of(r);
+    if (req >= v.request_slots) fault("landing in a request index out of range");
+    return request_land(v, req, src, len);
+  }
+  const uint8_t* landing_of(int32_t r, uint32_t req) {
+    return view_of(r).landing + size_t{req} * kLandingMax;
+  }
   void complete(int32_t r, uint32_t req, int32_t e) override { complete_status(r, req, e, r, 0, 0, 0); }
   void complete_status(int32_t r, uint32_t req, int32_t e, int32_t src, int32_t tag, uint64_t bytes,
                        uint32_t found, uint64_t seq = 0) override {

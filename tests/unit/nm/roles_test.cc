@@ -380,6 +380,53 @@ Descriptor layout_desc(Descriptor d, const std::vector<LayoutBlock>& blocks, uin
   return d;
 }
 
+// A message of at most kLandingMax bytes into a contiguous buffer lands in
+// the receive's request slot, from this node or another: the rank copies it
+// (libbcs), the node writes nothing into the rank's memory. Truncated, only
+// what the buffer holds lands. A receive into a layout is written.
+TEST_F(TwoNodes, ASmallMessageLandsInTheReceivesRequestSlot) {
+  for (auto& n : nodes) n->ranks.landing = true;
+  std::vector<uint8_t> out(kLandingMax, 0x37), out2(40, 0x44);
+  uint8_t local_in[kLandingMax] = {}, remote_in[kLandingMax] = {}, short_in[16] = {};
+  nodes[0]->ranks.allow(2, local_in, sizeof local_in);
+  nodes[1]->ranks.allow(1, remote_in, sizeof remote_in);
+  nodes[1]->ranks.allow(1, short_in, sizeof short_in);
+  nodes[0]->ranks.post(2, recv_desc(0, 1, local_in, sizeof local_in, 0));
+  nodes[1]->ranks.post(1, recv_desc(0, 2, remote_in, sizeof remote_in, 0));
+  nodes[1]->ranks.post(1, recv_desc(0, 3, short_in, sizeof short_in, 1));
+  nodes[0]->ranks.post(0, send_desc(2, 1, out.data(), out.size(), 0));
+  nodes[0]->ranks.post(0, send_desc(1, 2, out.data(), out.size(), 1));
+  nodes[0]->ranks.post(0, send_desc(1, 3, out2.data(), out2.size(), 2));
+  slice();
+  ASSERT_TRUE(nodes[0]->ranks.done(2, 0));
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 0));
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 1));
+  EXPECT_EQ(nodes[0]->ranks.slot(2, 0).landed, kLandingMax);
+  EXPECT_EQ(0, std::memcmp(nodes[0]->ranks.landing_of(2, 0), out.data(), kLandingMax));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 0).landed, kLandingMax);
+  EXPECT_EQ(0, std::memcmp(nodes[1]->ranks.landing_of(1, 0), out.data(), kLandingMax));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 1).landed, sizeof short_in);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 1).error, bcs_err_truncate);
+  EXPECT_EQ(0, std::memcmp(nodes[1]->ranks.landing_of(1, 1), out2.data(), sizeof short_in));
+  for (uint8_t b : local_in) ASSERT_EQ(b, 0) << "the node wrote the rank's buffer";
+  for (uint8_t b : remote_in) ASSERT_EQ(b, 0) << "the node wrote the rank's buffer";
+  for (uint8_t b : short_in) ASSERT_EQ(b, 0) << "the node wrote the rank's buffer";
+
+  // Into a layout: written block by block, nothing landed.
+  const std::vector<LayoutBlock> blocks{{0, 4}, {8, 4}};
+  uint8_t strided[16] = {};
+  nodes[1]->ranks.allow(1, strided, sizeof strided);
+  nodes[1]->ranks.allow(1, blocks.data(), blocks.size() * sizeof(LayoutBlock));
+  nodes[1]->ranks.post(1, layout_desc(recv_desc(0, 4, strided, 0, 2), blocks, 1, 16));
+  nodes[0]->ranks.post(0, send_desc(1, 4, out2.data(), 8, 3));
+  slice();
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 2));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 2).landed, 0u);
+  EXPECT_EQ(strided[0], 0x44);
+  EXPECT_EQ(strided[8], 0x44);
+  EXPECT_EQ(strided[4], 0);
+}
+
 // Strided send (3 blocks of 5, 1 and 9 bytes in an instance of 24, 40
 // instances) into a receive of 2 blocks (7 and 8 bytes in 20, 40
 // instances), across nodes and on one node, with a chunk budget of 37
