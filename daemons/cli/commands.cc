@@ -250,6 +250,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
   req.set_max_unexpected(o.max_unexpected);
   if (!o.strobe.empty())
     req.set_strobe(o.strobe == "fixed" ? v1::STROBE_FIXED : v1::STROBE_ADAPTIVE);
+  if (!o.bind.empty()) req.set_bind(o.bind == "none" ? v1::BIND_NONE : v1::BIND_CORE);
   req.set_wait_nodes_ms(kWaitNodesMs);
 
   pb::LaunchReply rep;

@@ -180,6 +180,12 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "per period, as in the paper)")
       ->check(CLI::IsMember({"adaptive", "fixed"}));
   run_cmd
+      ->add_option("--bind-to", run.bind,
+                   "Where the ranks run: core (a host's k-th rank of the job on the k-th CPU its "
+                   "node manager may use) or none (on any of them). Default: core when a host's "
+                   "ranks do not outnumber those CPUs, else none")
+      ->check(CLI::IsMember({"core", "none"}));
+  run_cmd
       ->add_option("--liveness-timeout", run.liveness,
                    "Embedded cluster: how long a stopped or hung daemon may stay silent before "
                    "the job fails (default 60s; shorter stalls only delay it)")

@@ -25,6 +25,7 @@ struct RunOptions {
   uint64_t max_unexpected = 0;       // 0 = manager default
   std::string chunk;
   std::string strobe;                // --strobe adaptive|fixed; empty = manager default
+  std::string bind;                  // --bind-to core|none; empty = each node's default
   std::string liveness;              // --liveness-timeout for an embedded cluster
   bool label = false;
   uint64_t timeout_ns = 0;           // 0 = none

@@ -475,6 +475,8 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
             "max_unexpected must be at most " + std::to_string(kMaxUnexpectedLimit)};
   if (!v1::Strobe_IsValid(req.strobe()))
     return {grpc::StatusCode::INVALID_ARGUMENT, "unknown strobe mode " + std::to_string(req.strobe())};
+  if (!v1::Binding_IsValid(req.bind()))
+    return {grpc::StatusCode::INVALID_ARGUMENT, "unknown binding " + std::to_string(req.bind())};
   if (std::string why = job_size_problem(req.nranks(), req.nodes(), req.ranks_per_node());
       !why.empty())
     return {grpc::StatusCode::INVALID_ARGUMENT, why};
@@ -583,6 +585,7 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   j->max_unexpected = req.max_unexpected() ? req.max_unexpected() : cfg_.max_unexpected;
   j->fixed_strobe = req.strobe() == v1::STROBE_DEFAULT ? cfg_.fixed_strobe
                                                        : req.strobe() == v1::STROBE_FIXED;
+  j->bind = req.bind();
   j->nodes = chosen;
   if (by_name) {
     // Host i of the request is chosen[i] (every used host precedes the

@@ -100,6 +100,7 @@ struct Job {
   uint64_t slice_ns = 0, chunk_bytes = 0, max_unexpected = 0;
   uint64_t copy_rate = 0;  // what chunk_bytes was derived from (0: named by --chunk)
   bool fixed_strobe = false;
+  v1::Binding bind = v1::BIND_DEFAULT;  // as asked; each node resolves the default
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id
   State state = State::queued;

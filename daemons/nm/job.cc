@@ -226,6 +226,20 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     *error = std::string("/dev/null: ") + std::strerror(errno);
     return nullptr;
   }
+  // Each rank's CPU, from this node manager's own (a cgroup's, Slurm's),
+  // counting the job's ranks on every node manager of this host in world
+  // rank order: each of them reckons the same way, so no two share a CPU.
+  std::vector<int32_t> host_ranks;
+  for (uint32_t r = 0; r < spec.nranks; ++r)
+    if (spec.rank_node[r] == self || std::find(spec.host_peers.begin(), spec.host_peers.end(),
+                                               spec.rank_node[r]) != spec.host_peers.end())
+      host_ranks.push_back(static_cast<int32_t>(r));
+  const std::vector<int> host_cpus =
+      rank_cpus(spec.bind, static_cast<uint32_t>(host_ranks.size()), allowed_cpus());
+  auto cpu_of = [&](int32_t world_rank) {
+    const auto at = std::lower_bound(host_ranks.begin(), host_ranks.end(), world_rank);
+    return host_cpus[static_cast<size_t>(at - host_ranks.begin())];
+  };
   rlimit nofile{};
   const int max_fd = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (1u << 20)
                          ? static_cast<int>(nofile.rlim_cur)
@@ -267,6 +281,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       job->kill_all();
       return nullptr;
     }
+    const int cpu = cpu_of(r->world_rank);
     const pid_t pid = fork_rank([&] {
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
@@ -312,6 +327,9 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      // A binding that fails (a CPU gone offline since) leaves the rank
+      // where it may run anyway.
+      if (cpu >= 0) bind_self_to_cpu(cpu);
       // A node manager that is not root holds its capabilities as ambient
       // ones, which a changed uid keeps and execve would hand to the rank:
       // cleared, the program starts with none (no file capabilities are
@@ -343,7 +361,10 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       return nullptr;
     }
     job->view(*r).ctl->pid = static_cast<uint32_t>(pid);
-    spdlog::debug("job {}: rank {} is pid {}", spec.id, r->world_rank, pid);
+    if (cpu >= 0)
+      spdlog::debug("job {}: rank {} is pid {}, bound to CPU {}", spec.id, r->world_rank, pid, cpu);
+    else
+      spdlog::debug("job {}: rank {} is pid {}", spec.id, r->world_rank, pid);
   }
   return job;
 }

@@ -5,6 +5,7 @@
 // (process_vm_readv/writev) without their help.
 #pragma once
 
+#include "binding.h"
 #include <sys/types.h>
 
 #include <algorithm>
@@ -44,6 +45,8 @@ struct JobSpec {
   // The paper's fixed strobe: ranks are not asked to ring the doorbell when
   // they block, and the node never parks.
   bool fixed_strobe = false;
+  // Where the ranks run (binding.h).
+  Binding bind = Binding::by_default;
   // The credentials the ranks run with (the submitter's). When
   // `change_creds` is false the ranks keep the NM's own.
   bool change_creds = false;

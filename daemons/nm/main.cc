@@ -482,6 +482,9 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         spec.slice_ns = sj.slice().slice_ns();
         spec.chunk_bytes = sj.slice().chunk_bytes();
         spec.fixed_strobe = sj.slice().fixed();
+        spec.bind = sj.bind() == v1::BIND_CORE   ? Binding::core
+                    : sj.bind() == v1::BIND_NONE ? Binding::none
+                                                 : Binding::by_default;
         spec.max_unexpected = std::min<uint64_t>(sj.slice().max_unexpected(), kMaxUnexpectedLimit);
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;

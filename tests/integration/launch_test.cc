@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <unistd.h>
 
 #include <cstdio>
@@ -13,6 +14,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -105,6 +107,79 @@ TEST_F(LaunchStory, EnvironmentSettingsReachEveryRankAndOverrideInOrder) {
   EXPECT_EQ(zero_found, 1) << describe(r);
   r = bcs_run(args({"-n", "1"}), 60s, {{"BCS_TEST_VAR", "inherited"}});
   EXPECT_THAT(r.out, HasSubstr("0 node1 inherited")) << describe(r);
+  expect_nothing_left_now();
+}
+
+// Ranks are bound to CPUs of their own (the k-th local rank to the k-th CPU
+// the node manager may use) when a node's ranks do not outnumber those
+// CPUs, as Open MPI does; left alone otherwise; `--bind-to core|none` says
+// so outright. Each rank prints the CPUs the kernel lets it run on.
+namespace {
+std::vector<int> cpu_list(const std::string& text) {  // "0-2,5" -> {0, 1, 2, 5}
+  std::vector<int> out;
+  std::stringstream ss(text);
+  std::string part;
+  while (std::getline(ss, part, ',')) {
+    int a = -1, b = -1;
+    if (std::sscanf(part.c_str(), "%d-%d", &a, &b) == 2)
+      for (int c = a; c <= b; ++c) out.push_back(c);
+    else if (std::sscanf(part.c_str(), "%d", &a) == 1)
+      out.push_back(a);
+  }
+  return out;
+}
+// Rank -> the CPUs it may run on, from the ranks' output.
+std::map<int, std::vector<int>> rank_cpus_of(const std::string& out) {
+  std::map<int, std::vector<int>> m;
+  std::stringstream ss(out);
+  std::string line;
+  while (std::getline(ss, line)) {
+    int rank = -1;
+    char list[256] = {};
+    if (std::sscanf(line.c_str(), "cpus %d %255s", &rank, list) == 2) m[rank] = cpu_list(list);
+  }
+  return m;
+}
+}  // namespace
+
+TEST_F(LaunchStory, RanksAreBoundToCPUsOfTheirOwnUnlessTheyOutnumberThem) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(sched_getaffinity(0, sizeof set, &set), 0);
+  std::vector<int> mine;  // the node manager's, which it inherits from us
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) mine.push_back(c);
+  const int ncpus = static_cast<int>(mine.size());
+  const std::vector<std::string> where{
+      "/bin/sh", "-c", "echo \"cpus $BCS_RANK $(grep Cpus_allowed_list /proc/$$/status | cut -f2)\""};
+  auto run_with = [&](int n, std::vector<std::string> opts) {
+    opts.insert(opts.begin(), {"-n", std::to_string(n)});
+    opts.insert(opts.end(), where.begin(), where.end());
+    auto r = bcs_run(opts, 60s);
+    EXPECT_EQ(r.status, 0) << describe(r);
+    auto m = rank_cpus_of(r.out);
+    EXPECT_EQ(m.size(), static_cast<size_t>(n)) << describe(r);
+    return m;
+  };
+  // As many ranks as CPUs: bound by default,
+  // each to a CPU of its own; --bind-to none leaves them all.
+  const int fit = std::max(ncpus, 1);
+  for (auto& [rank, cpus] : run_with(fit, {}))
+    EXPECT_EQ(cpus, std::vector<int>{mine[static_cast<size_t>(rank % ncpus)]}) << "rank " << rank;
+  for (auto& [rank, cpus] : run_with(fit, {"--bind-to", "none"}))
+    EXPECT_EQ(cpus, mine) << "rank " << rank;
+  // Two node managers of this host count each other's ranks.
+  if (fit >= 2) {
+    for (auto& [rank, cpus] : run_with(fit, {"--nodes", "2"})) {
+      EXPECT_EQ(cpus, std::vector<int>{mine[static_cast<size_t>(rank % ncpus)]}) << "rank " << rank;
+    }
+  }
+  // One rank more than CPUs: left alone by default, bound round-robin when
+  // asked.
+  for (auto& [rank, cpus] : run_with(ncpus + 1, {}))
+    EXPECT_EQ(cpus, mine) << "rank " << rank;
+  for (auto& [rank, cpus] : run_with(ncpus + 1, {"--bind-to", "core"}))
+    EXPECT_EQ(cpus, std::vector<int>{mine[static_cast<size_t>(rank % ncpus)]}) << "rank " << rank;
   expect_nothing_left_now();
 }
 

@@ -1,0 +1,37 @@
+#include "binding.h"
+
+#include <sched.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+namespace bcs {
+
+std::vector<int> allowed_cpus() {
+  std::vector<int> cpus;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) != 0) return cpus;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) cpus.push_back(c);
+  return cpus;
+}
+
+std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& cpus) {
+  std::vector<int> out(nranks, -1);
+  if (cpus.empty() || b == Binding::none) return out;
+  // Oversubscribed: by default nobody is bound (as Open MPI does), so the
+  // scheduler may still move a rank to whatever core is free.
+  if (b == Binding::by_default && nranks > cpus.size()) return out;
+  for (uint32_t k = 0; k < nranks; ++k) out[k] = cpus[k % cpus.size()];
+  return out;
+}
+
+bool bind_self_to_cpu(int cpu) {
+  if (cpu < 0 || cpu >= CPU_SETSIZE) return false;
+  cpu_set_t one;
+  CPU_ZERO(&one);
+  CPU_SET(cpu, &one);
+  return ::syscall(SYS_sched_setaffinity, 0, sizeof one, &one) == 0;
+}
+
+}  // namespace bcs

@@ -1,0 +1,48 @@
+// Which CPU each local rank is bound to (daemons/common/binding.h).
+#include <gtest/gtest.h>
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "binding.h"
+
+namespace bcs {
+namespace {
+
+using V = std::vector<int>;
+
+TEST(BindingTest, RanksThatFitGetACPUEachByDefault) {
+  EXPECT_EQ(rank_cpus(Binding::by_default, 2, {0, 1}), (V{0, 1}));
+  // The node manager's own CPUs, in order, whatever their numbers.
+  EXPECT_EQ(rank_cpus(Binding::by_default, 2, {3, 5, 7}), (V{3, 5}));
+}
+
+TEST(BindingTest, RanksThatOutnumberTheCPUsAreLeftAloneByDefault) {
+  EXPECT_EQ(rank_cpus(Binding::by_default, 3, {0, 1}), (V{-1, -1, -1}));
+}
+
+TEST(BindingTest, CoreBindsRoundRobinAndNoneNever) {
+  EXPECT_EQ(rank_cpus(Binding::core, 5, {2, 4}), (V{2, 4, 2, 4, 2}));
+  EXPECT_EQ(rank_cpus(Binding::none, 2, {0, 1}), (V{-1, -1}));
+  EXPECT_EQ(rank_cpus(Binding::core, 2, {}), (V{-1, -1})) << "CPUs unknown: nobody is bound";
+  EXPECT_TRUE(rank_cpus(Binding::core, 0, {0}).empty());
+}
+
+TEST(BindingTest, AllowedCPUsAreThisProcesssAndBindingToOneOfThemWorks) {
+  const V cpus = allowed_cpus();
+  ASSERT_FALSE(cpus.empty());
+  EXPECT_TRUE(std::is_sorted(cpus.begin(), cpus.end()));
+  EXPECT_FALSE(bind_self_to_cpu(-1));
+  // In a child, so this test's own process keeps its CPUs.
+  const pid_t pid = fork();
+  ASSERT_GE(pid, 0);
+  if (pid == 0) _exit(bind_self_to_cpu(cpus.back()) && allowed_cpus() == V{cpus.back()} ? 0 : 1);
+  int status = 0;
+  ASSERT_EQ(waitpid(pid, &status, 0), pid);
+  EXPECT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+}
+
+}  // namespace
+}  // namespace bcs
