@@ -93,6 +93,12 @@ std::optional<UnixSession> connect_unix_session(const std::string& path,
 // ("ipv4:127.0.0.1:54321", "ipv6:[::1]:54321", "ipv6:%5B::1%5D:54321").
 // nullopt if the peer is not on loopback or its socket is not found.
 std::optional<uid_t> loopback_client_uid(const std::string& grpc_peer, uint16_t server_port);
+// Its first look alone: the kernel's sock_diag lookup of that one socket,
+// with the server at the loopback address of the client's family (nullopt
+// where that does not find it; loopback_client_uid then reads the whole
+// table).
+std::optional<uid_t> loopback_client_uid_by_diag(const std::string& grpc_peer,
+                                                 uint16_t server_port);
 
 // The owner uids of the *server's* sockets of this process's established
 // TCP connections to `ip`:`port` (the manager's accepted sockets). Empty if

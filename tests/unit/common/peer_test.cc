@@ -160,6 +160,35 @@ TEST(LoopbackOwner, TheManagerFindsWhoConnected) {
   EXPECT_FALSE(loopback_client_uid("fd:7", l.server_port));
 }
 
+// The kernel's answer for the one socket (sock_diag), which spares the
+// manager a walk through every socket of the host on each call: the same
+// owner, and nothing for a connection that is not there.
+TEST(LoopbackOwner, TheKernelNamesTheOneSocketsOwner) {
+  Loop l;
+  ASSERT_TRUE(l.server) << "no loopback TCP here";
+  const std::string p = std::to_string(l.client_port);
+  EXPECT_EQ(loopback_client_uid_by_diag("ipv4:127.0.0.1:" + p, l.server_port), geteuid());
+  EXPECT_EQ(loopback_client_uid_by_diag("ipv6:[::ffff:127.0.0.1]:" + p, l.server_port), geteuid());
+  EXPECT_FALSE(loopback_client_uid_by_diag("ipv4:127.0.0.1:" + p, l.server_port + 1));
+  EXPECT_FALSE(loopback_client_uid_by_diag("ipv4:10.1.2.3:" + p, l.server_port));
+  // A dual-stack client (an IPv6 socket reaching 127.0.0.1, as gRPC's
+  // are), which the server sees as an IPv4 peer.
+  UniqueFd c6(socket(AF_INET6, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  sockaddr_in6 to{};
+  to.sin6_family = AF_INET6;
+  to.sin6_port = htons(l.server_port);
+  ASSERT_EQ(inet_pton(AF_INET6, "::ffff:127.0.0.1", &to.sin6_addr), 1);
+  if (!c6 || connect(c6.get(), reinterpret_cast<sockaddr*>(&to), sizeof to) != 0)
+    GTEST_SKIP() << "no dual-stack sockets here";
+  UniqueFd accepted(accept4(l.listener.get(), nullptr, nullptr, SOCK_CLOEXEC));
+  sockaddr_in6 me{};
+  socklen_t len = sizeof me;
+  ASSERT_EQ(getsockname(c6.get(), reinterpret_cast<sockaddr*>(&me), &len), 0);
+  EXPECT_EQ(loopback_client_uid_by_diag("ipv4:127.0.0.1:" + std::to_string(ntohs(me.sin6_port)),
+                                        l.server_port),
+            geteuid());
+}
+
 TEST(LoopbackOwner, ANodeManagerFindsWhoAccepted) {
   Loop l;
   ASSERT_TRUE(l.server) << "no loopback TCP here";
