@@ -41,9 +41,8 @@ const unsigned char kMapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};  /
 
 bool loopback(const Addr& a) {
   static const unsigned char v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
-  static const unsigned char mapped[12] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0xff, 0xff};
   return std::memcmp(a.ip, v6lo, 16) == 0 ||
-         (std::memcmp(a.ip, mapped, 12) == 0 && a.ip[12] == 127);
+         (std::memcmp(a.ip, kMapped, 12) == 0 && a.ip[12] == 127);
 }
 
 void set_v4(Addr* a, const void* four) {
@@ -153,6 +152,10 @@ bool parse_grpc_peer(std::string p, Addr* a) {
 std::optional<uid_t> diag_socket_uid_in(const Addr& local, uint16_t port, bool v4) {
   const int fd = ::socket(AF_NETLINK, SOCK_DGRAM | SOCK_CLOEXEC, NETLINK_SOCK_DIAG);
   if (fd < 0) return std::nullopt;
+  // The kernel answers at once, found or not; a gRPC thread never waits
+  // longer than this for it anyway.
+  const timeval limit{1, 0};
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   struct {
     nlmsghdr nlh;
     inet_diag_req_v2 r;
