@@ -4,6 +4,8 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 namespace bcs {
 
 std::vector<int> allowed_cpus() {
@@ -23,6 +25,19 @@ std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& c
   // scheduler may still move a rank to whatever core is free.
   if (b == Binding::by_default && nranks > cpus.size()) return out;
   for (uint32_t k = 0; k < nranks; ++k) out[k] = cpus[k % cpus.size()];
+  return out;
+}
+
+std::vector<int> host_rank_cpus(Binding b, const std::vector<uint32_t>& rank_node,
+                                const std::vector<uint32_t>& host_nodes,
+                                const std::vector<int>& cpus) {
+  std::vector<size_t> here;  // world ranks on this host, ascending
+  for (size_t r = 0; r < rank_node.size(); ++r)
+    if (std::find(host_nodes.begin(), host_nodes.end(), rank_node[r]) != host_nodes.end())
+      here.push_back(r);
+  const std::vector<int> each = rank_cpus(b, static_cast<uint32_t>(here.size()), cpus);
+  std::vector<int> out(rank_node.size(), -1);
+  for (size_t k = 0; k < here.size(); ++k) out[here[k]] = each[k];
   return out;
 }
 

@@ -27,6 +27,13 @@ std::vector<int> allowed_cpus();
 // none, out of `cpus` (allowed_cpus()).
 std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& cpus);
 
+// Per world rank of a job placed by `rank_node` (rank -> node id), the CPU
+// to bind it to: rank_cpus over the ranks on the nodes in `host_nodes` (the
+// node managers of this host), -1 for every other rank.
+std::vector<int> host_rank_cpus(Binding b, const std::vector<uint32_t>& rank_node,
+                                const std::vector<uint32_t>& host_nodes,
+                                const std::vector<int>& cpus);
+
 // Binds the calling process to `cpu` with the raw system call (safe between
 // fork and exec in a multi-threaded parent). False on failure.
 bool bind_self_to_cpu(int cpu);

@@ -205,7 +205,7 @@ int main(int argc, char** argv) {
   }
   cfg.liveness = std::chrono::nanoseconds(*lv);
   cfg.phase_watchdog = std::chrono::nanoseconds(*wd);
-  cfg.realtime = !no_realtime;
+  cfg.short_slice = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = chunk == "auto" ? 0 : *ch;
   cfg.max_unexpected = max_unexpected;

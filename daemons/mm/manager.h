@@ -37,7 +37,7 @@ struct Config {
   uint64_t strobe_spin_ns = 30'000;
   // Give the strobe sender the shortest time slice (sched_hint.h); it never
   // runs at real-time priority (--no-realtime: the default slice).
-  bool realtime = true;
+  bool short_slice = true;
   // The paper's fixed strobe for jobs that do not choose (--strobe fixed);
   // otherwise work-conserving (see strobe_sender.cc).
   bool fixed_strobe = false;

@@ -159,7 +159,7 @@ void Manager::strobe_sender() {
   // one on waking. Not real-time priority: the sender spins (to the period,
   // and the fabric's spin in each wait), and spinning under SCHED_FIFO
   // brings the kernel's RT throttling and its stalls of 26-90 ms (NOTES.md).
-  if (cfg_.realtime) sched_prefer_short_slice(kHelperSlice);
+  if (cfg_.short_slice) sched_prefer_short_slice(kHelperSlice);
   for (;;) {
     std::shared_ptr<Job> j;
     {
@@ -349,7 +349,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     rec.start_ns = start;
     rec.period_ns = prev_start ? start - prev_start : 0;
     rec.early = how == Start::next ? start < pace.next : how != Start::period;
-    rec.late_ns = how == Start::period ? start - pace.next : 0;
+    rec.late_ns = how == Start::period && start > pace.next ? start - pace.next : 0;
     rec.bells = std::exchange(pace.bells, 0);
     rec.dem_ahead = how == Start::next;
     prev_start = start;

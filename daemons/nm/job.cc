@@ -227,19 +227,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     return nullptr;
   }
   // Each rank's CPU, from this node manager's own (a cgroup's, Slurm's),
-  // counting the job's ranks on every node manager of this host in world
-  // rank order: each of them reckons the same way, so no two share a CPU.
-  std::vector<int32_t> host_ranks;
-  for (uint32_t r = 0; r < spec.nranks; ++r)
-    if (spec.rank_node[r] == self || std::find(spec.host_peers.begin(), spec.host_peers.end(),
-                                               spec.rank_node[r]) != spec.host_peers.end())
-      host_ranks.push_back(static_cast<int32_t>(r));
-  const std::vector<int> host_cpus =
-      rank_cpus(spec.bind, static_cast<uint32_t>(host_ranks.size()), allowed_cpus());
-  auto cpu_of = [&](int32_t world_rank) {
-    const auto at = std::lower_bound(host_ranks.begin(), host_ranks.end(), world_rank);
-    return host_cpus[static_cast<size_t>(at - host_ranks.begin())];
-  };
+  // counting the job's ranks on every node manager of this host: each of
+  // them reckons the same way, so no two share a CPU.
+  std::vector<uint32_t> host_nodes = spec.host_peers;
+  host_nodes.push_back(self);
+  const std::vector<int> cpu_of =
+      host_rank_cpus(spec.bind, spec.rank_node, host_nodes, allowed_cpus());
   rlimit nofile{};
   const int max_fd = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (1u << 20)
                          ? static_cast<int>(nofile.rlim_cur)
@@ -281,7 +274,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       job->kill_all();
       return nullptr;
     }
-    const int cpu = cpu_of(r->world_rank);
+    const int cpu = cpu_of[static_cast<size_t>(r->world_rank)];
     const pid_t pid = fork_rank([&] {
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.

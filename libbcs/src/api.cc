@@ -100,8 +100,7 @@ bcs_status_t bcs_init(void) {
   s.forgotten.clear();
   s.free_slots.clear();
   s.free_slots.reserve(s.view.request_slots);
-  s.send_dest.assign(s.view.request_slots, -1);
-  s.recv_buf.assign(s.view.request_slots, {});
+  s.slot_info.assign(s.view.request_slots, {});
   s.send_seq.assign(static_cast<size_t>(s.size), 0);
   s.local_ctl.assign(static_cast<size_t>(s.size), nullptr);
   for (uint32_t i = 0; i < l.nlocal; ++i) {
@@ -209,7 +208,7 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = len;
-  st().send_dest[idx] = dest;  // for bcs_cancel
+  st().slot_info[idx].send_dest = dest;  // for bcs_cancel
   // The node manager numbers each rank's sends per destination the same way
   // (SendDesc::pair_seq): the number names an inline send to bcs_cancel_sent.
   const uint64_t pair_seq = ++st().send_seq[static_cast<size_t>(dest)];
@@ -262,7 +261,8 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
   d.addr = reinterpret_cast<uintptr_t>(buf);
   d.len = cap;
   // A receive into a layout never lands (the node manager writes it).
-  st().recv_buf[idx] = {layout ? nullptr : buf, layout ? 0 : cap};
+  st().slot_info[idx].recv_buf = layout ? nullptr : buf;
+  st().slot_info[idx].recv_cap = layout ? 0 : cap;
   if (layout && cap) {
     d.flags = bcs::kDescLayout;
     put_layout(&d, layout);
@@ -371,7 +371,7 @@ bcs_status_t bcs_cancel(bcs_request_t req) {
   const bool send = r.kind == static_cast<uint32_t>(DescKind::send);
   if (!send && r.kind != static_cast<uint32_t>(DescKind::recv)) return BCS_ERR_ARG;
   if (slot_done(static_cast<uint32_t>(req))) return BCS_OK;  // too late: nothing to do
-  Descriptor d = make_desc(DescKind::cancel, 0, send ? s.send_dest[req] : 0, 0);
+  Descriptor d = make_desc(DescKind::cancel, 0, send ? s.slot_info[req].send_dest : 0, 0);
   d.request = static_cast<uint32_t>(req);
   if (send) d.flags = bcs::kDescCancelSend;
   post(d);

@@ -56,11 +56,12 @@ void release_slot(uint32_t idx) {
 
 void take_landed(uint32_t idx) {
   RequestSlot& r = slot(idx);
-  const State::RecvBuf& b = st().recv_buf[idx];
+  const State::SlotInfo& b = st().slot_info[idx];
   // The node manager lands no more than the receive holds; the bounds are
   // checked anyway, against what this rank posted.
-  const size_t n = std::min<uint64_t>({r.landed, b.cap, bcs::kLandingMax});
-  if (n && b.buf) std::memcpy(b.buf, st().view.landing + size_t{idx} * bcs::kLandingMax, n);
+  const size_t n = std::min<uint64_t>({r.landed, b.recv_cap, bcs::kLandingMax});
+  if (n && b.recv_buf)
+    std::memcpy(b.recv_buf, st().view.landing + size_t{idx} * bcs::kLandingMax, n);
   r.landed = 0;
 }
 

@@ -94,14 +94,15 @@ struct State {
   uint64_t ring_tail_seen = 0;  // the NM's ring tail as last read (ring_try_post)
   bool post_fence = true;       // false: kNmAsymmetricFence, and registered for it
   std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
-  std::vector<int32_t> send_dest;                  // per slot: the destination of a send
-  // Per slot: a receive's buffer and capacity, where the bytes the node
-  // manager left in the slot's landing go (RequestSlot::landed).
-  struct RecvBuf {
-    void* buf = nullptr;
-    uint64_t cap = 0;
+  // Per slot, what only this rank knows of its request: a send's
+  // destination (for bcs_cancel), a receive's buffer and capacity (where the
+  // bytes the node manager left in the slot's landing go, RequestSlot::landed).
+  struct SlotInfo {
+    int32_t send_dest = -1;
+    void* recv_buf = nullptr;
+    uint64_t recv_cap = 0;
   };
-  std::vector<RecvBuf> recv_buf;
+  std::vector<SlotInfo> slot_info;
   // Requests the program freed before they completed (bcs_request_free):
   // each is freed, and a receive's landed bytes copied, once it completes.
   std::vector<uint32_t> forgotten;

@@ -30,6 +30,18 @@ TEST(BindingTest, CoreBindsRoundRobinAndNoneNever) {
   EXPECT_TRUE(rank_cpus(Binding::core, 0, {0}).empty());
 }
 
+// Node managers of one host count each other's ranks, in world rank order,
+// and none of another host's: ranks 0 and 2 on node 1, 1 on node 2 of the
+// same host, 3 on node 3 elsewhere.
+TEST(BindingTest, TheNodeManagersOfAHostCountEachOthersRanks) {
+  const std::vector<uint32_t> placement{1, 2, 1, 3};
+  EXPECT_EQ(host_rank_cpus(Binding::by_default, placement, {2, 1}, {0, 1, 2}), (V{0, 1, 2, -1}));
+  // Three ranks on two CPUs: by default nobody is bound, with core round-robin.
+  EXPECT_EQ(host_rank_cpus(Binding::by_default, placement, {1, 2}, {4, 5}), (V{-1, -1, -1, -1}));
+  EXPECT_EQ(host_rank_cpus(Binding::core, placement, {1, 2}, {4, 5}), (V{4, 5, 4, -1}));
+  EXPECT_EQ(host_rank_cpus(Binding::core, placement, {3}, {4, 5}), (V{-1, -1, -1, 4}));
+}
+
 TEST(BindingTest, AllowedCPUsAreThisProcesssAndBindingToOneOfThemWorks) {
   const V cpus = allowed_cpus();
   ASSERT_FALSE(cpus.empty());
