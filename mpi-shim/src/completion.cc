@@ -79,6 +79,14 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
       return MPI_SUCCESS;
     }
   }
+  // The send halves of MPI_Isendrecv requests first (waited for, if blocking).
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    if (!p2p_settle_then(s.reqs[req_index(reqs[i])], mode == BCS_BLOCKING)) {
+      if (flag) *flag = 0;
+      return MPI_SUCCESS;
+    }
+  }
   for (int i = 0; i < n; ++i) {
     if (reqs[i] == MPI_REQUEST_NULL) continue;
     const Req& r = s.reqs[req_index(reqs[i])];
@@ -120,6 +128,7 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
         }
       }
     } else {
+      req_fold_then(r, bs[i]);
       status_from_bcs(r, bs[i], st);
       bad[static_cast<size_t>(i)] = bcs_failed(bs[i].error);
       if (bcs_failed(bs[i].error) && failed < 0) {
@@ -165,6 +174,10 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", *req);
   Shim& s = S();
   Req& r = s.reqs[idx];
+  if (!p2p_settle_then(r, mode == BCS_BLOCKING)) {  // an MPI_Isendrecv's send is still going
+    if (flag) *flag = 0;
+    return MPI_SUCCESS;
+  }
   if (r.local_done) {
     copy_status(st, r.local_status);
     const int le = r.local_error, comm = r.comm;
@@ -187,6 +200,7 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(r.comm, fn, e);
   if (flag) *flag = done;
   if (!done) return MPI_SUCCESS;
+  req_fold_then(r, b);
   status_from_bcs(r, b, st);
   const int comm = r.comm;
   const size_t cap = r.cap;
@@ -205,63 +219,73 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   if (!index) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL index pointer");
   if (int e = check_requests(fn, n, reqs)) return e;
   Shim& s = S();
-  // Requests completed locally (MPI_PROC_NULL) are ready now.
-  for (int i = 0; i < n; ++i) {
-    if (reqs[i] == MPI_REQUEST_NULL) continue;
-    const int idx = req_index(reqs[i]);
-    if (s.reqs[idx].persistent && !s.reqs[idx].active) continue;  // inactive: like NULL
-    if (s.reqs[idx].local_done) {
-      const Req r = s.reqs[idx];
-      copy_status(st, r.local_status);
-      req_retire(idx, &reqs[i]);
-      *index = i;
-      if (flag) *flag = 1;
-      if (bcs_failed(r.local_error))
-        return r.is_coll ? raise_coll(r.comm, fn, r.local_error)
-                         : raise_bcs(r.comm, fn, r.local_error, r.cap);
+  // An MPI_Isendrecv request is done when its receive and its send are:
+  // the runtime is asked about its send half first, and when that is the
+  // one found done, about the rest again.
+  for (;;) {
+    // Requests completed locally (MPI_PROC_NULL) are ready now.
+    for (int i = 0; i < n; ++i) {
+      if (reqs[i] == MPI_REQUEST_NULL) continue;
+      const int idx = req_index(reqs[i]);
+      if (s.reqs[idx].persistent && !s.reqs[idx].active) continue;  // inactive: like NULL
+      if (s.reqs[idx].local_done && p2p_settle_then(s.reqs[idx], false)) {
+        const Req r = s.reqs[idx];
+        copy_status(st, r.local_status);
+        req_retire(idx, &reqs[i]);
+        *index = i;
+        if (flag) *flag = 1;
+        if (bcs_failed(r.local_error))
+          return r.is_coll ? raise_coll(r.comm, fn, r.local_error)
+                           : raise_bcs(r.comm, fn, r.local_error, r.cap);
+        return MPI_SUCCESS;
+      }
+    }
+    std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
+    int open_greqs = 0, greq_comm = kWorld;
+    for (int i = 0; i < n; ++i)
+      if (reqs[i] != MPI_REQUEST_NULL) {
+        const Req& r = s.reqs[req_index(reqs[i])];
+        b[i] = r.then != BCS_REQUEST_NULL ? r.then : r.breq;
+        if (r.greq && !r.local_done) ++open_greqs, greq_comm = r.comm;
+      }
+    if (open_greqs > 0 &&
+        std::none_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
+      if (mode == BCS_BLOCKING) return greq_never_completes(greq_comm, fn);
+      if (flag) *flag = 0;
+      *index = MPI_UNDEFINED;
       return MPI_SUCCESS;
     }
-  }
-  std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
-  int open_greqs = 0, greq_comm = kWorld;
-  for (int i = 0; i < n; ++i)
-    if (reqs[i] != MPI_REQUEST_NULL) {
-      const Req& r = s.reqs[req_index(reqs[i])];
-      b[i] = r.breq;
-      if (r.greq && !r.local_done) ++open_greqs, greq_comm = r.comm;
+    int which = -1, done = 1;
+    bcs_msg_status_t bst{};
+    if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
+      const int e = bcs_testany(n, b.data(), mode, &which, &done, &bst);
+      if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
     }
-  if (open_greqs > 0 &&
-      std::none_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-    if (mode == BCS_BLOCKING) return greq_never_completes(greq_comm, fn);
-    if (flag) *flag = 0;
-    *index = MPI_UNDEFINED;
+    if (flag) *flag = done;
+    if (!done) {
+      *index = MPI_UNDEFINED;
+      return MPI_SUCCESS;
+    }
+    if (which < 0) {  // every request was MPI_REQUEST_NULL
+      *index = MPI_UNDEFINED;
+      set_empty_status(st);
+      return MPI_SUCCESS;
+    }
+    const int idx = req_index(reqs[which]);
+    if (s.reqs[idx].then != BCS_REQUEST_NULL) {  // its send half: the receive may still be going
+      req_then_done(s.reqs[idx], bst.error);
+      continue;
+    }
+    const Req r = s.reqs[idx];
+    req_fold_then(r, bst);
+    status_from_bcs(r, bst, st);
+    finish_coll(r, bst.error, bst.bytes);
+    req_retire(idx, &reqs[which]);
+    *index = which;
+    if (bcs_failed(bst.error))
+      return r.is_coll ? raise_coll(r.comm, fn, bst.error) : raise_bcs(r.comm, fn, bst.error, r.cap);
     return MPI_SUCCESS;
   }
-  int which = -1, done = 1;
-  bcs_msg_status_t bst{};
-  if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-    const int e = bcs_testany(n, b.data(), mode, &which, &done, &bst);
-    if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
-  }
-  if (flag) *flag = done;
-  if (!done) {
-    *index = MPI_UNDEFINED;
-    return MPI_SUCCESS;
-  }
-  if (which < 0) {  // every request was MPI_REQUEST_NULL
-    *index = MPI_UNDEFINED;
-    set_empty_status(st);
-    return MPI_SUCCESS;
-  }
-  const int idx = req_index(reqs[which]);
-  const Req r = s.reqs[idx];
-  status_from_bcs(r, bst, st);
-  finish_coll(r, bst.error, bst.bytes);
-  req_retire(idx, &reqs[which]);
-  *index = which;
-  if (bcs_failed(bst.error))
-    return r.is_coll ? raise_coll(r.comm, fn, bst.error) : raise_bcs(r.comm, fn, bst.error, r.cap);
-  return MPI_SUCCESS;
 }
 
 }  // namespace
@@ -281,5 +305,20 @@ void p2p_status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st
   status_from_bcs(r, b, st);
 }
 void p2p_finish_coll(const Req& r, int error, uint64_t bytes) { finish_coll(r, error, bytes); }
+
+bool p2p_settle_then(Req& r, bool blocking) {
+  if (r.then == BCS_REQUEST_NULL) return true;
+  bcs_request_t t = r.then;
+  int done = 0;
+  bcs_msg_status_t b{};
+  const int e = bcs_test(&t, blocking ? BCS_BLOCKING : BCS_NONBLOCKING, &done, &b);
+  if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) {  // not a live request: the send is lost
+    done = 1;
+    b.error = e;
+  }
+  if (!done) return false;
+  req_then_done(r, b.error);
+  return true;
+}
 
 }  // namespace bcs::shim

@@ -113,8 +113,10 @@ void harvest_one(int idx, const bcs_msg_status_t& st) {
   Req& r = S().reqs[static_cast<size_t>(idx)];
   r.breq = BCS_REQUEST_NULL;
   r.local_done = true;
-  r.local_error = st.error;
-  p2p_status_from_bcs(r, st, &r.local_status);
+  bcs_msg_status_t outcome = st;
+  req_fold_then(r, outcome);  // an MPI_Isendrecv's send half that failed
+  r.local_error = outcome.error;
+  p2p_status_from_bcs(r, outcome, &r.local_status);
   const Req copy = r;  // finish_coll may run user code that grows the table
   p2p_finish_coll(copy, st.error, st.bytes);
 }
@@ -126,7 +128,10 @@ bool harvest_requests(bool block) {
   std::vector<bcs_request_t> b;
   for (size_t i = 0; i < s.reqs.size(); ++i) {
     const Req& r = s.reqs[i];
-    if (r.used && !r.local_done && !r.greq && !r.persistent && r.breq != BCS_REQUEST_NULL) {
+    // (Not an MPI_Isendrecv whose send half is pending: local_done would
+    // hide that half from the completions.)
+    if (r.used && !r.local_done && !r.greq && !r.persistent && r.breq != BCS_REQUEST_NULL &&
+        r.then == BCS_REQUEST_NULL) {
       idx.push_back(static_cast<int>(i));
       b.push_back(r.breq);
     }
@@ -386,6 +391,35 @@ int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int sourc
               MPI_Comm c, MPI_Request* request) {
   return irecv(fn, buf, count, type, source, tag, c, request);
 }
+// The send half of a send-receive failed (its error went through the
+// handler): takes the posted receive back, so the node manager never writes
+// into its buffer after the call returned. Cancelled or matched, it
+// completes.
+void p2p_withdraw_recv(const char* fn, MPI_Request* recv) {
+  if (*recv == MPI_REQUEST_NULL) return;
+  const Req& rr = S().reqs[static_cast<size_t>(req_index(*recv))];
+  if (!rr.local_done && rr.breq != BCS_REQUEST_NULL) bcs_cancel(rr.breq);
+  p2p_complete_one(fn, recv, true, nullptr, nullptr);
+}
+
+void p2p_join_send(MPI_Request recv, MPI_Request* send, std::shared_ptr<CollData> keep) {
+  Shim& s = S();
+  const int si = req_index(*send);
+  const bool done = s.reqs[si].local_done;  // inline, or to MPI_PROC_NULL
+  const bcs_request_t t = done ? BCS_REQUEST_NULL : s.reqs[si].breq;
+  const int error = done ? s.reqs[si].local_error : BCS_OK;
+  std::shared_ptr<CollData> staged = s.reqs[si].coll;  // a send type with holes
+  req_release(si);
+  *send = MPI_REQUEST_NULL;
+  Req& r = s.reqs[static_cast<size_t>(req_index(recv))];
+  if (t == BCS_REQUEST_NULL) {
+    req_then_done(r, error);
+    return;
+  }
+  r.then = t;
+  if (keep && staged) keep->staging = staged;
+  r.then_keep = keep ? std::move(keep) : std::move(staged);
+}
 int p2p_check(const char* fn, MPI_Comm c, const void* buf, int count, MPI_Datatype type,
               int peer, int tag, bool is_recv, int* comm, size_t* bytes) {
   return check_p2p(fn, c, buf, count, type, peer, tag, is_recv, comm, bytes);
@@ -466,20 +500,39 @@ int bcs_impl_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
   MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
   if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
   if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
-    // The send half failed (its error went through the handler): take the
-    // posted receive back, so the node manager never writes into recvbuf
-    // after the call returned. Cancelled or matched, it completes.
-    if (r[1] != MPI_REQUEST_NULL) {
-      const Req& rr = S().reqs[static_cast<size_t>(req_index(r[1]))];
-      if (!rr.local_done && rr.breq != BCS_REQUEST_NULL) bcs_cancel(rr.breq);
-      p2p_complete_one(fn, &r[1], true, nullptr, nullptr);
-    }
+    p2p_withdraw_recv(fn, &r[1]);
     return e;
   }
   // Wait for the send first, then the receive, so the receive's error (if
   // any) is reported with MPI_Sendrecv's own class rather than IN_STATUS.
   if (int e = p2p_complete_one(fn, &r[0], true, nullptr, nullptr)) return e;
   return p2p_complete_one(fn, &r[1], true, nullptr, st);
+}
+
+// MPI 4.0: one request for both halves. The receive is the request (its
+// status is the request's); the send is its send half (Req::then), which
+// the completions wait for as well.
+int bcs_impl_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype, int dest,
+                       int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                       int source, int recvtag, MPI_Comm c, MPI_Request* request) {
+  static const char fn[] = "MPI_Isendrecv";
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, sendbuf, sendcount, sendtype, dest, sendtag, false, &comm, &bytes))
+    return e;
+  if (int e = check_p2p(fn, c, recvbuf, recvcount, recvtype, source, recvtag, true, &comm, &bytes))
+    return e;
+  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
+  if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
+    p2p_withdraw_recv(fn, &r[1]);
+    return e;
+  }
+  p2p_join_send(r[1], &r[0], nullptr);
+  *request = r[1];
+  return MPI_SUCCESS;
 }
 
 int bcs_impl_Probe(int source, int tag, MPI_Comm c, MPI_Status* st) {

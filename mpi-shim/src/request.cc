@@ -463,4 +463,31 @@ int bcs_impl_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest,
   return p2p_complete_one(fn, &r[1], true, nullptr, st);
 }
 
+// MPI 4.0: MPI_Sendrecv_replace with a request. The outgoing data is
+// packed into a copy the request keeps until its send half is done
+// (Req::then_keep), so the receive may land in the buffer meanwhile.
+int bcs_impl_Isendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
+                               int source, int recvtag, MPI_Comm c, MPI_Request* request) {
+  static const char fn[] = "MPI_Isendrecv_replace";
+  REQUIRE_RUNNING(fn);
+  if (int e = check_args(fn, c, count, type, dest, sendtag, false)) return e;
+  if (int e = check_args(fn, c, count, type, source, recvtag, true)) return e;
+  if (!request)
+    return raise_error(comm_index(c), fn, MPI_ERR_REQUEST, "NULL request pointer");
+  const int64_t bytes = count > 0 ? static_cast<int64_t>(count) * type_size(type) : 0;
+  auto out = std::make_shared<CollData>();
+  out->tmp.resize(static_cast<size_t>(bytes));
+  if (bytes > 0) type_pack(buf, count, type, out->tmp.data());
+  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
+  if (int e = p2p_irecv(fn, buf, count, type, source, recvtag, c, &r[1])) return e;
+  if (int e = p2p_isend(fn, out->tmp.data(), static_cast<int>(bytes), MPI_BYTE, dest, sendtag, c,
+                        &r[0], false)) {
+    p2p_withdraw_recv(fn, &r[1]);
+    return e;
+  }
+  p2p_join_send(r[1], &r[0], std::move(out));
+  *request = r[1];
+  return MPI_SUCCESS;
+}
+
 }  // extern "C"

@@ -200,6 +200,14 @@ struct Req {
   std::function<int(MPI_Request*)> start;
   // Record and replay: the number of this wildcard receive (0: none).
   uint64_t wild = 0;
+  // MPI_Isendrecv(_replace): the send half, which must complete too before
+  // the request does. The request is the receive (its status is the
+  // receive's); `then` is the send's BCS request, `then_keep` what the send
+  // reads (a staged or packed copy), and `then_error` how the send ended
+  // once it did (reported when the receive succeeded).
+  bcs_request_t then = BCS_REQUEST_NULL;
+  std::shared_ptr<CollData> then_keep;
+  int then_error = 0;
 };
 
 // A BCS request whose MPI request was freed (MPI_Request_free) while pending,
@@ -539,6 +547,34 @@ int p2p_isend(const char* fn, const void* buf, int count, MPI_Datatype type, int
 int p2p_irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, int tag,
               MPI_Comm c, MPI_Request* request);
 int p2p_complete_one(const char* fn, MPI_Request* req, bool blocking, int* flag, MPI_Status* st);
+// The send half of MPI_Isendrecv request `r` ended with BCS `error`: a
+// failure is the request's outcome unless its receive failed too.
+inline void req_then_done(Req& r, int error) {
+  r.then = BCS_REQUEST_NULL;
+  r.then_keep.reset();
+  if (!bcs_failed(error)) return;
+  if (!r.local_done) {
+    r.then_error = error;
+  } else if (!bcs_failed(r.local_error)) {
+    r.local_error = error;
+    r.local_status.MPI_ERROR = bcs_to_class(error);
+  }
+}
+// The outcome of request `r` whose receive ended as `b`.
+inline void req_fold_then(const Req& r, bcs_msg_status_t& b) {
+  if (!bcs_failed(b.error) && bcs_failed(r.then_error)) b.error = r.then_error;
+}
+// The send half of an MPI_Isendrecv request: tests it (or waits, `blocking`)
+// and, once it is done, forgets it and keeps its outcome in the request.
+// True when the request has no send half pending.
+bool p2p_settle_then(Req& r, bool blocking);
+// Makes the send request `*send` the send half of the receive request
+// `recv` (MPI_Isendrecv); `*send` is released. `keep`: what the send reads
+// beyond its staging, kept until it is done.
+void p2p_join_send(MPI_Request recv, MPI_Request* send, std::shared_ptr<CollData> keep);
+// The send half of a send-receive could not be posted: takes the receive
+// `*recv` back (cancelled or matched, it completes) and releases it.
+void p2p_withdraw_recv(const char* fn, MPI_Request* recv);
 int p2p_complete_any(const char* fn, int n, MPI_Request* reqs, bool blocking, int* index,
                      int* flag, MPI_Status* st);
 int p2p_complete_all(const char* fn, int n, MPI_Request* reqs, bool blocking, int* flag,

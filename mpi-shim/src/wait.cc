@@ -151,6 +151,10 @@ int bcs_impl_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) 
     return MPI_SUCCESS;
   }
   Req& r = S().reqs[idx];
+  if (!p2p_settle_then(r, mode == BCS_BLOCKING)) {  // an MPI_Isendrecv's send is still going
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
   if (r.local_done) {
     *flag = 1;
     copy_status(st, r.local_status);
@@ -166,6 +170,7 @@ int bcs_impl_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) 
   *flag = done;
   if (!done) return MPI_SUCCESS;
   MPI_Status full{};
+  req_fold_then(r, b);
   p2p_status_from_bcs(r, b, &full);
   p2p_finish_coll(r, b.error, b.bytes);
   Req& again = S().reqs[idx];  // finish may have grown the table
@@ -184,6 +189,13 @@ int bcs_impl_Request_free(MPI_Request* request) {
   const int idx = req_index(*request);
   if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", *request);
   Req& r = S().reqs[idx];
+  if (r.then != BCS_REQUEST_NULL) {  // an MPI_Isendrecv's send half goes on alone
+    if (r.then_keep)
+      S().orphans.push_back(Orphan{r.then, r.then_keep});  // it reads a copy the shim holds
+    else
+      bcs_request_free(&r.then);
+    r.then = BCS_REQUEST_NULL;
+  }
   if (!r.local_done) {
     // The operation goes on; its BCS request is freed once it completes,
     // and a collective keeps what the node manager still reads (its byte

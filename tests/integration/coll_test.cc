@@ -128,6 +128,9 @@ INSTANTIATE_TEST_SUITE_P(
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
         Case{"requests", 4, 4, {}},
+        // MPI 4.0's MPI_Isendrecv(_replace): one request for both halves.
+        Case{"isendrecv", 1, 1, {}}, Case{"isendrecv", 2, 1, {}}, Case{"isendrecv", 2, 2, {}},
+        Case{"isendrecv", 3, 2, {}},
         // 10,000 small sends posted before any receive, then more receives
         // than the request table holds: back-pressure, nothing lost.
         Case{"flood", 2, 1, {}}, Case{"flood", 2, 2, {}}, Case{"flood", 3, 2, {}},
