@@ -6,6 +6,10 @@
 # (other microphases are skipped when idle); `busy` is the halo stencil
 # (halo.c, non-blocking, one rank per node manager) for about as long, so
 # most slices carry descriptors and data across the two node managers.
+# Each configuration runs BCS_BENCH_REPEAT times (default 5), each time on
+# a fresh cluster; the table gives the median over the runs and, in
+# brackets, the spread (min-max) of each run's p99 and max. max/target is
+# the median run's longest period in slices.
 #
 #   bench/strobe.sh [BUILD_DIR] [SECONDS_PER_RUN]
 set -euo pipefail
@@ -21,28 +25,43 @@ tmp=$(mktemp -d)
 # About $secs seconds of halo steps (a step is about 1 ms plus its slices).
 steps=$((secs * 400))
 
-printf '# achieved slice period with 2 node managers, %ss per run\n' "$secs"
-printf '%8s %5s %8s %10s %10s %10s %10s\n' target job slices p50_us p99_us max_us p99/target
+repeat=${BCS_BENCH_REPEAT:-5}
+printf '# achieved slice period with 2 node managers, %ss per run, median (min-max) of %s runs\n' \
+  "$secs" "$repeat"
+printf '%8s %5s %8s %9s %22s %24s %10s %10s\n' target job slices p50_us p99_us max_us p99/target \
+  max/target
 for slice in 100 250 500; do
   for job in idle busy; do
-    # shellcheck disable=SC2086 # BCS_BENCH_MM_ARGS: extra manager options, split on spaces
-    cluster_start 2 --slice "${slice}us" ${BCS_BENCH_MM_ARGS:-}
-    # --strobe fixed: an idle job would park the (default, adaptive) strobe.
-    if [ "$job" = idle ]; then
-      "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 60s --strobe fixed -n 2 --nodes 2 \
-        sleep "$secs"
-    else
-      "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 120s --strobe fixed -n 2 --nodes 2 \
-        "$tmp/halo" nonblocking 1000000 "$steps" > /dev/null
-    fi
-    "$bin/bcs" stats --manager "127.0.0.1:$port" --last 1000000 > "$tmp/stats"
-    awk 'NR>1 && $2+0>0 {print $2}' "$tmp/stats" | sort -n > "$tmp/periods"
-    awk -v t="$slice" -v job="$job" '{a[NR]=$1} END{
-        if (NR==0) {print "no slices recorded"; exit 1}
-        p50=a[int(0.50*(NR-1)+1.5)]; p99=a[int(0.99*(NR-1)+1.5)]; mx=a[NR];
-        if (p50=="") p50=a[NR]; if (p99=="") p99=a[NR];
-        printf "%8s %5s %8d %10.1f %10.1f %10.1f %10.3f\n", t"us", job, NR, p50, p99, mx, p99/t }' \
-      "$tmp/periods"
-    cluster_stop
+    : > "$tmp/runs"
+    for _ in $(seq "$repeat"); do
+      # shellcheck disable=SC2086 # BCS_BENCH_MM_ARGS: extra manager options, split on spaces
+      cluster_start 2 --slice "${slice}us" ${BCS_BENCH_MM_ARGS:-}
+      # --strobe fixed: an idle job would park the (default, adaptive) strobe.
+      if [ "$job" = idle ]; then
+        "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 60s --strobe fixed -n 2 --nodes 2 \
+          sleep "$secs"
+      else
+        "$bin/bcs" run --manager "127.0.0.1:$port" --timeout 120s --strobe fixed -n 2 --nodes 2 \
+          "$tmp/halo" nonblocking 1000000 "$steps" > /dev/null
+      fi
+      "$bin/bcs" stats --manager "127.0.0.1:$port" --last 1000000 > "$tmp/stats"
+      cluster_stop
+      awk 'NR>1 && $2+0>0 {print $2}' "$tmp/stats" | sort -g > "$tmp/periods"
+      # one line per run: slices p50 p99 max
+      awk '{a[NR]=$1} END{
+          if (NR==0) {print "no slices recorded" > "/dev/stderr"; exit 1}
+          p50=a[int(0.50*(NR-1)+1.5)]; p99=a[int(0.99*(NR-1)+1.5)]; mx=a[NR];
+          print NR, p50, p99, mx }' "$tmp/periods" >> "$tmp/runs"
+    done
+    # column c of the runs: "median min max"
+    col() { awk -v c="$1" '{print $c}' "$tmp/runs" | sort -g |
+      awk '{a[NR]=$1} END{ print a[int((NR+1)/2)], a[1], a[NR] }'; }
+    read -r n _ _ <<< "$(col 1)"; read -r p50 _ _ <<< "$(col 2)"
+    read -r p99 p99lo p99hi <<< "$(col 3)"; read -r mx mxlo mxhi <<< "$(col 4)"
+    awk -v t="$slice" -v job="$job" -v n="$n" -v p50="$p50" -v p99="$p99" -v p99lo="$p99lo" \
+      -v p99hi="$p99hi" -v mx="$mx" -v mxlo="$mxlo" -v mxhi="$mxhi" 'BEGIN{
+        printf "%8s %5s %8d %9.1f %22s %24s %10.3f %10.1f\n", t "us", job, n, p50,
+          sprintf("%.1f (%.1f-%.1f)", p99, p99lo, p99hi), sprintf("%.1f (%.1f-%.1f)", mx, mxlo, mxhi),
+          p99 / t, mx / t }'
   done
 done
