@@ -8,6 +8,7 @@
 #include "launch.h"
 
 #include <fcntl.h>
+#include <poll.h>
 #include <grp.h>
 #include <pwd.h>
 #include <signal.h>
@@ -384,13 +385,52 @@ int32_t NmJob::write(int32_t world_rank, uint64_t addr, const void* src, size_t 
   return cma(world_rank, addr, const_cast<void*>(src), len, true);
 }
 
+pid_t NmJob::copy_pid(LocalRank& r) {
+  if (r.dead) return 0;
+  if (r.mpi_pid > 0) {
+    if (r.mpi_pid == r.pid) return r.pid;
+    // The wrapper's child exited (pidfd readable): its pid may be reused.
+    pollfd p{r.mpi_pidfd.get(), POLLIN, 0};
+    return ::poll(&p, 1, 0) == 0 ? r.mpi_pid : 0;
+  }
+  if (r.mpi_pid < 0) return r.pid;
+  const uint32_t said = view(r).ctl->mpi_pid.load(std::memory_order_acquire);
+  if (said == 0) return r.pid;  // not in MPI_Init yet: nothing of it to copy
+  if (said == static_cast<uint32_t>(r.pid)) return r.mpi_pid = r.pid;
+  // A rank started through a wrapper that forks (time, strace, a script).
+  // Pinned first, checked second: if the pid was recycled in between, the
+  // check looks at the process the pidfd holds.
+  const uid_t uid = spec_.change_creds ? spec_.uid : ::getuid();
+  const gid_t gid = spec_.change_creds ? spec_.gid : ::getgid();
+  std::string why = "beyond the largest pid";
+  UniqueFd fd;
+  if (said <= kPidMaxLimit)
+    fd.reset(static_cast<int>(::syscall(SYS_pidfd_open, static_cast<pid_t>(said), 0)));
+  if (said <= kPidMaxLimit && !fd) why = std::string("pidfd_open: ") + std::strerror(errno);
+  if (fd && process_runs_below(static_cast<pid_t>(said), r.pid, uid, gid, &why)) {
+    spdlog::debug("job {}: rank {} runs MPI in pid {}, below pid {} which the node manager "
+                  "started",
+                  id(), r.world_rank, said, r.pid);
+    r.mpi_pidfd = std::move(fd);
+    return r.mpi_pid = static_cast<pid_t>(said);
+  }
+  // Harmless: the node keeps to the process it started, whose memory does
+  // not hold the rank's buffers, so its messages fail as bad addresses.
+  spdlog::warn("job {}: rank {} says it runs MPI in pid {}, which the node manager refuses ({}); "
+               "it copies from and into pid {}, which it started",
+               id(), r.world_rank, said, why, r.pid);
+  r.mpi_pid = -1;
+  return r.pid;
+}
+
 // One cross-memory copy between our buffer and a rank's memory, looping
 // over partial transfers. Under copy_mu_, so the pid cannot be reaped (and
 // recycled) while we use it.
 int32_t NmJob::cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, bool to_rank) {
   std::lock_guard lk(copy_mu_);
   LocalRank& r = local(world_rank);
-  if (r.dead) return bcs_err_peer_gone;
+  const pid_t pid = copy_pid(r);
+  if (pid <= 0) return bcs_err_peer_gone;
   auto* p = static_cast<uint8_t*>(buf);
   while (len > 0) {
     struct iovec l {
@@ -399,8 +439,8 @@ int32_t NmJob::cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, boo
     struct iovec rm {
       reinterpret_cast<void*>(addr), len
     };
-    ssize_t n = to_rank ? ::process_vm_writev(r.pid, &l, 1, &rm, 1, 0)
-                        : ::process_vm_readv(r.pid, &l, 1, &rm, 1, 0);
+    ssize_t n = to_rank ? ::process_vm_writev(pid, &l, 1, &rm, 1, 0)
+                        : ::process_vm_readv(pid, &l, 1, &rm, 1, 0);
     if (n <= 0) {
       const int err = errno;
       spdlog::debug("process_vm_{}(rank {}): {}", to_rank ? "writev" : "readv", world_rank,
@@ -423,7 +463,8 @@ int32_t NmJob::cma_layout(int32_t world_rank, uint64_t base, const Layout& l, ui
   });
   std::lock_guard lk(copy_mu_);
   LocalRank& r = local(world_rank);
-  if (r.dead) return bcs_err_peer_gone;
+  const pid_t pid = copy_pid(r);
+  if (pid <= 0) return bcs_err_peer_gone;
   auto* p = static_cast<uint8_t*>(buf);
   for (size_t i = 0; i < segs.size();) {
     const size_t k = std::min<size_t>(segs.size() - i, IOV_MAX);
@@ -432,8 +473,8 @@ int32_t NmJob::cma_layout(int32_t world_rank, uint64_t base, const Layout& l, ui
     struct iovec mine {
       p, want
     };
-    ssize_t n = to_rank ? ::process_vm_writev(r.pid, &mine, 1, &segs[i], k, 0)
-                        : ::process_vm_readv(r.pid, &mine, 1, &segs[i], k, 0);
+    ssize_t n = to_rank ? ::process_vm_writev(pid, &mine, 1, &segs[i], k, 0)
+                        : ::process_vm_readv(pid, &mine, 1, &segs[i], k, 0);
     if (n <= 0) {
       const int err = errno;
       spdlog::debug("process_vm_{}(rank {}): {}", to_rank ? "writev" : "readv", world_rank,
@@ -557,8 +598,7 @@ constexpr uint64_t kDmaSlowestRate = 50u << 20;  // bytes per second
 uint32_t NmJob::pid_of(int32_t r) {
   if (!is_local(r)) return 0;
   std::lock_guard lk(copy_mu_);
-  const LocalRank& x = local(r);
-  return x.dead ? 0 : static_cast<uint32_t>(x.pid);
+  return static_cast<uint32_t>(copy_pid(local(r)));
 }
 
 int32_t NmJob::copy_by_receiver(int32_t from, int32_t to, uint64_t src, uint64_t dst,

@@ -83,6 +83,12 @@ struct LocalRank {
   // Set (under NmJob::copy_mu) before the rank is reaped: after that its pid
   // may be reused, so nobody may touch it any more.
   bool dead = false;
+  // The process that runs MPI (NmJob::copy_pid), under NmJob::copy_mu: 0 not
+  // known yet, -1 the one the rank named was refused (`pid` is used). When it
+  // is not `pid`, `mpi_pidfd` holds it, so its exit is seen before its pid
+  // could be reused.
+  pid_t mpi_pid = 0;
+  UniqueFd mpi_pidfd;
   // A copy order posted (NmJob::post_copy) and not yet settled (await_copy).
   // Strobe receiver only.
   bool dma_pending = false;
@@ -239,6 +245,10 @@ class NmJob {
   std::condition_variable reaped_;  // notified (after copy_mu_) by reap()
 
   int32_t cma(int32_t world_rank, uint64_t addr, void* buf, size_t len, bool to_rank);
+  // The process whose memory holds rank r's buffers: the one the rank says
+  // runs MPI (RankControl::mpi_pid), once checked (process_runs_below), else
+  // the one the NM forked. 0: it is gone. Under copy_mu_.
+  pid_t copy_pid(LocalRank& r);
 };
 
 }  // namespace bcs::nm

@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -140,6 +141,52 @@ int kill_descendants() {
     if (fresh == 0) break;
   }
   return static_cast<int>(signalled.size());
+}
+
+bool process_runs_below(pid_t pid, pid_t ancestor, uid_t uid, gid_t gid, std::string* why) {
+  Proc p;
+  if (pid <= 1 || !read_stat(pid, &p) || p.state == 'Z' || p.state == 'X') {
+    *why = "no such live process";
+    return false;
+  }
+  for (int depth = 0;; ++depth) {
+    if (p.ppid == ancestor) break;
+    if (depth == 64 || p.ppid <= 1 || !read_stat(p.ppid, &p)) {
+      *why = "not a process below pid " + std::to_string(ancestor);
+      return false;
+    }
+  }
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/%d/status", static_cast<int>(pid));
+  UniqueFd fd(::open(path, O_RDONLY | O_CLOEXEC));
+  char buf[4096];
+  const ssize_t n = fd ? ::read(fd.get(), buf, sizeof buf - 1) : -1;
+  if (n <= 0) {
+    *why = "its status cannot be read";
+    return false;
+  }
+  buf[n] = 0;
+  // "Uid:\tREAL\tEFFECTIVE\tSAVED\tFS" and the same for Gid.
+  const auto all_are = [&](const char* key, unsigned want) {
+    const char* at = std::strstr(buf, key);
+    unsigned v[4];
+    return at && std::sscanf(at + std::strlen(key), " %u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4 &&
+           v[0] == want && v[1] == want && v[2] == want && v[3] == want;
+  };
+  if (!all_are("\nUid:", uid) || !all_are("\nGid:", gid)) {
+    *why = "it does not run wholly as " + std::to_string(uid) + ":" + std::to_string(gid);
+    return false;
+  }
+  // A process that is not dumpable (it was setuid, or asked so with
+  // PR_SET_DUMPABLE) has its /proc files owned by root (not its /proc
+  // directory, which keeps the effective ids for tools like ps).
+  struct stat st {};
+  std::snprintf(path, sizeof path, "/proc/%d/stat", static_cast<int>(pid));
+  if (::stat(path, &st) != 0 || st.st_uid != uid || st.st_gid != gid) {
+    *why = "it is not dumpable";
+    return false;
+  }
+  return true;
 }
 
 }  // namespace bcs::nm

@@ -18,6 +18,7 @@
 #include <sys/types.h>
 
 #include <functional>
+#include <string>
 
 namespace bcs::nm {
 
@@ -42,5 +43,14 @@ void reap_orphans();
 // a bound is reached (a process may fork while we kill). Returns how many
 // processes were signalled.
 int kill_descendants();
+
+// Whether `pid` is a live process below `ancestor` (its child, grandchild,
+// ... at most 64 generations down) that runs wholly as uid:gid (real,
+// effective, saved and filesystem ids) and is dumpable (its /proc entries
+// belong to it, not to root): a process the job's user could read and
+// write with ptrace itself. The node manager copies a rank's messages from
+// and into such a process when the rank names it (RankControl::mpi_pid).
+// Else false, and *why says what failed.
+bool process_runs_below(pid_t pid, pid_t ancestor, uid_t uid, gid_t gid, std::string* why);
 
 }  // namespace bcs::nm

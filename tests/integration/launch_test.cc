@@ -183,6 +183,22 @@ TEST_F(LaunchStory, RanksAreBoundToCPUsOfTheirOwnUnlessTheyOutnumberThem) {
   expect_nothing_left_now();
 }
 
+TEST_F(LaunchStory, RanksStartedThroughAWrapperThatForksStillMoveLargeMessages) {
+  // `bcs run time ./prog`, `bcs run strace ./prog`, a script that runs the
+  // program without exec: the process in MPI is a child of the one the
+  // node manager started. Its messages are in that child's memory, which
+  // the node managers and the ranks (single copy, on one node manager and
+  // across two of this host) copy from and into. Sizes: inline, copied by
+  // the node, read by the receiving rank, over several slices.
+  const std::string wrapped = bin("prog_pingpong") + " 1K 64K 256K 4M; exit $?";
+  for (const char* nodes : {"1", "2"}) {
+    auto r = bcs_run({"-n", "2", "--nodes", nodes, "/bin/sh", "-c", wrapped}, 120s);
+    EXPECT_EQ(r.status, 0) << "--nodes " << nodes << ": " << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("pingpong ok")) << describe(r);
+  }
+  expect_nothing_left_now();
+}
+
 TEST_F(LaunchStory, AnOversizedEnvironmentIsRefusedByTheManager) {
   // 10 x 110 KiB: bcs itself starts (execve allows 2 MiB), the manager
   // refuses more than 1 MiB for the ranks, with the reason.

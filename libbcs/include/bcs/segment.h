@@ -29,10 +29,10 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 7;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 8;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
-                                         // 7: landings for small receives
+                                         // 7: landings for small receives; 8: mpi_pid
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -233,6 +233,12 @@ struct alignas(64) RankControl {
   std::atomic<int32_t> abort_code;
   int32_t world_rank;                  // written by the NM at creation
   uint32_t pid;                        // written by the NM after fork
+  // The process that runs MPI, written by the rank in bcs_init (getpid()).
+  // It is `pid` unless the program was started through a wrapper that
+  // forks (`time`, `strace`, a shell script). The NM copies from and into
+  // it only once it checked that it is a process below `pid`, of the job's
+  // user and dumpable (NmJob::copy_pid); otherwise it keeps to `pid`.
+  std::atomic<uint32_t> mpi_pid;
   // Record and replay (docs/architecture.md). Written by the rank, read by
   // the NM as plain numbers (any value is harmless):
   //  - wake_at_slice: wake this rank (rank_wake) once the job reaches this
