@@ -16,6 +16,7 @@
 #include <map>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "harness.h"
@@ -144,12 +145,20 @@ TEST_F(RecordingStory, AStoppedRankWaitsForTheDebugger) {
     const auto at = out.find("rank 1 waits in MPI_Init for a debugger: pid ");
     if (released || at == std::string::npos || out.find('\n', at) == std::string::npos) return;
     const pid_t pid = static_cast<pid_t>(std::stol(out.substr(at + 45)));
-    // Asleep in MPI_Init (not running, not a zombie), and nothing printed yet.
-    std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-    std::string line;
-    std::getline(stat, line);
-    const auto close = line.rfind(')');
-    if (close != std::string::npos && close + 2 < line.size()) state = line[close + 2];
+    // Asleep in MPI_Init (not running, not a zombie), and nothing printed
+    // yet. The rank prints the line just before it goes to sleep, so on a
+    // busy machine it may still be running it: look until it sleeps, or
+    // for 10 s.
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    do {
+      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+      std::string line;
+      std::getline(stat, line);
+      const auto close = line.rfind(')');
+      state = close != std::string::npos && close + 2 < line.size() ? line[close + 2] : '?';
+      if (state != 'R') break;
+      std::this_thread::yield();
+    } while (std::chrono::steady_clock::now() < until);
     EXPECT_EQ(out.find("nondet master hash"), std::string::npos);
     released = ::kill(pid, SIGCONT) == 0;
   });
