@@ -200,7 +200,9 @@ int check_intra_parent(const char* fn, MPI_Comm c, void* out, int* comm) {
 
 // ------------------------------------------------------------ dup
 
-int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
+// `user`: MPI_Comm_dup's own (attributes copied); else the shim's private
+// dup (comm_dup_private), which the program never sees.
+int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm, bool user = true) {
   int parent;
   if (int e = check_parent(fn, c, newcomm, &parent)) return e;
   if (comm_at(parent).inter) return intercomm_dup(fn, parent, newcomm);
@@ -229,6 +231,12 @@ int dup(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
   if (!context_id(m->world[0], k, &ctx)) return out_of_contexts(parent, fn);
   int idx;
   if (int e = make_comm(fn, parent, std::move(m), ctx, &idx)) return e;
+  if (!user) {
+    comm_at(idx).topo = comm_at(parent).topo;
+    comm_at(idx).name = "(a persistent collective's)";
+    *newcomm = comm_handle(idx);
+    return MPI_SUCCESS;
+  }
   if (int e = attr_copy_all(parent, idx)) {
     attr_delete_all(idx);
     comm_at(idx).live = false;
@@ -446,6 +454,16 @@ int create_group(const char* fn, MPI_Comm c, MPI_Group g, int tag, MPI_Comm* new
     return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c)
 
 }  // namespace
+
+int comm_dup_private(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
+  const int comm = comm_index(c);
+  if (comm != kNoComm && comm_at(comm).inter) {
+    *newcomm = c;
+    return MPI_SUCCESS;
+  }
+  return dup(fn, c, newcomm, false);
+}
+
 
 int comm_split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm) {
   return split(fn, parent, colour, key, newcomm);

@@ -78,6 +78,7 @@ void req_retire(int idx, MPI_Request* handle) {
     r.active = false;
     r.local_done = true;
     set_empty_status(&r.local_status);
+    r.local_error = 0;  // the next round starts clean
     r.breq = BCS_REQUEST_NULL;
     r.coll.reset();
     r.sent_to = -1;  // nothing left to cancel

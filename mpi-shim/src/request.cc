@@ -143,19 +143,7 @@ MPI_Request done_request(int comm) {
 // handle right after the init call and still start the request.
 int make_persistent(const char* fn, MPI_Comm c, MPI_Datatype type, MPI_Request* request,
                     std::function<int(MPI_Request*)> start) {
-  REQUIRE_RUNNING(fn);
-  const int comm = comm_index(c);
-  if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
-  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
-  Req r;
-  r.comm = comm;
-  r.persistent = true;
-  r.active = false;
-  r.local_done = true;
-  set_empty_status(&r.local_status);
-  r.start = [hold = type_hold(type), f = std::move(start)](MPI_Request* q) { return f(q); };
-  *request = req_alloc(std::move(r));
-  return MPI_SUCCESS;
+  return persistent_request(fn, c, {type_hold(type)}, request, std::move(start));
 }
 
 // Checks the arguments of a persistent point-to-point request once, at
@@ -201,6 +189,8 @@ int start_one(const char* fn, MPI_Request* request) {
   p.bsend_id = round.bsend_id;
   p.cancelling = false;
   p.coll = round.coll;
+  p.is_coll = round.is_coll;
+  p.local_error = round.local_error;
   p.active = true;
   return MPI_SUCCESS;
 }
@@ -273,6 +263,24 @@ int complete_some(const char* fn, int n, MPI_Request* reqs, bool blocking, int* 
 }
 
 }  // namespace
+
+int persistent_request(const char* fn, MPI_Comm c, std::vector<std::shared_ptr<void>> holds,
+                       MPI_Request* request, std::function<int(MPI_Request*)> start) {
+  REQUIRE_RUNNING(fn);
+  const int comm = comm_index(c);
+  if (comm == kNoComm) return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
+  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  Req r;
+  r.comm = comm;
+  r.persistent = true;
+  r.active = false;
+  r.local_done = true;
+  set_empty_status(&r.local_status);
+  r.start = [h = std::move(holds), f = std::move(start)](MPI_Request* q) { return f(q); };
+  *request = req_alloc(std::move(r));
+  return MPI_SUCCESS;
+}
+
 }  // namespace bcs::shim
 
 using namespace bcs::shim;

@@ -572,6 +572,18 @@ bool p2p_settle_then(Req& r, bool blocking);
 // `recv` (MPI_Isendrecv); `*send` is released. `keep`: what the send reads
 // beyond its staging, kept until it is done.
 void p2p_join_send(MPI_Request recv, MPI_Request* send, std::shared_ptr<CollData> keep);
+// A communicator over the members of intracommunicator `c`, on a context
+// of its own, that the program never sees: no attributes, `c`'s topology
+// and error handler. A persistent collective's rounds run on one, so they
+// match by the order of the init calls, not of the starts (MPI 4.0). For an
+// intercommunicator *newcomm is `c` itself.
+int comm_dup_private(const char* fn, MPI_Comm c, MPI_Comm* newcomm);
+// A persistent request (MPI_*_init): inactive until MPI_Start, which calls
+// `start` to post one round (its temporary request's state moves into this
+// one). `holds` keep what the rounds use (datatypes, ops) alive until the
+// request is freed.
+int persistent_request(const char* fn, MPI_Comm c, std::vector<std::shared_ptr<void>> holds,
+                       MPI_Request* request, std::function<int(MPI_Request*)> start);
 // The send half of a send-receive could not be posted: takes the receive
 // `*recv` back (cancelled or matched, it completes) and releases it.
 void p2p_withdraw_recv(const char* fn, MPI_Request* recv);

@@ -128,6 +128,10 @@ INSTANTIATE_TEST_SUITE_P(
         // Sendrecv_replace.
         Case{"requests", 1, 1, {}}, Case{"requests", 2, 2, {}}, Case{"requests", 3, 2, {}},
         Case{"requests", 4, 4, {}},
+        // MPI 4.0's persistent collectives: rounds with new data, started in
+        // different orders by different members, a user op, neighbours.
+        Case{"coll_persistent", 1, 1, {}}, Case{"coll_persistent", 2, 2, {}},
+        Case{"coll_persistent", 4, 2, {}}, Case{"coll_persistent", 5, 4, {}},
         // MPI 4.0's MPI_Isendrecv(_replace): one request for both halves.
         Case{"isendrecv", 1, 1, {}}, Case{"isendrecv", 2, 1, {}}, Case{"isendrecv", 2, 2, {}},
         Case{"isendrecv", 3, 2, {}},
