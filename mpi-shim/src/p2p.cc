@@ -364,6 +364,28 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
   return MPI_SUCCESS;
 }
 
+// Both halves of a send-receive, checked before either is posted (so an
+// argument error posts nothing): r[1] the receive, r[0] the send. If the
+// send cannot be posted, the receive is taken back.
+int post_sendrecv(const char* fn, const void* sendbuf, int sendcount, MPI_Datatype sendtype,
+                  int dest, int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
+                  int source, int recvtag, MPI_Comm c, MPI_Request r[2]) {
+  REQUIRE_RUNNING(fn);
+  int comm;
+  size_t bytes;
+  if (int e = check_p2p(fn, c, sendbuf, sendcount, sendtype, dest, sendtag, false, &comm, &bytes))
+    return e;
+  if (int e = check_p2p(fn, c, recvbuf, recvcount, recvtype, source, recvtag, true, &comm, &bytes))
+    return e;
+  r[0] = r[1] = MPI_REQUEST_NULL;
+  if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
+  if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
+    p2p_withdraw_recv(fn, &r[1]);
+    return e;
+  }
+  return MPI_SUCCESS;
+}
+
 // MPI_Send / MPI_Ssend (bcs_send / bcs_ssend, blocking).
 int send(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
          MPI_Comm c, bool sync) {
@@ -490,20 +512,10 @@ int bcs_impl_Sendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype,
                   int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype, int source,
                   int recvtag, MPI_Comm c, MPI_Status* st) {
   static const char fn[] = "MPI_Sendrecv";
-  REQUIRE_RUNNING(fn);
-  // Check both halves before posting either, so an argument error posts nothing.
-  int comm;
-  size_t bytes;
-  if (int e = check_p2p(fn, c, sendbuf, sendcount, sendtype, dest, sendtag, false, &comm, &bytes))
+  MPI_Request r[2];
+  if (int e = post_sendrecv(fn, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                            recvtype, source, recvtag, c, r))
     return e;
-  if (int e = check_p2p(fn, c, recvbuf, recvcount, recvtype, source, recvtag, true, &comm, &bytes))
-    return e;
-  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
-  if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
-    p2p_withdraw_recv(fn, &r[1]);
-    return e;
-  }
   // Wait for the send first, then the receive, so the receive's error (if
   // any) is reported with MPI_Sendrecv's own class rather than IN_STATUS.
   if (int e = p2p_complete_one(fn, &r[0], true, nullptr, nullptr)) return e;
@@ -517,20 +529,11 @@ int bcs_impl_Isendrecv(const void* sendbuf, int sendcount, MPI_Datatype sendtype
                        int sendtag, void* recvbuf, int recvcount, MPI_Datatype recvtype,
                        int source, int recvtag, MPI_Comm c, MPI_Request* request) {
   static const char fn[] = "MPI_Isendrecv";
-  REQUIRE_RUNNING(fn);
-  int comm;
-  size_t bytes;
-  if (int e = check_p2p(fn, c, sendbuf, sendcount, sendtype, dest, sendtag, false, &comm, &bytes))
+  if (!request) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  MPI_Request r[2];
+  if (int e = post_sendrecv(fn, sendbuf, sendcount, sendtype, dest, sendtag, recvbuf, recvcount,
+                            recvtype, source, recvtag, c, r))
     return e;
-  if (int e = check_p2p(fn, c, recvbuf, recvcount, recvtype, source, recvtag, true, &comm, &bytes))
-    return e;
-  if (!request) return raise_error(comm, fn, MPI_ERR_REQUEST, "NULL request pointer");
-  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  if (int e = irecv(fn, recvbuf, recvcount, recvtype, source, recvtag, c, &r[1])) return e;
-  if (int e = isend(fn, sendbuf, sendcount, sendtype, dest, sendtag, c, &r[0])) {
-    p2p_withdraw_recv(fn, &r[1]);
-    return e;
-  }
   p2p_join_send(r[1], &r[0], nullptr);
   *request = r[1];
   return MPI_SUCCESS;
