@@ -11,6 +11,7 @@
 #include <sys/eventfd.h>
 #include <sys/ioctl.h>
 #include <sys/signalfd.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -52,6 +53,71 @@ namespace pb = bcs::v1;
 constexpr int kLaunchSlackMs = 20000;
 constexpr uint32_t kWaitNodesMs = 10000;
 // After Kill, how long to wait for the job's JobExit before giving up on it.
+// `bcs run --stdin`: whether bcs's stdin goes to rank 0. "auto" forwards
+// what a user pipes or redirects in (a pipe, a socket, a file) and leaves a
+// terminal or /dev/null alone, so an interactive `bcs run` never reads
+// the keyboard behind the user's back.
+bool stdin_goes_to_rank0(const std::string& how) {
+  if (how == "none") return false;
+  if (how == "0") return true;
+  struct stat st {};
+  if (::fstat(0, &st) != 0) return false;
+  return S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode) || S_ISREG(st.st_mode);
+}
+
+// Feeds bcs's stdin to rank 0 (Jobs.Input) from a thread of its own, in
+// chunks of 64 KiB, then eof. The manager holds the stream back while rank
+// 0 does not read (its window), so a large input costs no memory anywhere.
+// Destroying it stops at once: the call is cancelled, what is unread stays
+// unread (the job has ended, nobody could read it).
+class StdinFeeder {
+ public:
+  StdinFeeder(pb::Jobs::Stub& stub, const Connection& conn, uint64_t job) {
+    conn.prepare(ctx_);
+    thread_ = std::thread([this, &stub, job] { feed(stub, job); });
+  }
+  ~StdinFeeder() {
+    stop_ = true;
+    ctx_.TryCancel();
+    thread_.join();
+  }
+  StdinFeeder(const StdinFeeder&) = delete;
+  StdinFeeder& operator=(const StdinFeeder&) = delete;
+
+ private:
+  void feed(pb::Jobs::Stub& stub, uint64_t job) {
+    pb::InputReply rep;
+    auto w = stub.Input(&ctx_, &rep);
+    std::string buf(64 << 10, '\0');
+    pb::InputChunk c;
+    c.set_job_id(job);
+    while (!stop_) {
+      // A bounded wait, so that the job's end is noticed on a silent stdin.
+      pollfd p{0, POLLIN, 0};
+      const int r = ::poll(&p, 1, 100);
+      if (r < 0 && errno == EINTR) continue;
+      if (r == 0) continue;
+      const ssize_t n = r < 0 ? 0 : ::read(0, buf.data(), buf.size());
+      if (n < 0 && (errno == EINTR || errno == EAGAIN)) continue;
+      if (n <= 0) {  // EOF (or an error, which ends the input alike)
+        c.clear_data();
+        c.set_eof(true);
+        if (w->Write(c)) w->WritesDone();
+        break;
+      }
+      c.set_data(buf.data(), static_cast<size_t>(n));
+      if (!w->Write(c)) break;  // the job ended, or the call was cancelled
+    }
+    const grpc::Status st = w->Finish();
+    if (!st.ok() && !stop_ && st.error_code() != grpc::StatusCode::CANCELLED)
+      say("standard input not forwarded to rank 0: " + describe(st));
+  }
+
+  grpc::ClientContext ctx_;
+  std::atomic<bool> stop_{false};
+  std::thread thread_;
+};
+
 constexpr auto kKillGrace = std::chrono::seconds(10);
 
 // Watches for signals and for --timeout while the main thread is blocked in
@@ -251,6 +317,8 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
   if (!o.strobe.empty())
     req.set_strobe(o.strobe == "fixed" ? v1::STROBE_FIXED : v1::STROBE_ADAPTIVE);
   if (!o.bind.empty()) req.set_bind(o.bind == "none" ? v1::BIND_NONE : v1::BIND_CORE);
+  const bool forward_stdin = stdin_goes_to_rank0(o.stdin_to);
+  req.set_stdin_rank0(forward_stdin);
   req.set_wait_nodes_ms(kWaitNodesMs);
 
   pb::LaunchReply rep;
@@ -286,6 +354,10 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
     if (out_ok[i]) out_ok[i] = write_all(i + 1, data);
   });
   std::optional<pb::JobExit> job_exit;
+  // Rank 0's stdin, fed while the job runs; stopped (the call cancelled)
+  // when it ends, whatever is left unread.
+  std::unique_ptr<StdinFeeder> feeder;
+  if (forward_stdin) feeder = std::make_unique<StdinFeeder>(*stub, *conn, job);
   {
     grpc::ClientContext ctx;
     conn->prepare(ctx);
@@ -306,6 +378,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
     st = reader->Finish();
     watcher.set_context(nullptr);
   }
+  feeder.reset();
   labeler.flush();
   watcher.stop();
 

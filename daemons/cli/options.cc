@@ -186,6 +186,13 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "ranks do not outnumber those CPUs, else none")
       ->check(CLI::IsMember({"core", "none"}));
   run_cmd
+      ->add_option("--stdin", run.stdin_to,
+                   "Where bcs's standard input goes: 0 (rank 0's stdin, as with mpiexec), none "
+                   "(every rank's stdin is /dev/null) or auto (0 when it is a pipe, a socket or "
+                   "a file, none for a terminal or /dev/null)")
+      ->capture_default_str()
+      ->check(CLI::IsMember({"auto", "0", "none"}));
+  run_cmd
       ->add_option("--liveness-timeout", run.liveness,
                    "Embedded cluster: how long a stopped or hung daemon may stay silent before "
                    "the job fails (default 60s; shorter stalls only delay it)")

@@ -26,6 +26,7 @@ struct RunOptions {
   std::string chunk;
   std::string strobe;                // --strobe adaptive|fixed; empty = manager default
   std::string bind;                  // --bind-to core|none; empty = each node's default
+  std::string stdin_to = "auto";     // --stdin auto|0|none: where bcs's stdin goes
   std::string liveness;              // --liveness-timeout for an embedded cluster
   bool label = false;
   uint64_t timeout_ns = 0;           // 0 = none

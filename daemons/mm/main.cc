@@ -55,6 +55,10 @@ class JobsService final : public v1::Jobs::Service {
   grpc::Status List(grpc::ServerContext* c, const v1::ListRequest*, v1::ListReply* o) override {
     return m_.list(c, o);
   }
+  grpc::Status Input(grpc::ServerContext* c, grpc::ServerReader<v1::InputChunk>* in,
+                     v1::InputReply*) override {
+    return m_.input(c, in);
+  }
 
  private:
   Manager& m_;

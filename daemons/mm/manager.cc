@@ -204,6 +204,14 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         push_event_locked(*it->second, std::move(ev));
         break;
       }
+      case v1::NodeMsg::kInputTaken: {
+        auto it = jobs_.find(msg.input_taken().job_id());
+        if (it == jobs_.end()) break;
+        Job& j = *it->second;
+        // Never past what was sent: a node cannot open the window wider.
+        j.input_taken = std::min(j.input_sent, j.input_taken + msg.input_taken().bytes());
+        break;
+      }
       case v1::NodeMsg::kRankExit: {
         auto it = jobs_.find(msg.rank_exit().job_id());
         if (it != jobs_.end()) {
@@ -708,6 +716,64 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
   cv_.notify_all();
   flush();
   return grpc::Status::OK;
+}
+
+// `bcs run`'s standard input for rank 0. The first chunk names the job,
+// which must be the caller's and launched with stdin_rank0. Each chunk goes
+// to rank 0's node once the job runs and less than kInputWindow bytes are
+// unacknowledged; the job's end (or the client's) ends the call, whatever
+// is left unsent being dropped: nobody can read it any more.
+grpc::Status Manager::input(grpc::ServerContext* ctx, grpc::ServerReader<v1::InputChunk>* in) {
+  if (!authorized(ctx)) return unauthenticated();
+  const Caller who = identify(ctx);
+  v1::InputChunk c;
+  if (!in->Read(&c)) return grpc::Status::OK;
+  const uint64_t job_id = c.job_id();
+  std::shared_ptr<Job> j;
+  {
+    std::lock_guard lk(mu_);
+    auto it = jobs_.find(job_id);
+    if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
+    j = it->second;
+    if (std::string why = may_touch(who, *j); !why.empty())
+      return {grpc::StatusCode::PERMISSION_DENIED, why};
+    if (!j->req.stdin_rank0())
+      return {grpc::StatusCode::FAILED_PRECONDITION,
+              "job " + std::to_string(job_id) + " was launched without stdin for rank 0"};
+    if (j->input_open)
+      return {grpc::StatusCode::ALREADY_EXISTS,
+              "job " + std::to_string(job_id) + " already has its input stream"};
+    j->input_open = true;
+  }
+  for (;;) {
+    if (c.data().size() > kInputChunkMax)
+      return {grpc::StatusCode::INVALID_ARGUMENT, "an input chunk of more than 64 KiB"};
+    {
+      std::unique_lock lk(mu_);
+      // Bounded waits, so a client that went away is noticed.
+      while (!(j->state == Job::State::done ||
+               (j->state == Job::State::running && j->input_sent - j->input_taken < kInputWindow)))
+        if (cv_.wait_for(lk, 200ms) == std::cv_status::timeout && ctx->IsCancelled())
+          return {grpc::StatusCode::CANCELLED, "client went away"};
+      if (j->state == Job::State::done) return grpc::Status::OK;
+      const auto n = nodes_.find(j->rank_node.empty() ? 0 : j->rank_node[0]);
+      if (n == nodes_.end()) return grpc::Status::OK;  // its node is gone: the job ends
+      v1::ManagerMsg m;
+      auto* r = m.mutable_input();
+      r->set_job_id(job_id);
+      r->set_data(c.data());
+      r->set_eof(c.eof());
+      j->input_sent += c.data().size();
+      queue_locked(n->second, std::move(m));
+    }
+    flush();
+    if (c.eof()) return grpc::Status::OK;
+    // A client that goes away without saying eof ends rank 0's input too.
+    if (!in->Read(&c)) {
+      c.Clear();
+      c.set_eof(true);
+    }
+  }
 }
 
 grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {

@@ -131,7 +131,17 @@ struct Job {
   bool exited = false;
   // MMDS summaries of the ranks that recorded (checked on arrival), by rank.
   std::map<uint32_t, v1::MmdsSummary> mmds;
+  // Jobs.Input (req.stdin_rank0): bytes sent to rank 0's node and taken by
+  // it (InputTaken); one input stream per job.
+  uint64_t input_sent = 0, input_taken = 0;
+  bool input_open = false;
 };
+
+// Rank 0's input the manager has sent and its node has not taken yet: past
+// it, Jobs.Input stops reading the submitter's stream (gRPC flow control
+// then holds the submitter back).
+inline constexpr uint64_t kInputWindow = uint64_t{1} << 20;
+inline constexpr size_t kInputChunkMax = size_t{64} << 10;
 
 class Manager {
  public:
@@ -145,6 +155,7 @@ class Manager {
                       grpc::ServerWriter<v1::JobEvent>* w);
   grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason);
   grpc::Status list(grpc::ServerContext* ctx, v1::ListReply* rep);
+  grpc::Status input(grpc::ServerContext* ctx, grpc::ServerReader<v1::InputChunk>* in);
   // The per-slice statistics, for the Monitor service (monitor/), and who
   // may read them.
   const monitor::EmdsRecorder& emds() const { return emds_; }

@@ -197,6 +197,7 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     s->mutable_slice()->set_fixed(j->fixed_strobe);
     s->mutable_slice()->set_max_unexpected(j->max_unexpected);
     s->set_bind(j->bind);
+    s->set_stdin_rank0(j->req.stdin_rank0());
     s->set_uid(j->uid);
     s->set_gid(j->gid);
     for (uint32_t n : j->nodes)

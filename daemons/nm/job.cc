@@ -262,6 +262,20 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     std::string cred_err = "bcs: rank " + std::to_string(r->world_rank) + ": cannot run as " +
                            user_name(spec.uid) + "\n";
 
+    // Rank 0's stdin, when the submitter's is forwarded: a pipe.
+    UniqueFd in_read;
+    if (spec.stdin_rank0 && r->world_rank == 0) {
+      int in[2];
+      if (::pipe2(in, O_CLOEXEC) != 0) {
+        *error = std::string("pipe: ") + std::strerror(errno);
+        job->kill_all();
+        return nullptr;
+      }
+      in_read.reset(in[0]);
+      r->in.reset(in[1]);
+      ::fcntl(in[1], F_SETFL, O_NONBLOCK);
+    }
+    const int stdin_fd = in_read ? in_read.get() : devnull.get();
     int out[2], err[2];
     if (::pipe2(out, O_CLOEXEC) != 0) {
       *error = std::string("pipe: ") + std::strerror(errno);
@@ -280,14 +294,14 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
-      // The rank starts with stdin (/dev/null), stdout and stderr (its
-      // pipes) and the segment at fd 3: nothing else. The NM's own fds
+      // The rank starts with stdin (/dev/null, or rank 0's input pipe),
+      // stdout and stderr (its pipes) and the segment at fd 3: nothing else. The NM's own fds
       // (gRPC, UCX's sockets, which UCX opens without close-on-exec,
       // epoll, other ranks' pipes) are closed below, so a rank can neither
       // write into the daemons' connections nor keep their ports open.
       // (The NM's fds 0-2 are always open - see main - so none of these
       // descriptors is below 3 and the dup2s cannot overwrite each other.)
-      if (::dup2(devnull.get(), 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)
+      if (::dup2(stdin_fd, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)
         ::_exit(126);
       if (segfd == kRankSegmentFd) {
         ::fcntl(segfd, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
@@ -321,6 +335,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       sigset_t none;
       sigemptyset(&none);
       ::sigprocmask(SIG_SETMASK, &none, nullptr);
+      // The NM ignores SIGPIPE (a closed pipe is an error it handles), and
+      // an ignored signal stays ignored across execve: the rank gets the
+      // default back, as under any other launcher.
+      struct sigaction dfl {};
+      dfl.sa_handler = SIG_DFL;
+      ::sigaction(SIGPIPE, &dfl, nullptr);
       // A binding that fails (a CPU gone offline since) leaves the rank
       // where it may run anyway.
       if (cpu >= 0) bind_self_to_cpu(cpu);

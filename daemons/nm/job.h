@@ -47,6 +47,9 @@ struct JobSpec {
   bool fixed_strobe = false;
   // Where the ranks run (binding.h).
   Binding bind = Binding::by_default;
+  // Rank 0's stdin is a pipe the node feeds with RankInput (LocalRank::in);
+  // else every rank's stdin is /dev/null.
+  bool stdin_rank0 = false;
   // The credentials the ranks run with (the submitter's). When
   // `change_creds` is false the ranks keep the NM's own.
   bool change_creds = false;
@@ -80,6 +83,9 @@ struct LocalRank {
   uint32_t local_index = 0;
   pid_t pid = -1;
   UniqueFd out, err, pidfd;
+  // Rank 0 of a job with stdin_rank0: the write end of its stdin pipe
+  // (non-blocking; the I/O thread writes RankInput into it).
+  UniqueFd in;
   // Set (under NmJob::copy_mu) before the rank is reaped: after that its pid
   // may be reused, so nobody may touch it any more.
   bool dead = false;

@@ -95,7 +95,31 @@ class IoLoop {
       add(r->out.get(), id | 0);
       add(r->err.get(), id | 1);
       add(r->pidfd.get(), id | 2);
+      if (r->in) add(r->in.get(), id | 3, 0);  // watched for writing once input waits
     }
+  }
+
+  // Rank 0's stdin (RankInput, from the session thread): appended to what
+  // waits for its pipe, which this loop writes whenever the pipe has room.
+  // Input for a job whose rank 0 has no pipe here (gone, or never had one)
+  // is acknowledged at once, so the manager's window never stays shut.
+  void input(uint64_t job_id, const std::string& data, bool eof) {
+    uint64_t dropped = 0;
+    {
+      std::lock_guard lk(mu_);
+      auto it = std::find_if(watches_.begin(), watches_.end(), [&](const auto& kv) {
+        return kv.second.job->id() == job_id && kv.second.rank->in;
+      });
+      if (it == watches_.end()) {
+        dropped = data.size();
+      } else {
+        Input& in = inputs_[it->first];
+        in.pending.append(data);
+        in.eof = in.eof || eof;
+        watch_input_locked(it->first, *it->second.rank);
+      }
+    }
+    if (dropped) taken(job_id, dropped);
   }
 
   // Output back-pressure (PauseOutput): stops or resumes watching the
@@ -166,11 +190,79 @@ class IoLoop {
     LocalRank* rank;
   };
 
-  void add(int fd, uint64_t key) {
+  void add(int fd, uint64_t key, uint32_t events = EPOLLIN) {
     epoll_event ev{};
-    ev.events = EPOLLIN;
+    ev.events = events;
     ev.data.u64 = key;
     ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev);
+  }
+
+  // What waits for rank 0's stdin pipe.
+  struct Input {
+    std::string pending;
+    bool eof = false;
+  };
+
+  // Watch rank 0's pipe for room while input waits (under mu_).
+  void watch_input_locked(uint64_t id, LocalRank& r) {
+    epoll_event ev{};
+    ev.events = EPOLLOUT;
+    ev.data.u64 = id | 3;
+    ::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, r.in.get(), &ev);
+  }
+
+  // Tells the manager `bytes` of the job's input are done with.
+  void taken(uint64_t job_id, uint64_t bytes) {
+    v1::NodeMsg m;
+    m.mutable_input_taken()->set_job_id(job_id);
+    m.mutable_input_taken()->set_bytes(bytes);
+    up_.send(m);
+  }
+
+  // Writes what the pipe takes now. Once all is written: closed after eof,
+  // else unwatched until more comes. A rank 0 that closed its stdin or is
+  // gone (EPIPE) gets nothing more: the rest is dropped, and acknowledged.
+  // `gone`: the rank exited, whatever is pending is dropped.
+  void write_input(uint64_t id, bool gone = false) {
+    uint64_t job_id = 0, done = 0;
+    {
+      std::lock_guard lk(mu_);
+      auto w = watches_.find(id);
+      if (w == watches_.end() || !w->second.rank->in) return;
+      LocalRank& r = *w->second.rank;
+      job_id = w->second.job->id();
+      Input& in = inputs_[id];
+      size_t off = 0;
+      bool broken = gone;
+      while (!broken && off < in.pending.size()) {
+        const ssize_t n = ::write(r.in.get(), in.pending.data() + off, in.pending.size() - off);
+        if (n > 0) {
+          off += static_cast<size_t>(n);
+        } else if (n < 0 && errno == EINTR) {
+          continue;
+        } else if (n < 0 && errno == EAGAIN) {
+          break;
+        } else {
+          broken = true;
+        }
+      }
+      done = off;
+      in.pending.erase(0, off);
+      if (broken) {
+        done += in.pending.size();
+        in.pending.clear();
+      }
+      if (in.pending.empty() && (in.eof || broken)) {
+        ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, r.in.get(), nullptr);
+        r.in.reset();  // rank 0 reads EOF
+        inputs_.erase(id);
+      } else if (in.pending.empty()) {
+        epoll_event ev{};
+        ev.data.u64 = id | 3;
+        ::epoll_ctl(ep_.get(), EPOLL_CTL_MOD, r.in.get(), &ev);
+      }
+    }
+    if (done) taken(job_id, done);
   }
 
   // Forwards what the pipe holds now; false at EOF.
@@ -211,9 +303,14 @@ class IoLoop {
       pump(w, which);
       return;
     }
+    if (which == 3) {
+      write_input(key & ~uint64_t{3});
+      return;
+    }
     // The rank exited: reap it, then forward what is left in its pipes
     // (everything it wrote before dying is there), then report the exit.
     ::epoll_ctl(ep_.get(), EPOLL_CTL_DEL, w.rank->pidfd.get(), nullptr);
+    write_input(key & ~uint64_t{3}, true);  // its stdin: closed, the rest dropped
     int status = w.job->reap(*w.rank);
     pump(w, 0);
     pump(w, 1);
@@ -289,6 +386,7 @@ class IoLoop {
   UniqueFd ep_, stop_, sig_, chld_;
   std::mutex mu_;
   std::map<uint64_t, Watch> watches_;
+  std::map<uint64_t, Input> inputs_;  // by watch id: rank 0's stdin
   uint64_t next_id_ = 16;
 };
 
@@ -482,6 +580,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         spec.slice_ns = sj.slice().slice_ns();
         spec.chunk_bytes = sj.slice().chunk_bytes();
         spec.fixed_strobe = sj.slice().fixed();
+        spec.stdin_rank0 = sj.stdin_rank0();
         spec.bind = sj.bind() == v1::BIND_CORE   ? Binding::core
                     : sj.bind() == v1::BIND_NONE ? Binding::none
                                                  : Binding::by_default;
@@ -531,6 +630,9 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         }
         break;
       }
+      case v1::ManagerMsg::kInput:
+        io.input(msg.input().job_id(), msg.input().data(), msg.input().eof());
+        break;
       case v1::ManagerMsg::kPauseOutput:
         io.pause_output(msg.pause_output().job_id(), msg.pause_output().pause());
         break;
