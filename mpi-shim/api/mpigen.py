@@ -496,7 +496,7 @@ def write_header(funcs, template, path):
 
 
 # Functions of later MPI versions that mpi.api lists (in their chapters).
-MPI4_ADDED = {"MPI_Isendrecv", "MPI_Isendrecv_replace"} | {
+MPI4_ADDED = {"MPI_Isendrecv", "MPI_Isendrecv_replace", "MPI_Comm_idup_with_info"} | {
     f"MPI_{c}_init" for c in (
         "Allgather", "Allgatherv", "Allreduce", "Alltoall", "Alltoallv", "Alltoallw", "Barrier",
         "Bcast", "Exscan", "Gather", "Gatherv", "Reduce", "Reduce_scatter",

@@ -560,6 +560,30 @@ int bcs_impl_Comm_idup(MPI_Comm c, MPI_Comm* newcomm, MPI_Request* request) {
   return idup("MPI_Comm_idup", c, newcomm, request);
 }
 
+// MPI 4.0. No hints are used, but a bad info handle is an error.
+int bcs_impl_Comm_idup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm,
+                                 MPI_Request* request) {
+  if (int e = check_info(comm_index(c), "MPI_Comm_idup_with_info", info)) return e;
+  return idup("MPI_Comm_idup_with_info", c, newcomm, request);
+}
+
+// bcs has no MPI_Comm_connect/accept or spawn, so no communicator reaches
+// another job and disconnecting one is freeing it once every member
+// arrived (a barrier: nothing a member sent on it before is still coming).
+int bcs_impl_Comm_disconnect(MPI_Comm* c) {
+  static const char fn[] = "MPI_Comm_disconnect";
+  REQUIRE_RUNNING(fn);
+  if (!c) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL communicator pointer");
+  const int comm = comm_index(*c);
+  if (comm == kNoComm)
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", *c);
+  if (comm == kWorld || comm == kSelf)
+    return raise_error(comm, fn, MPI_ERR_COMM, "%s cannot be disconnected",
+                       comm == kWorld ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+  if (int e = PMPI_Barrier(*c)) return e;
+  return PMPI_Comm_free(c);
+}
+
 int bcs_impl_Comm_split(MPI_Comm c, int color, int key, MPI_Comm* newcomm) {
   static const char fn[] = "MPI_Comm_split";
   int parent;

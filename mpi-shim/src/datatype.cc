@@ -506,6 +506,7 @@ int bcs_impl_Type_dup(MPI_Datatype type, MPI_Datatype* newtype) {
   const MPI_Datatype h = dtype_add(std::move(n));
   if (int e = type_attr_copy_all(type, h)) {
     dtype_release(dtype_of(h));
+    *newtype = MPI_DATATYPE_NULL;  // as MPI_Comm_dup's MPI_COMM_NULL
     return raise_error(kNoComm, fn, e, "an attribute copy callback failed");
   }
   *newtype = h;

@@ -1,5 +1,6 @@
 /* prog_comm_basic: communicators made by MPI_Comm_dup, _split, _split_type,
- * _create and _create_group, used for point-to-point and collectives.
+ * _create and _create_group, used for point-to-point and collectives
+ * (and MPI_Comm_idup, _idup_with_info, freed by MPI_Comm_disconnect).
  *
  * Communicators: a dup of MPI_COMM_WORLD; a split by parity with reversed
  * keys (rank order = descending world rank); a dup of that split (so the
@@ -311,6 +312,24 @@ int main(int argc, char **argv) {
     exercise(idup2, "idup(dup(WORLD))", expect, wsize);
     MPI_OK(MPI_Comm_free(&idup1));
     MPI_OK(MPI_Comm_free(&idup2));
+  }
+
+  /* MPI 4.0's MPI_Comm_idup_with_info, and MPI_Comm_disconnect (a
+     collective free) of the result; disconnecting WORLD is an error. */
+  {
+    MPI_Comm withinfo = MPI_COMM_NULL;
+    MPI_Request ireq;
+    int cls = 0;
+    MPI_OK(MPI_Comm_idup_with_info(MPI_COMM_WORLD, MPI_INFO_NULL, &withinfo, &ireq));
+    MPI_OK(MPI_Wait(&ireq, MPI_STATUS_IGNORE));
+    exercise(withinfo, "idup_with_info(WORLD)", expect, wsize);
+    MPI_OK(MPI_Comm_disconnect(&withinfo));
+    CHECK(withinfo == MPI_COMM_NULL, "disconnect left the handle");
+    MPI_Comm w = MPI_COMM_WORLD;
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN));
+    MPI_OK(MPI_Error_class(MPI_Comm_disconnect(&w), &cls));
+    CHECK(cls == MPI_ERR_COMM && w == MPI_COMM_WORLD, "disconnect(WORLD): class %d", cls);
+    MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
   }
 
   /* Parity, reversed keys: descending world ranks of my parity. */
