@@ -30,7 +30,9 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
@@ -95,7 +97,18 @@ void build_env(InfoObj& o) {
   std::string argv;
   for (size_t i = 1; i < args.size(); ++i) argv += (i > 1 ? " " : "") + args[i];
   add("argv", argv);
-  if (S().phase != Phase::before_init) add("maxprocs", std::to_string(S().size));
+  // The same before MPI_Init (MPI_Info_create_env may be called then) as
+  // after: the launcher's count, which bcs run also gives every rank as
+  // BCS_SIZE; 1 for a singleton.
+  int maxprocs = 1;
+  if (S().phase != Phase::before_init) {
+    maxprocs = S().size;
+  } else if (const char* e = std::getenv("BCS_SIZE")) {
+    char* end = nullptr;
+    const long v = std::strtol(e, &end, 10);
+    if (end != e && *end == '\0' && v > 0 && v <= INT_MAX) maxprocs = static_cast<int>(v);
+  }
+  add("maxprocs", std::to_string(maxprocs));
   char host[256] = {};
   if (gethostname(host, sizeof host - 1) == 0) add("host", host);
   struct utsname u{};
@@ -223,6 +236,44 @@ int bcs_impl_Info_get(MPI_Info info, const char* key, int valuelen, char* value,
     std::memcpy(value, p->second.data(), n);
     value[n] = '\0';
   }
+  return MPI_SUCCESS;
+}
+
+// MPI 4.0: the value and its length in one call. *buflen says how many
+// characters `value` holds (the NUL included) and comes back as the
+// value's length plus one; a value that does not fit is cut to
+// *buflen - 1 characters. With *buflen 0, `value` may be NULL.
+int bcs_impl_Info_get_string(MPI_Info info, const char* key, int* buflen, char* value,
+                             int* flag) {
+  static const char fn[] = "MPI_Info_get_string";
+  InfoObj* o;
+  if (int e = get_info(fn, info, false, &o)) return e;
+  if (int e = check_key(fn, key)) return e;
+  if (!buflen || !flag) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL pointer");
+  if (*buflen < 0) return raise_error(kNoComm, fn, MPI_ERR_ARG, "negative *buflen %d", *buflen);
+  if (*buflen > 0 && !value) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL value");
+  const auto* p = o->find(key);
+  *flag = p != nullptr;
+  if (!p) return MPI_SUCCESS;
+  if (*buflen > 0) {
+    const size_t n = std::min(p->second.size(), static_cast<size_t>(*buflen - 1));
+    std::memcpy(value, p->second.data(), n);
+    value[n] = '\0';
+  }
+  *buflen = static_cast<int>(p->second.size()) + 1;
+  return MPI_SUCCESS;
+}
+
+// MPI 4.0: a new info object holding what MPI_INFO_ENV does (callable
+// before MPI_Init and after MPI_Finalize, as every info call).
+int bcs_impl_Info_create_env(int argc, char* argv[], MPI_Info* info) {
+  static const char fn[] = "MPI_Info_create_env";
+  (void)argc;  // the command line is read from the process, as for MPI_INFO_ENV
+  (void)argv;
+  if (!info) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL info pointer");
+  InfoObj* env;
+  if (int e = get_info(fn, MPI_INFO_ENV, false, &env)) return e;
+  *info = new_info(env->kv);
   return MPI_SUCCESS;
 }
 

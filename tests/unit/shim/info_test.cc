@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <cstdlib>
+#include <cstring>
 #include <deque>
 #include <string>
 #include <vector>
@@ -216,6 +217,46 @@ TEST(InfoEnvArgv, ArgumentsSeparatedBySpaces) {
         std::exit(42);
       },
       ::testing::ExitedWithCode(42), "");
+}
+
+// MPI 4.0's MPI_Info_get_string: the length (plus the NUL) always comes
+// back; a short buffer gets a cut, terminated value; *buflen 0 asks for the
+// length alone (value may then be NULL).
+TEST_F(Info, GetStringSaysTheLengthAndCuts) {
+  MPI_Info& info = make();
+  ASSERT_EQ(MPI_Info_set(info, "host", "abcdefgh"), MPI_SUCCESS);
+  int len = 0, flag = -1;
+  ASSERT_EQ(MPI_Info_get_string(info, "host", &len, nullptr, &flag), MPI_SUCCESS);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(len, 9);
+  char buf[16];
+  std::memset(buf, 'x', sizeof buf);
+  len = 4;
+  ASSERT_EQ(MPI_Info_get_string(info, "host", &len, buf, &flag), MPI_SUCCESS);
+  EXPECT_EQ(std::string(buf), "abc");
+  EXPECT_EQ(len, 9);
+  len = sizeof buf;
+  ASSERT_EQ(MPI_Info_get_string(info, "host", &len, buf, &flag), MPI_SUCCESS);
+  EXPECT_EQ(std::string(buf), "abcdefgh");
+  len = sizeof buf;
+  ASSERT_EQ(MPI_Info_get_string(info, "nope", &len, buf, &flag), MPI_SUCCESS);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(len, static_cast<int>(sizeof buf));  // untouched
+  MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_RETURN);
+  len = 4;
+  int cls = 0;
+  MPI_Error_class(MPI_Info_get_string(info, "host", &len, nullptr, &flag), &cls);
+  EXPECT_EQ(cls, MPI_ERR_ARG);
+}
+
+// MPI 4.0's MPI_Info_create_env: a new, writable copy of MPI_INFO_ENV.
+TEST_F(Info, CreateEnvCopiesInfoEnv) {
+  MPI_Info& env = infos_.emplace_back(MPI_INFO_NULL);
+  ASSERT_EQ(MPI_Info_create_env(0, nullptr, &env), MPI_SUCCESS);
+  EXPECT_EQ(keys(env), keys(MPI_INFO_ENV));
+  for (const auto& k : keys(MPI_INFO_ENV)) EXPECT_EQ(get(env, k.c_str()), get(MPI_INFO_ENV, k.c_str()));
+  EXPECT_EQ(MPI_Info_set(env, "maxprocs", "7"), MPI_SUCCESS);
+  EXPECT_EQ(get(MPI_INFO_ENV, "maxprocs"), "1");
 }
 
 TEST_F(Info, CommunicatorInfo) {
