@@ -178,7 +178,7 @@ class IoLoop {
           on_signal_();
           continue;
         }
-        handle(key);
+        handle(key, evs[i].events);
       }
     }
   }
@@ -222,7 +222,8 @@ class IoLoop {
   // Writes what the pipe takes now. Once all is written: closed after eof,
   // else unwatched until more comes. A rank 0 that closed its stdin or is
   // gone (EPIPE) gets nothing more: the rest is dropped, and acknowledged.
-  // `gone`: the rank exited, whatever is pending is dropped.
+  // `gone`: the rank exited or nobody reads the pipe; the pipe is closed
+  // and whatever is pending dropped.
   void write_input(uint64_t id, bool gone = false) {
     uint64_t job_id = 0, done = 0;
     {
@@ -290,7 +291,7 @@ class IoLoop {
     }
   }
 
-  void handle(uint64_t key) {
+  void handle(uint64_t key, uint32_t events) {
     Watch w;
     {
       std::lock_guard lk(mu_);
@@ -304,7 +305,10 @@ class IoLoop {
       return;
     }
     if (which == 3) {
-      write_input(key & ~uint64_t{3});
+      // EPOLLERR: nobody holds the pipe's read end any more (rank 0 closed
+      // its stdin). epoll reports that whatever it was asked for, so the
+      // pipe is done with now, or this loop would wake for it forever.
+      write_input(key & ~uint64_t{3}, (events & (EPOLLERR | EPOLLHUP)) != 0);
       return;
     }
     // The rank exited: reap it, then forward what is left in its pipes
