@@ -12,6 +12,16 @@ namespace bcs::mm {
 
 using namespace std::chrono_literals;
 
+grpc::Status Manager::job_for_locked(const Caller& who, uint64_t job_id,
+                                     std::shared_ptr<Job>* out) {
+  auto it = jobs_.find(job_id);
+  if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
+  if (std::string why = may_touch(who, *it->second); !why.empty())
+    return {grpc::StatusCode::PERMISSION_DENIED, why};
+  *out = it->second;
+  return grpc::Status::OK;
+}
+
 grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
                              grpc::ServerWriter<v1::JobEvent>* w) {
   if (!authorized(ctx)) return unauthenticated();
@@ -19,12 +29,8 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
   std::shared_ptr<Job> j;
   {
     std::lock_guard lk(mu_);
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
-    j = it->second;
     // A job's output is its owner's.
-    if (std::string why = may_touch(who, *j); !why.empty())
-      return {grpc::StatusCode::PERMISSION_DENIED, why};
+    if (grpc::Status st = job_for_locked(who, job_id, &j); !st.ok()) return st;
   }
   size_t next = 0;  // absolute index of the next event to send
   for (;;) {
@@ -66,13 +72,14 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
   const Caller who = identify(ctx);
   {
     std::lock_guard lk(mu_);
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
-    Job& j = *it->second;
-    if (std::string why = may_touch(who, j); !why.empty()) {
-      spdlog::warn("refused to kill job {} for {}: {}", job_id, who.describe(), why);
-      return {grpc::StatusCode::PERMISSION_DENIED, why};
+    std::shared_ptr<Job> jp;
+    if (grpc::Status st = job_for_locked(who, job_id, &jp); !st.ok()) {
+      if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED)
+        spdlog::warn("refused to kill job {} for {}: {}", job_id, who.describe(),
+                     st.error_message());
+      return st;
     }
+    Job& j = *jp;
     fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
     if (j.state == Job::State::queued) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
@@ -98,11 +105,7 @@ grpc::Status Manager::input(grpc::ServerContext* ctx, grpc::ServerReader<v1::Inp
   std::shared_ptr<Job> j;
   {
     std::lock_guard lk(mu_);
-    auto it = jobs_.find(job_id);
-    if (it == jobs_.end()) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job_id)};
-    j = it->second;
-    if (std::string why = may_touch(who, *j); !why.empty())
-      return {grpc::StatusCode::PERMISSION_DENIED, why};
+    if (grpc::Status st = job_for_locked(who, job_id, &j); !st.ok()) return st;
     if (!j->req.stdin_rank0())
       return {grpc::StatusCode::FAILED_PRECONDITION,
               "job " + std::to_string(job_id) + " was launched without stdin for rank 0"};

@@ -189,6 +189,9 @@ class Manager {
   bool is_admin(const Caller& c) const { return c.uid == 0 || c.uid == self_uid_; }
   // Empty if `c` may see / kill / attach to `j`, else why not.
   std::string may_touch(const Caller& c, const Job& j) const;
+  // Job `job_id`, if it exists and `who` may touch it (NOT_FOUND,
+  // PERMISSION_DENIED otherwise). Under mu_.
+  grpc::Status job_for_locked(const Caller& who, uint64_t job_id, std::shared_ptr<Job>* out);
   void queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m);
   void flush();
   // NodeMsg::local_slices, taken without mu_.

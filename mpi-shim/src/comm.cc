@@ -179,6 +179,20 @@ void advance_if_leader(const Members& m, int64_t k) {
   if (m.world[0] == S().rank) S().next_ctx_index = k + 1;
 }
 
+// *c names a communicator the program may free (or disconnect): not
+// WORLD or SELF. Its index in *comm.
+int check_freeable(const char* fn, const MPI_Comm* c, int* comm) {
+  REQUIRE_RUNNING(fn);
+  if (!c) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL communicator pointer");
+  *comm = comm_index(*c);
+  if (*comm == kNoComm)
+    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", *c);
+  if (*comm == kWorld || *comm == kSelf)
+    return raise_error(*comm, fn, MPI_ERR_COMM, "%s cannot be freed or disconnected",
+                       *comm == kWorld ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+  return MPI_SUCCESS;
+}
+
 int check_parent(const char* fn, MPI_Comm c, void* out, int* comm) {
   REQUIRE_RUNNING(fn);
   *comm = comm_index(c);
@@ -572,14 +586,8 @@ int bcs_impl_Comm_idup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm,
 // arrived (a barrier: nothing a member sent on it before is still coming).
 int bcs_impl_Comm_disconnect(MPI_Comm* c) {
   static const char fn[] = "MPI_Comm_disconnect";
-  REQUIRE_RUNNING(fn);
-  if (!c) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL communicator pointer");
-  const int comm = comm_index(*c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", *c);
-  if (comm == kWorld || comm == kSelf)
-    return raise_error(comm, fn, MPI_ERR_COMM, "%s cannot be disconnected",
-                       comm == kWorld ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+  int comm;
+  if (int e = check_freeable(fn, c, &comm)) return e;
   if (int e = PMPI_Barrier(*c)) return e;
   return PMPI_Comm_free(c);
 }
@@ -622,14 +630,8 @@ int bcs_impl_Comm_create_group(MPI_Comm c, MPI_Group group, int tag, MPI_Comm* n
 
 int bcs_impl_Comm_free(MPI_Comm* c) {
   static const char fn[] = "MPI_Comm_free";
-  REQUIRE_RUNNING(fn);
-  if (!c) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL communicator pointer");
-  const int comm = comm_index(*c);
-  if (comm == kNoComm)
-    return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", *c);
-  if (comm == kWorld || comm == kSelf)
-    return raise_error(comm, fn, MPI_ERR_COMM, "%s cannot be freed",
-                       comm == kWorld ? "MPI_COMM_WORLD" : "MPI_COMM_SELF");
+  int comm;
+  if (int e = check_freeable(fn, c, &comm)) return e;
   if (int e = attr_delete_all(comm))
     return raise_error(comm, fn, e, "an attribute delete callback failed");
   // The object stays (see Comm in shim.h): operations still pending on it
