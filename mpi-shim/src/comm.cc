@@ -478,7 +478,6 @@ int comm_dup_private(const char* fn, MPI_Comm c, MPI_Comm* newcomm) {
   return dup(fn, c, newcomm, false);
 }
 
-
 int comm_split(const char* fn, int parent, int64_t colour, int key, MPI_Comm* newcomm) {
   return split(fn, parent, colour, key, newcomm);
 }
@@ -579,6 +578,17 @@ int bcs_impl_Comm_idup_with_info(MPI_Comm c, MPI_Info info, MPI_Comm* newcomm,
                                  MPI_Request* request) {
   if (int e = check_info(comm_index(c), "MPI_Comm_idup_with_info", info)) return e;
   return idup("MPI_Comm_idup_with_info", c, newcomm, request);
+}
+
+// No bcs process was started by MPI_Comm_spawn (a stub), so none has a
+// parent: MPI says MPI_COMM_NULL then. Programs ask to tell a spawned run
+// from a launched one.
+int bcs_impl_Comm_get_parent(MPI_Comm* parent) {
+  static const char fn[] = "MPI_Comm_get_parent";
+  REQUIRE_RUNNING(fn);
+  if (!parent) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL parent pointer");
+  *parent = MPI_COMM_NULL;
+  return MPI_SUCCESS;
 }
 
 // bcs has no MPI_Comm_connect/accept or spawn, so no communicator reaches

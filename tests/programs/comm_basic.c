@@ -330,6 +330,10 @@ int main(int argc, char **argv) {
     MPI_OK(MPI_Error_class(MPI_Comm_disconnect(&w), &cls));
     CHECK(cls == MPI_ERR_COMM && w == MPI_COMM_WORLD, "disconnect(WORLD): class %d", cls);
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
+    /* Nobody here was spawned: no parent. */
+    MPI_Comm parent = MPI_COMM_WORLD;
+    MPI_OK(MPI_Comm_get_parent(&parent));
+    CHECK(parent == MPI_COMM_NULL, "MPI_Comm_get_parent gave 0x%x", (unsigned)parent);
   }
 
   /* Parity, reversed keys: descending world ranks of my parity. */
