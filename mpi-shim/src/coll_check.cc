@@ -66,6 +66,14 @@ int check_types(const CollCheck& k, const Side& s, int n) {
   return MPI_SUCCESS;
 }
 
+// Whether side `s` carries data at this rank.
+bool carries(const Side& s, int n) {
+  if (!s.vec) return s.count > 0;
+  for (int i = 0; i < n; ++i)
+    if (s.counts[i] > 0 && (s.only < 0 || i == s.only)) return true;
+  return false;
+}
+
 int check_buffer(const CollCheck& k, const Side& s, int n) {
   if (s.buf) return MPI_SUCCESS;
   if (!s.vec) {
@@ -120,6 +128,17 @@ int check_coll(CollCheck& k) {
                          buf_name(*s),
                          !k.rooted ? "" : root ? " at the root" : " at a non-root rank");
     }
+  // One buffer as both the data read and the data written is erroneous
+  // (MPI 5.2.1: that is what MPI_IN_PLACE is for), and the result would be
+  // whatever the copies' order made of it. Caught when it is the same
+  // address and both sides carry data here; MPI_BOTTOM (absolute
+  // displacements) is left alone.
+  if (k.send.live() && k.recv.live() && k.send.buf && k.send.buf == k.recv.buf &&
+      carries(k.send, n) && carries(k.recv, n))
+    return raise_error(k.comm, k.fn, MPI_ERR_BUFFER,
+                       "sendbuf and recvbuf are the same buffer %p (aliased; MPI_IN_PLACE is "
+                       "the way to reuse one)",
+                       k.send.buf);
   if (k.nonblocking && !k.request)
     return raise_error(k.comm, k.fn, MPI_ERR_REQUEST, "NULL request pointer");
   return MPI_SUCCESS;

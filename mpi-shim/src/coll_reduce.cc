@@ -57,7 +57,7 @@ __attribute__((noinline)) int reduce_fast(const char* fn, bcs_coll_t kind, const
   const bool rooted = kind == BCS_COLL_REDUCE;
   if (rooted && (root < 0 || root >= n)) return -1;
   const bool is_root = !rooted || cm.rank == root;  // receives the result
-  if (is_root && (!recvbuf || recvbuf == MPI_IN_PLACE)) return -1;
+  if (is_root && (!recvbuf || recvbuf == MPI_IN_PLACE || sendbuf == recvbuf)) return -1;
   if (sendbuf == MPI_IN_PLACE && is_root) sendbuf = recvbuf;
   if (!sendbuf || sendbuf == MPI_IN_PLACE) return -1;
   uint64_t unit;

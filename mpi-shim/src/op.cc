@@ -187,10 +187,15 @@ int bcs_impl_Reduce_local(const void* inbuf, void* inoutbuf, int count, MPI_Data
   if (count > 0 && (!inbuf || !inoutbuf))
     return raise_error(kNoComm, fn, MPI_ERR_BUFFER, "NULL %s with count %d",
                        !inbuf ? "inbuf" : "inoutbuf", count);
+  // No MPI_IN_PLACE here (MPI 5.9.7), and one buffer as both is erroneous.
+  if (inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE)
+    return raise_error(kNoComm, fn, MPI_ERR_BUFFER, "MPI_IN_PLACE is not allowed as %s",
+                       inbuf == MPI_IN_PLACE ? "inbuf" : "inoutbuf");
+  if (count > 0 && inbuf == inoutbuf)
+    return raise_error(kNoComm, fn, MPI_ERR_BUFFER,
+                       "inbuf and inoutbuf are the same buffer %p (aliased)", inbuf);
   Reduction red;
   if (int e = check_op(fn, kNoComm, op, type, count, &red)) return e;
-  if (inbuf == MPI_IN_PLACE || inoutbuf == MPI_IN_PLACE)
-    return raise_error(kNoComm, fn, MPI_ERR_ARG, "MPI_IN_PLACE is not allowed in MPI_Reduce_local");
   if (count == 0) return MPI_SUCCESS;
   if (red.user) {
     int len = count;

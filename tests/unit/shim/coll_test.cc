@@ -510,13 +510,35 @@ TEST_F(Coll, ReduceLocalErrors) {
   EXPECT_EQ(MPI_Reduce_local(&a, &b, 1, MPI_FLOAT, MPI_LOR), MPI_ERR_OP);
   EXPECT_EQ(MPI_Reduce_local(&a, &b, 1, MPI_C_FLOAT_COMPLEX, MPI_MAX), MPI_ERR_OP);
   EXPECT_EQ(MPI_Reduce_local(&a, &b, 1, MPI_C_BOOL, MPI_SUM), MPI_ERR_OP);
-  EXPECT_EQ(MPI_Reduce_local(MPI_IN_PLACE, &b, 1, MPI_INT, MPI_SUM), MPI_ERR_ARG);
-  EXPECT_EQ(MPI_Reduce_local(&a, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM), MPI_ERR_ARG);
+  // No MPI_IN_PLACE, no aliasing: a buffer error, as MPICH says too.
+  EXPECT_EQ(MPI_Reduce_local(MPI_IN_PLACE, &b, 1, MPI_INT, MPI_SUM), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Reduce_local(&a, MPI_IN_PLACE, 1, MPI_INT, MPI_SUM), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Reduce_local(&b, &b, 1, MPI_INT, MPI_SUM), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Reduce_local(&b, &b, 0, MPI_INT, MPI_SUM), MPI_SUCCESS);  // nothing read
   EXPECT_EQ(a, 1);
   EXPECT_EQ(b, 2);
 }
 
 // ------------------------------------------------------------ argument errors
+
+// One buffer as both sides, without MPI_IN_PLACE: MPI_ERR_BUFFER, and
+// nothing written. MPI_IN_PLACE, or the same address where a side carries
+// nothing (a count of 0), is fine.
+TEST_F(Coll, AliasedBuffersAreABufferError) {
+  int x[2] = {5, 6};
+  EXPECT_EQ(MPI_Allreduce(x, x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Reduce(x, x, 1, MPI_INT, MPI_SUM, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Gather(x, 1, MPI_INT, x, 1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Scatter(x, 1, MPI_INT, x, 1, MPI_INT, 0, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+  EXPECT_EQ(MPI_Alltoall(x, 1, MPI_INT, x, 1, MPI_INT, MPI_COMM_WORLD), MPI_ERR_BUFFER);
+  MPI_Request r = MPI_REQUEST_NULL;
+  EXPECT_EQ(MPI_Iallreduce(x, x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD, &r), MPI_ERR_BUFFER);
+  EXPECT_EQ(r, MPI_REQUEST_NULL);
+  EXPECT_EQ(x[0], 5);
+  EXPECT_EQ(MPI_Allreduce(MPI_IN_PLACE, x, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(MPI_Allgather(x, 0, MPI_INT, x, 0, MPI_INT, MPI_COMM_WORLD), MPI_SUCCESS);
+  EXPECT_EQ(x[0], 5);
+}
 
 TEST_F(Coll, InvalidCommunicatorComesFirst) {
   int x[4] = {}, y[4] = {};
