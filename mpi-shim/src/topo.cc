@@ -223,6 +223,7 @@ int bcs_impl_Cart_create(MPI_Comm old_comm, int ndims, const int dims[], const i
   if (parent == kNoComm)
     return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", old_comm);
   if (!comm_cart) return raise_error(parent, fn, MPI_ERR_ARG, "NULL comm_cart");
+  *comm_cart = MPI_COMM_NULL;  // what a failed call leaves (as MPI_Comm_dup's)
   if (ndims < 0) return raise_error(parent, fn, MPI_ERR_DIMS, "ndims %d (must be >= 0)", ndims);
   if (ndims > 0 && (!dims || !periods))
     return raise_error(parent, fn, MPI_ERR_ARG, "NULL dims or periods");
@@ -345,6 +346,7 @@ int bcs_impl_Cart_sub(MPI_Comm comm, const int remain_dims[], MPI_Comm* new_comm
   const size_t nd = t->dims.size();
   if (!new_comm || (nd > 0 && !remain_dims))
     return raise_error(ci, fn, MPI_ERR_ARG, "NULL remain_dims or new_comm");
+  *new_comm = MPI_COMM_NULL;  // what a failed call leaves
   std::vector<int> co(nd);
   coords_of(t->dims, comm_rank(ci), co.data());
   // Colour: my coordinates in the dropped dimensions; key: in the kept ones.
@@ -420,6 +422,7 @@ int bcs_impl_Graph_create(MPI_Comm comm_old, int nnodes, const int index[], cons
   if (parent == kNoComm)
     return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", comm_old);
   if (!comm_graph) return raise_error(parent, fn, MPI_ERR_ARG, "NULL comm_graph");
+  *comm_graph = MPI_COMM_NULL;  // what a failed call leaves
   if (int e = check_graph(fn, parent, nnodes, index, edges)) return e;
   auto t = std::make_shared<Topology>();
   t->kind = MPI_GRAPH;
@@ -531,6 +534,7 @@ int check_dist_args(const char* fn, MPI_Comm c, MPI_Info info, MPI_Comm* out, in
   if (*parent == kNoComm)
     return raise_error(kNoComm, fn, MPI_ERR_COMM, "invalid communicator 0x%x", c);
   if (!out) return raise_error(*parent, fn, MPI_ERR_ARG, "NULL newcomm");
+  *out = MPI_COMM_NULL;  // what a failed call leaves
   if (int e = check_info(*parent, fn, info)) return e;
   return MPI_SUCCESS;
 }

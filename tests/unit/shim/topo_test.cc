@@ -77,10 +77,18 @@ TEST_F(Topo, OneProcessPeriodicGridIsItsOwnNeighbour) {
 
 TEST_F(Topo, GridLargerThanTheCommunicatorIsRefused) {
   int dims[2] = {2, 1}, periods[2] = {0, 0};
-  MPI_Comm cart = MPI_COMM_NULL;
+  // A refused call leaves MPI_COMM_NULL, not whatever the handle held.
+  MPI_Comm cart = MPI_COMM_WORLD;
   EXPECT_EQ(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart), MPI_ERR_TOPOLOGY);
+  EXPECT_EQ(cart, MPI_COMM_NULL);
   dims[0] = 0;
+  cart = MPI_COMM_WORLD;
   EXPECT_EQ(MPI_Cart_create(MPI_COMM_WORLD, 2, dims, periods, 0, &cart), MPI_ERR_DIMS);
+  EXPECT_EQ(cart, MPI_COMM_NULL);
+  const int index[1] = {2}, edges[2] = {0, 5};
+  MPI_Comm graph = MPI_COMM_WORLD;
+  EXPECT_NE(MPI_Graph_create(MPI_COMM_WORLD, 1, index, edges, 0, &graph), MPI_SUCCESS);
+  EXPECT_EQ(graph, MPI_COMM_NULL);
 }
 
 TEST_F(Topo, CallsOnTheWrongTopologyRaiseMpiErrTopology) {
