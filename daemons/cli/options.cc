@@ -109,6 +109,28 @@ void add_manager_options(CLI::App* sub, std::string* manager, std::string* token
 
 }  // namespace
 
+// mpiexec's `-np N` (Open MPI, MPICH, Intel MPI; what users type). CLI11
+// reads a single-dash name as short flags (-n p), so that spelling becomes
+// --np - among bcs's own options only, before PROGRAM: a program's own
+// `-np` is its business. An option that takes a value skips it; the first
+// word that is neither is PROGRAM, and the scan stops there (a word it
+// misjudges stops it early, which leaves `-np` to CLI11's error, as before).
+void accept_mpiexec_np(const CLI::App& run_cmd, std::vector<std::string>& words) {
+  for (size_t i = 1; i < words.size(); ++i) {
+    std::string& w = words[i];
+    if (w == "-np" || w.rfind("-np=", 0) == 0) {
+      const bool has_value = w.size() > 3;
+      w.insert(0, "-");
+      if (!has_value) ++i;  // its count
+      continue;
+    }
+    if (w.size() < 2 || w[0] != '-') break;  // PROGRAM
+    const std::string name = w.substr(0, w.find('='));
+    const CLI::Option* o = run_cmd.get_option_no_throw(name);
+    if (o && o->get_expected_min() > 0 && w.find('=') == std::string::npos) ++i;
+  }
+}
+
 ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std::ostream& err) {
   CLI::App app{
       "bcs: an MPI runtime built on Buffered Coscheduling.\n"
@@ -132,7 +154,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   auto* run_cmd = app.add_subcommand(
       "run",
       "Run a program with N ranks: bcs run -n N [OPTIONS] PROGRAM [ARGS...]\n"
-      "(everything after PROGRAM is passed to the program)");
+      "(everything after PROGRAM is passed to the program; mpiexec's -np N works too)");
   run_cmd->footer(
       "Without --manager, bcs starts a private bcs-mm and K x bcs-nm on this host\n"
       "(found next to the bcs executable, then in PATH; BCS_MM_PATH / BCS_NM_PATH\n"
@@ -367,6 +389,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       split = true;
     }
   }
+  if (!words.empty() && words[0] == "run") accept_mpiexec_np(*run_cmd, words);
   std::reverse(words.begin(), words.end());  // CLI11 takes them back to front
 
   try {

@@ -47,6 +47,22 @@ TEST(CliOptions, ProgramArgumentsAreNotOurs) {
   EXPECT_FALSE(r.label);
 }
 
+// mpiexec's spelling `-np N` (and -np=N) is bcs's --np, among bcs's options;
+// after PROGRAM it is the program's.
+TEST(CliOptions, MpiexecsNpSpelling) {
+  RunOptions r = run_of(parse({"run", "-np", "3", "prog"}));
+  EXPECT_EQ(r.nranks, 3u);
+  EXPECT_EQ(r.program, "prog");
+  r = run_of(parse({"run", "-l", "--timeout", "10s", "-np=4", "prog", "-np", "9"}));
+  EXPECT_EQ(r.nranks, 4u);
+  EXPECT_TRUE(r.label);
+  EXPECT_EQ(r.program, "prog");
+  EXPECT_EQ(r.args, (std::vector<std::string>{"-np", "9"}));
+  r = run_of(parse({"run", "-n", "2", "prog", "-np", "9"}));
+  EXPECT_EQ(r.nranks, 2u);
+  EXPECT_EQ(r.args, (std::vector<std::string>{"-np", "9"}));
+}
+
 // --slurm: Slurm's allocation gives the ranks and their places.
 TEST(CliOptions, SlurmNeedsNoRankCountAndTakesNoPlacement) {
   RunOptions r = run_of(parse({"run", "--slurm", "-l", "prog", "--slurm"}));
