@@ -7,6 +7,7 @@
 #include <cstring>
 #include <vector>
 
+#include "coll.h"
 #include "shim.h"
 
 namespace bcs::shim {

@@ -17,6 +17,7 @@
 #include <memory>
 #include <vector>
 
+#include "coll.h"
 #include "shim.h"
 
 namespace bcs::shim {

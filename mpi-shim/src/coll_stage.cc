@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "dtype.h"
+#include "coll.h"
 #include "shim.h"
 
 namespace bcs::shim {
