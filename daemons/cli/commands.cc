@@ -52,7 +52,6 @@ namespace pb = bcs::v1;
 // How long Launch may take beyond waiting for the node managers.
 constexpr int kLaunchSlackMs = 20000;
 constexpr uint32_t kWaitNodesMs = 10000;
-// After Kill, how long to wait for the job's JobExit before giving up on it.
 // `bcs run --stdin`: whether bcs's stdin goes to rank 0. "auto" forwards
 // what a user pipes or redirects in (a pipe, a socket, a file) and leaves a
 // terminal or /dev/null alone, so an interactive `bcs run` never reads
@@ -118,6 +117,7 @@ class StdinFeeder {
   std::thread thread_;
 };
 
+// After Kill, how long to wait for the job's JobExit before giving up on it.
 constexpr auto kKillGrace = std::chrono::seconds(10);
 
 // Watches for signals and for --timeout while the main thread is blocked in

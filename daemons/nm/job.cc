@@ -295,10 +295,11 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
       // The rank starts with stdin (/dev/null, or rank 0's input pipe),
-      // stdout and stderr (its pipes) and the segment at fd 3: nothing else. The NM's own fds
-      // (gRPC, UCX's sockets, which UCX opens without close-on-exec,
-      // epoll, other ranks' pipes) are closed below, so a rank can neither
-      // write into the daemons' connections nor keep their ports open.
+      // stdout and stderr (its pipes) and the segment at fd 3: nothing
+      // else. The NM's own fds (gRPC, UCX's sockets, which UCX opens
+      // without close-on-exec, epoll, other ranks' pipes) are closed below,
+      // so a rank can neither write into the daemons' connections nor keep
+      // their ports open.
       // (The NM's fds 0-2 are always open - see main - so none of these
       // descriptors is below 3 and the dup2s cannot overwrite each other.)
       if (::dup2(stdin_fd, 0) < 0 || ::dup2(out[1], 1) < 0 || ::dup2(err[1], 2) < 0)

@@ -112,6 +112,12 @@ class IoLoop {
       });
       if (it == watches_.end()) {
         dropped = data.size();
+      } else if (inputs_[it->first].pending.size() + data.size() > kInputPendingMax) {
+        // The manager keeps 1 MiB unacknowledged at most: more is a
+        // manager that does not, and the node does not buffer for it.
+        spdlog::error("job {}: input for rank 0 beyond {} bytes waiting; dropped", job_id,
+                      kInputPendingMax);
+        dropped = data.size();
       } else {
         Input& in = inputs_[it->first];
         in.pending.append(data);
@@ -197,6 +203,8 @@ class IoLoop {
     ::epoll_ctl(ep_.get(), EPOLL_CTL_ADD, fd, &ev);
   }
 
+  // Rank 0's input waiting here at most: four times the manager's window.
+  static constexpr size_t kInputPendingMax = size_t{4} << 20;
   // What waits for rank 0's stdin pipe.
   struct Input {
     std::string pending;

@@ -170,7 +170,8 @@ bool process_runs_below(pid_t pid, pid_t ancestor, uid_t uid, gid_t gid, std::st
   const auto all_are = [&](const char* key, unsigned want) {
     const char* at = std::strstr(buf, key);
     unsigned v[4];
-    return at && std::sscanf(at + std::strlen(key), " %u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4 &&
+    return at &&
+           std::sscanf(at + std::strlen(key), " %u %u %u %u", &v[0], &v[1], &v[2], &v[3]) == 4 &&
            v[0] == want && v[1] == want && v[2] == want && v[3] == want;
   };
   if (!all_are("\nUid:", uid) || !all_are("\nGid:", gid)) {

@@ -164,6 +164,30 @@ int check_args(const char* fn, MPI_Comm c, int count, MPI_Datatype type, int pee
   return MPI_SUCCESS;
 }
 
+// Both halves of MPI_(I)Sendrecv_replace, checked before either is posted:
+// the outgoing data is packed into *out first, so the receive (r[1]) may
+// land in `buf` while the send (r[0]) reads the copy. If the send cannot be
+// posted, the receive is taken back.
+int post_replace(const char* fn, void* buf, int count, MPI_Datatype type, int dest, int sendtag,
+                 int source, int recvtag, MPI_Comm c, MPI_Request r[2],
+                 std::shared_ptr<CollData>* out) {
+  REQUIRE_RUNNING(fn);
+  if (int e = check_args(fn, c, count, type, dest, sendtag, false)) return e;
+  if (int e = check_args(fn, c, count, type, source, recvtag, true)) return e;
+  const int64_t bytes = count > 0 ? static_cast<int64_t>(count) * type_size(type) : 0;
+  *out = std::make_shared<CollData>();
+  (*out)->tmp.resize(static_cast<size_t>(bytes));
+  if (bytes > 0) type_pack(buf, count, type, (*out)->tmp.data());
+  r[0] = r[1] = MPI_REQUEST_NULL;
+  if (int e = p2p_irecv(fn, buf, count, type, source, recvtag, c, &r[1])) return e;
+  if (int e = p2p_isend(fn, (*out)->tmp.data(), static_cast<int>(bytes), MPI_BYTE, dest, sendtag,
+                        c, &r[0], false)) {
+    p2p_withdraw_recv(fn, &r[1]);
+    return e;
+  }
+  return MPI_SUCCESS;
+}
+
 int start_one(const char* fn, MPI_Request* request) {
   if (!request) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
   const int idx = req_index(*request);
@@ -449,50 +473,29 @@ int bcs_impl_Startall(int count, MPI_Request reqs[]) {
   return MPI_SUCCESS;
 }
 
-// ------------------------------------------------------------ Sendrecv_replace
+// ------------------------------------------------------------ Sendrecv_replace (post_replace above)
 
 int bcs_impl_Sendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
                           int source, int recvtag, MPI_Comm c, MPI_Status* st) {
   static const char fn[] = "MPI_Sendrecv_replace";
-  REQUIRE_RUNNING(fn);
-  if (int e = check_args(fn, c, count, type, dest, sendtag, false)) return e;
-  if (int e = check_args(fn, c, count, type, source, recvtag, true)) return e;
-  // The outgoing data is copied (packed) first, so the receive may land in
-  // the same buffer while the send is in flight.
-  const int64_t bytes = count > 0 ? static_cast<int64_t>(count) * type_size(type) : 0;
-  std::vector<unsigned char> out(static_cast<size_t>(bytes));
-  if (bytes > 0) type_pack(buf, count, type, out.data());
-  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  if (int e = p2p_irecv(fn, buf, count, type, source, recvtag, c, &r[1])) return e;
-  if (int e = p2p_isend(fn, out.data(), static_cast<int>(bytes), MPI_BYTE, dest, sendtag, c, &r[0],
-                        false))
+  MPI_Request r[2];
+  std::shared_ptr<CollData> out;
+  if (int e = post_replace(fn, buf, count, type, dest, sendtag, source, recvtag, c, r, &out))
     return e;
   if (int e = p2p_complete_one(fn, &r[0], true, nullptr, MPI_STATUS_IGNORE)) return e;
   return p2p_complete_one(fn, &r[1], true, nullptr, st);
 }
 
-// MPI 4.0: MPI_Sendrecv_replace with a request. The outgoing data is
-// packed into a copy the request keeps until its send half is done
-// (Req::then_keep), so the receive may land in the buffer meanwhile.
+// MPI 4.0: MPI_Sendrecv_replace with a request, which keeps the packed copy
+// until its send half is done (Req::then_keep).
 int bcs_impl_Isendrecv_replace(void* buf, int count, MPI_Datatype type, int dest, int sendtag,
                                int source, int recvtag, MPI_Comm c, MPI_Request* request) {
   static const char fn[] = "MPI_Isendrecv_replace";
-  REQUIRE_RUNNING(fn);
-  if (int e = check_args(fn, c, count, type, dest, sendtag, false)) return e;
-  if (int e = check_args(fn, c, count, type, source, recvtag, true)) return e;
-  if (!request)
-    return raise_error(comm_index(c), fn, MPI_ERR_REQUEST, "NULL request pointer");
-  const int64_t bytes = count > 0 ? static_cast<int64_t>(count) * type_size(type) : 0;
-  auto out = std::make_shared<CollData>();
-  out->tmp.resize(static_cast<size_t>(bytes));
-  if (bytes > 0) type_pack(buf, count, type, out->tmp.data());
-  MPI_Request r[2] = {MPI_REQUEST_NULL, MPI_REQUEST_NULL};
-  if (int e = p2p_irecv(fn, buf, count, type, source, recvtag, c, &r[1])) return e;
-  if (int e = p2p_isend(fn, out->tmp.data(), static_cast<int>(bytes), MPI_BYTE, dest, sendtag, c,
-                        &r[0], false)) {
-    p2p_withdraw_recv(fn, &r[1]);
+  if (!request) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  MPI_Request r[2];
+  std::shared_ptr<CollData> out;
+  if (int e = post_replace(fn, buf, count, type, dest, sendtag, source, recvtag, c, r, &out))
     return e;
-  }
   p2p_join_send(r[1], &r[0], std::move(out));
   *request = r[1];
   return MPI_SUCCESS;

@@ -102,13 +102,16 @@ TEST(ProcessTree, AChildOfAnotherUserOrNotDumpableIsRefused) {
   // As root, a non-dumpable root process still belongs to root: the test
   // asks as if the job ran as nobody instead.
   EXPECT_FALSE(process_runs_below(hidden.pid(), ::getpid(), 65534, 65534, &why));
+  // A child that becomes nobody. Changing ids makes a process non-dumpable
+  // until it execs; a rank has exec'd, so `dumpable` says it is again.
+  const auto as_nobody = [](int dumpable) {
+    return [dumpable] {
+      if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
+      ::prctl(PR_SET_DUMPABLE, dumpable);
+    };
+  };
   // Another user's child, and one whose ids are mixed (effective differs).
-  // Changing ids makes a process non-dumpable until it execs; a rank has
-  // exec'd, so this one says it is dumpable again.
-  Child other([] {
-    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
-    ::prctl(PR_SET_DUMPABLE, 1);
-  });
+  Child other(as_nobody(1));
   ASSERT_TRUE(other.ready());
   EXPECT_FALSE(process_runs_below(other.pid(), ::getpid(), 0, 0, &why));
   EXPECT_NE(why.find("wholly"), std::string::npos) << why;
@@ -119,10 +122,7 @@ TEST(ProcessTree, AChildOfAnotherUserOrNotDumpableIsRefused) {
   ASSERT_TRUE(mixed.ready());
   EXPECT_FALSE(process_runs_below(mixed.pid(), ::getpid(), 65534, 65534, &why));
   // The job's user, but not dumpable: refused.
-  Child nondump([] {
-    if (::setgid(65534) != 0 || ::setuid(65534) != 0) ::_exit(1);
-    ::prctl(PR_SET_DUMPABLE, 0);
-  });
+  Child nondump(as_nobody(0));
   ASSERT_TRUE(nondump.ready());
   EXPECT_FALSE(process_runs_below(nondump.pid(), ::getpid(), 65534, 65534, &why));
   EXPECT_NE(why.find("dumpable"), std::string::npos) << why;
