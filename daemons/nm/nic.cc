@@ -80,15 +80,45 @@ Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness)
     }
     std::unique_ptr<JobRanks> ranks;
     if (job) ranks = std::make_unique<JobRanks>(job);
-    DmaHelper::serve(m, ranks.get(), *this);
+    // Served on whichever thread progresses, so the reply's send is bound
+    // to the job it answers for, not to the strobe receiver's state.
+    struct ReplyNet final : Net {
+      Nic& nic;
+      const NmJob* job;
+      ReplyNet(Nic& n, const NmJob* j) : nic(n), job(j) {}
+      core::Status send(uint32_t node, core::EventId ev, std::span<const uint8_t> b) override {
+        return nic.send_for(job, node, ev, b);
+      }
+      core::Status wait(core::EventId, core::Message*, std::chrono::nanoseconds) override {
+        return core::Status::invalid;  // serving a read never waits
+      }
+    } reply_net(*this, job.get());
+    DmaHelper::serve(m, ranks.get(), reply_net);
     fabric_.xfer_and_signal(self_, wire::kEvDmaServed, {});
   });
 }
 
 Nic::~Nic() { fabric_.set_handler(wire::kEvDmaGet, nullptr); }
 
+// A role's send, like its wait below, rides out a peer that is stopped (a
+// debugger, a VM pause) up to the liveness timeout: a sender whose batch
+// the stopped peer cannot take until it runs again must not end the job
+// after a few seconds. It gives up as soon as the job it sends for ends.
 core::Status Nic::send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) {
-  return fabric_.xfer_and_signal(node, ev, bytes);
+  return send_for(running_job(), node, ev, bytes);
+}
+
+core::Status Nic::send_for(const NmJob* job, uint32_t node, core::EventId ev,
+                           std::span<const uint8_t> bytes) {
+  return fabric_.xfer_and_signal(node, ev, bytes,
+                                 core::SendLimit{liveness_, [this, job] { return job_ended(job); }});
+}
+
+const NmJob* Nic::running_job() const { return st_ ? st_->ranks.job().get() : nullptr; }
+
+bool Nic::job_ended(const NmJob* job) {
+  std::lock_guard lk(job_mu_);
+  return job && pending_job_.get() != job;
 }
 
 // A role waits for a peer's data up to the liveness timeout (a stopped or
@@ -98,14 +128,12 @@ core::Status Nic::send(uint32_t node, core::EventId ev, std::span<const uint8_t>
 core::Status Nic::wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) {
   using namespace std::chrono;
   const auto deadline = steady_clock::now() + std::min(limit, liveness_);
-  const NmJob* mine = st_ ? st_->ranks.job().get() : nullptr;
   for (;;) {
     const auto left = deadline - steady_clock::now();
     const auto step = std::min<nanoseconds>(left, milliseconds(100));
     const auto s = fabric_.test_event(ev, m, step < nanoseconds(0) ? nanoseconds(0) : step);
     if (s != core::Status::timeout || steady_clock::now() >= deadline) return s;
-    std::lock_guard lk(job_mu_);
-    if (mine && pending_job_.get() != mine) return core::Status::closed;
+    if (job_ended(running_job())) return core::Status::closed;
   }
 }
 

@@ -140,6 +140,14 @@ class Nic : private Net {
   // Net over the fabric.
   core::Status send(uint32_t node, core::EventId ev, std::span<const uint8_t> bytes) override;
   core::Status wait(core::EventId ev, core::Message* m, std::chrono::nanoseconds limit) override;
+  // A send for `job` waits for a stalled peer up to the liveness timeout,
+  // and gives up once the manager has ended `job` (nullptr: never).
+  core::Status send_for(const NmJob* job, uint32_t node, core::EventId ev,
+                        std::span<const uint8_t> bytes);
+  // The strobe receiver's job (its thread only).
+  const NmJob* running_job() const;
+  // `job` is no longer the one this node should run (any thread).
+  bool job_ended(const NmJob* job);
 
   // Runs the microphase's roles and notes what it did in local_.
   wire::Report on_strobe(const wire::Strobe& s);

@@ -94,11 +94,16 @@ bool Fabric::connected(NodeId peer) const {
 }
 
 Status Fabric::xfer_and_signal(const NodeSet& dests, EventId ev, std::span<const uint8_t> data) {
-  return impl_->send(dests, Kind::event, ev, data, /*all_or_nothing=*/true);
+  return impl_->send(dests, Kind::event, ev, data, /*all_or_nothing=*/true, SendLimit{});
 }
 
 Status Fabric::xfer_and_signal(NodeId dest, EventId ev, std::span<const uint8_t> data) {
   return xfer_and_signal(NodeSet{dest}, ev, data);
+}
+
+Status Fabric::xfer_and_signal(NodeId dest, EventId ev, std::span<const uint8_t> data,
+                               const SendLimit& limit) {
+  return impl_->send(NodeSet{dest}, Kind::event, ev, data, /*all_or_nothing=*/true, limit);
 }
 
 Status Fabric::test_event(EventId ev, Message* out, std::optional<std::chrono::nanoseconds> timeout) {

@@ -60,10 +60,9 @@ using std::chrono::nanoseconds;
 // the largest id registered.
 constexpr unsigned kAmId = 7;
 
-// How long xfer_and_signal waits for local completion before giving up on the
-// peer. A live peer that progresses completes even multi-MiB rendezvous sends
-// in milliseconds; a few seconds means the peer is gone or wedged.
-constexpr auto kSendTimeout = std::chrono::seconds(5);
+// How often a send that waits for a stalled peer asks its caller whether to
+// give up (SendLimit::give_up).
+constexpr auto kGiveUpPoll = std::chrono::milliseconds(100);
 // How long teardown of one endpoint may take before we stop waiting for it.
 constexpr auto kCloseTimeout = std::chrono::seconds(2);
 // Sleep cap while waiting for send completion: not every transport signals
@@ -606,7 +605,7 @@ struct Fabric::Impl {
   // Sends one message per destination and waits for local completion.
   // all_or_nothing: refuse (send to none) if any destination is unreachable.
   Status send(const NodeSet& dests, Kind kind, uint16_t id, std::span<const uint8_t> data,
-              bool all_or_nothing) {
+              bool all_or_nothing, const SendLimit& limit = {}) {
     if (closed.load()) return Status::closed;
     std::vector<std::shared_ptr<Peer>> targets;
     targets.reserve(dests.size());
@@ -658,7 +657,7 @@ struct Fabric::Impl {
       ops.push_back(std::move(op));
     }
 
-    Status st = wait_sends(ops);
+    Status st = wait_sends(ops, limit);
     for (auto& op : ops) {
       if (op->done.load() && op->status != UCS_OK) {
         set_error(std::string("send completion: ") + ucs_status_string(op->status));
@@ -670,26 +669,35 @@ struct Fabric::Impl {
     return result;
   }
 
-  Status wait_sends(std::vector<std::unique_ptr<SendOp>>& ops) {
+  Status wait_sends(std::vector<std::unique_ptr<SendOp>>& ops, const SendLimit& limit) {
     auto all_done = [&] {
       return std::all_of(ops.begin(), ops.end(),
                          [](const auto& op) { return op->done.load(std::memory_order_acquire); });
     };
-    const auto deadline = Clock::now() + kSendTimeout;
-    const auto spin_end = Clock::now() + cfg.spin;
+    const auto start = Clock::now();
+    const auto deadline = start + limit.timeout;
+    const auto spin_end = start + cfg.spin;
+    auto next_ask = start + kGiveUpPoll;
+    bool gave_up = false;
     while (!all_done()) {
       progress();
       if (all_done()) break;
       const auto now = Clock::now();
       if (now >= deadline) break;
+      if (limit.give_up && now >= next_ask) {
+        next_ask = now + kGiveUpPoll;
+        if ((gave_up = limit.give_up())) break;
+      }
       if (now >= spin_end) sleep_on_ucx(deadline, nullptr, kSendPollCap);
     }
     if (all_done()) return Status::ok;
 
-    // Timed out: the peer is not taking the data. Force-close its endpoint,
-    // which completes the outstanding requests with an error, so the caller's
-    // buffer is no longer referenced when we return.
-    set_error("send did not complete within the send timeout; peer closed");
+    // Timed out (or the caller no longer needs the send): the peer is not
+    // taking the data. Force-close its endpoint, which completes the
+    // outstanding requests with an error, so the caller's buffer is no
+    // longer referenced when we return.
+    set_error(gave_up ? "send abandoned by its caller while the peer did not take it; peer closed"
+                      : "send did not complete within the send timeout; peer closed");
     for (auto& op : ops)
       if (!op->done.load()) close_ep(*op->peer);
     const auto close_deadline = Clock::now() + kCloseTimeout;

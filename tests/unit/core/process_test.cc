@@ -11,6 +11,7 @@
 
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <utility>
 #include <vector>
@@ -161,6 +162,72 @@ TEST(CoreProcesses, ForkedPeerEchoesAllSizes) {
   }
   ASSERT_EQ(f->xfer_and_signal(2, kPing, bytes(kDoneMark)), Status::ok);
   EXPECT_EQ(child.wait(std::chrono::milliseconds(20000)), 0);
+}
+
+// A peer stopped (SIGSTOP: a debugger, a VM pause) while a large message
+// to it is in flight. With a limit longer than the stall, the send rides it
+// out and completes once the peer runs again, even past the default 5 s;
+// a caller that no longer needs the send ends it at once with give_up.
+// The stall is measured in the sender's own give_up calls (about one per
+// 100 ms), so no test thread sleeps.
+class StoppedPeer : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_GE(c2p.r, 0);
+    ASSERT_GE(p2c.r, 0);
+    const pid_t pid = ::fork();
+    ASSERT_GE(pid, 0);
+    if (pid == 0) _exit(child_main(c2p.w, p2c.r));
+    child = std::make_unique<Child>(pid);
+    pid_ = pid;
+    f = make_fabric(1);
+    ASSERT_TRUE(f);
+    std::vector<uint8_t> peer;
+    ASSERT_TRUE(recv_blob(c2p.r, &peer));
+    ASSERT_TRUE(send_blob(p2c.w, f->address()));
+    ASSERT_EQ(f->connect(2, peer), Status::ok);
+    // One round trip first, so the connection is up before the stop.
+    ASSERT_EQ(f->xfer_and_signal(2, kPing, pattern(8, 1)), Status::ok);
+    Message m;
+    ASSERT_EQ(f->test_event(kPong, &m, kWait), Status::ok);
+  }
+  // Large enough that no transport can take it without the peer's help
+  // (socket buffers, a rendezvous).
+  const std::vector<uint8_t> big = pattern(64u << 20, 3);
+  Pipe c2p, p2c;
+  std::unique_ptr<Child> child;
+  pid_t pid_ = -1;
+  std::unique_ptr<Fabric> f;
+};
+
+TEST_F(StoppedPeer, ASendRidesOutAStallLongerThanTheDefaultTimeout) {
+  ASSERT_EQ(::kill(pid_, SIGSTOP), 0);
+  int asked = 0;
+  bool resumed = false;
+  const SendLimit limit{std::chrono::seconds(60), [&] {
+                          // ~5.5 s: past the default timeout of 5 s.
+                          if (++asked == 55) resumed = ::kill(pid_, SIGCONT) == 0;
+                          return false;
+                        }};
+  const auto s = f->xfer_and_signal(2, kPing, big, limit);
+  if (!resumed) ::kill(pid_, SIGCONT);
+  ASSERT_EQ(s, Status::ok) << f->last_error();
+  EXPECT_TRUE(resumed) << "the send completed while the peer was stopped (asked " << asked << ")";
+  Message m;
+  ASSERT_EQ(f->test_event(kPong, &m, kWait), Status::ok);
+  EXPECT_TRUE(m.data == big);
+  ASSERT_EQ(f->xfer_and_signal(2, kPing, bytes(kDoneMark)), Status::ok);
+  EXPECT_EQ(child->wait(std::chrono::milliseconds(20000)), 0);
+}
+
+TEST_F(StoppedPeer, ASendItsCallerGivesUpOnEndsAtOnce) {
+  ASSERT_EQ(::kill(pid_, SIGSTOP), 0);
+  int asked = 0;
+  const SendLimit limit{std::chrono::seconds(60), [&] { return ++asked == 3; }};
+  EXPECT_EQ(f->xfer_and_signal(2, kPing, big, limit), Status::io_error);
+  EXPECT_EQ(asked, 3);
+  EXPECT_FALSE(f->connected(2));  // the endpoint is closed: nothing references `big`
+  // ~Child kills the stopped peer and reaps it.
 }
 
 // Re-runs every other core test in a fresh process with another transport

@@ -71,6 +71,18 @@ struct VarReplica {
 
 enum class Cmp { ge, eq, gt };
 
+// How long a send may wait for local completion before the peer is given up
+// (its endpoint closed, Status::io_error). A live peer that progresses takes
+// even multi-MiB sends in milliseconds; the default few seconds suit
+// control traffic. A caller that must ride out a stalled peer (a node
+// manager stopped in a debugger) passes its liveness timeout, with
+// `give_up` saying when waiting is pointless (the job it sends for has
+// ended). `give_up` is called from the sending thread about every 100 ms.
+struct SendLimit {
+  std::chrono::nanoseconds timeout = std::chrono::seconds(5);
+  std::function<bool()> give_up;
+};
+
 struct FabricConfig {
   NodeId self = 0;
   // Spin (progressing the worker) this long before arming the UCX event fd
@@ -114,6 +126,8 @@ class Fabric {
   // (delivery is reliable and, per (source, destination) pair, in order).
   Status xfer_and_signal(const NodeSet& dests, EventId ev, std::span<const uint8_t> data);
   Status xfer_and_signal(NodeId dest, EventId ev, std::span<const uint8_t> data);
+  Status xfer_and_signal(NodeId dest, EventId ev, std::span<const uint8_t> data,
+                         const SendLimit& limit);
 
   // ---- primitive 2: test_event
   // Takes the oldest message signalled on `ev`. timeout == 0: poll once;
