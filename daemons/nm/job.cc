@@ -637,6 +637,9 @@ uint32_t NmJob::offer_pid(int32_t from, uint32_t node) {
 
 int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64_t dst,
                                  size_t len) {
+  if (!is_local(to)) return LocalRanks::kNotDelegated;
+  for (const auto& u : local(to).dma)
+    if (u.pending) return LocalRanks::kNotDelegated;  // await_copy would settle that one
   if (!post_copy(spid, to, src, dst, len)) return LocalRanks::kNotDelegated;
   return await_copy(to);
 }
@@ -644,46 +647,79 @@ int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64
 bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len) {
   if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit) return false;
   LocalRank& r = local(to);
-  if (r.dma_pending) return false;  // one order at a time; await_copy settles it
+  size_t slot = kDmaSlots;
+  bool any_pending = false;
+  for (size_t i = 0; i < kDmaSlots; ++i) {
+    if (r.dma[i].pending)
+      any_pending = true;
+    else if (slot == kDmaSlots)
+      slot = i;
+  }
+  if (slot == kDmaSlots) return false;  // every slot pending; await_copy settles them
   {
     std::lock_guard lk(copy_mu_);
     if (r.dead) return false;
   }
   RankView v = view(r);
   // Only a rank asleep in MPI is asked: one computing would not look soon.
+  // (One copying an earlier order stays `waiting`.)
   if (!v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
-  DmaOrder& o = v.ctl->dma;
+  DmaOrder& o = v.ctl->dma[slot];
   o.pid = spid;
   o.src = src;
   o.dst = dst;
   o.len = len;
+  o.seq = ++r.dma_seq;
   o.error = 0;
-  o.state.store(kDmaPosted, std::memory_order_release);
-  r.dma_pending = true;
-  r.dma_posted = std::chrono::steady_clock::now();
-  r.dma_len = len;
-  rank_wake(v);
+  o.nm_waiting.store(0, std::memory_order_relaxed);
+  // seq_cst store, then load: a rank copying an earlier order looks at the
+  // slots again after it (rank.cc, take_dma_orders), so either it finds
+  // this one or we see that it is no longer copying and wake it. A rank
+  // busy copying is not woken: it would leave MPI's wait for nothing.
+  o.state.store(kDmaPosted, std::memory_order_seq_cst);
+  bool copying = false;
+  if (any_pending)
+    for (size_t i = 0; i < kDmaSlots; ++i)
+      copying |= i != slot && r.dma[i].pending &&
+                 v.ctl->dma[i].state.load(std::memory_order_seq_cst) == kDmaTaken;
+  auto& u = r.dma[slot];
+  u.pending = true;
+  u.seq = r.dma_seq;
+  u.posted = std::chrono::steady_clock::now();
+  u.len = len;
+  if (!copying) rank_wake(v);
   return true;
 }
 
 int32_t NmJob::await_copy(int32_t to) {
   if (!is_local(to)) return LocalRanks::kNotDelegated;
   LocalRank& r = local(to);
-  if (!r.dma_pending) return LocalRanks::kNotDelegated;
-  r.dma_pending = false;
+  size_t slot = kDmaSlots;
+  for (size_t i = 0; i < kDmaSlots; ++i)
+    if (r.dma[i].pending && (slot == kDmaSlots || r.dma[i].seq < r.dma[slot].seq)) slot = i;
+  if (slot == kDmaSlots) return LocalRanks::kNotDelegated;
+  auto& u = r.dma[slot];
+  u.pending = false;
   RankView v = view(r);
-  DmaOrder& o = v.ctl->dma;
+  DmaOrder& o = v.ctl->dma[slot];
   using clock = std::chrono::steady_clock;
-  const auto posted = r.dma_posted;
+  const auto posted = u.posted;
   auto taken = clock::time_point{};
-  const auto limit =
-      kDmaCopyLimit + std::chrono::milliseconds(1000 * r.dma_len / kDmaSlowestRate);
+  const auto limit = kDmaCopyLimit + std::chrono::milliseconds(1000 * u.len / kDmaSlowestRate);
+  // The rank takes the next pending order once this one is done: the
+  // take-back clock of that one starts then.
+  auto settled = [&] {
+    for (auto& w : r.dma)
+      if (w.pending) w.posted = std::max(w.posted, clock::now());
+  };
   for (;;) {
-    const uint32_t st = o.state.load(std::memory_order_acquire);
+    const uint32_t st = o.state.load(std::memory_order_seq_cst);
     const auto now = clock::now();
     if (st == kDmaDone) {
+      o.nm_waiting.store(0, std::memory_order_relaxed);
       int32_t e = o.error;
       o.state.store(kDmaIdle, std::memory_order_relaxed);
+      settled();
       if (e == kDmaNotPermitted) {
         spdlog::info("job {}: ranks may not read each other's memory (Yama ptrace scope?): the "
                      "DMA helper copies through itself from now on",
@@ -697,8 +733,11 @@ int32_t NmJob::await_copy(int32_t to) {
     if (st == kDmaPosted) {
       if (now - posted > kDmaTakeBack) {
         uint32_t expected = kDmaPosted;
-        if (o.state.compare_exchange_strong(expected, kDmaIdle, std::memory_order_acq_rel))
+        if (o.state.compare_exchange_strong(expected, kDmaIdle, std::memory_order_acq_rel)) {
+          o.nm_waiting.store(0, std::memory_order_relaxed);
+          settled();
           return LocalRanks::kNotDelegated;
+        }
         continue;  // taken just now
       }
     } else if (st == kDmaTaken) {
@@ -715,6 +754,10 @@ int32_t NmJob::await_copy(int32_t to) {
       std::lock_guard lk(copy_mu_);
       if (r.dead) return bcs_err_peer_gone;  // its own receive: nobody else is waiting for it
     }
+    // Asleep on the order: the rank wakes us when it is done (seq_cst:
+    // pairs with its store of kDmaDone and load of nm_waiting).
+    o.nm_waiting.store(1, std::memory_order_seq_cst);
+    if (o.state.load(std::memory_order_seq_cst) != st) continue;
     futex_wait(&o.state, st, 1'000'000);
   }
 }

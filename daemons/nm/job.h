@@ -9,6 +9,7 @@
 #include <sys/types.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <condition_variable>
@@ -95,11 +96,16 @@ struct LocalRank {
   // could be reused.
   pid_t mpi_pid = 0;
   UniqueFd mpi_pidfd;
-  // A copy order posted (NmJob::post_copy) and not yet settled (await_copy).
-  // Strobe receiver only.
-  bool dma_pending = false;
-  std::chrono::steady_clock::time_point dma_posted;
-  uint64_t dma_len = 0;
+  // Copy orders posted (NmJob::post_copy) and not yet settled (await_copy),
+  // one per slot of RankControl::dma. Strobe receiver only.
+  struct DmaUse {
+    bool pending = false;
+    uint64_t seq = 0;  // post order: await_copy settles the lowest first
+    std::chrono::steady_clock::time_point posted;  // or when the rank could start it
+    uint64_t len = 0;
+  };
+  std::array<DmaUse, kDmaSlots> dma{};
+  uint64_t dma_seq = 0;
   std::atomic<bool> killed_by_bcs{false};
   std::string corrupted;  // why the NM ended it (under NmJob::copy_mu), "" if it did not
   // The ring head the buffer sender last read (what it held back included);
@@ -188,11 +194,13 @@ class NmJob {
   // have its ranks read ours directly; else 0.
   uint32_t offer_pid(int32_t from, uint32_t node);
   // The two halves of copy_from_process: the order is posted (false: it was
-  // not: single copy off, the rank awake or gone, an order still pending),
-  // then settled: waited for, or taken back if the rank has not taken it
-  // within kDmaTakeBack (kNotDelegated), as copy_from_process returns.
-  // Between them the rank copies while the node does other work (the DMA
-  // helper's copies ahead). The process of local rank `r`, 0 if gone.
+  // not: single copy off, the rank awake or gone, every slot pending),
+  // then settled, oldest first: waited for, or taken back if the rank has
+  // not taken it within kDmaTakeBack of being able to (kNotDelegated), as
+  // copy_from_process returns. Between them the rank copies while the node
+  // does other work (the DMA helper's copies ahead); copy_from_process
+  // itself delegates only when no order is pending. The process of local
+  // rank `r`, 0 if gone.
   bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len);
   int32_t await_copy(int32_t to);
   uint32_t pid_of(int32_t r);

@@ -136,8 +136,8 @@ void polled_nothing() {
   sched_yield();
 }
 
-void take_dma_order() {
-  bcs::DmaOrder& o = st().view.ctl->dma;
+namespace {
+void carry_out(bcs::DmaOrder& o) {
   uint32_t expected = bcs::kDmaPosted;
   if (!o.state.compare_exchange_strong(expected, bcs::kDmaTaken, std::memory_order_acq_rel))
     return;  // the node manager took it back
@@ -158,8 +158,33 @@ void take_dma_order() {
     done += static_cast<uint64_t>(n);
   }
   o.error = err;
-  o.state.store(bcs::kDmaDone, std::memory_order_release);
-  bcs::futex_wake_all(&o.state);
+  // seq_cst store, then load: pairs with the NM's store of nm_waiting and
+  // re-read of state (NmJob::await_copy), so one of the two sees the other.
+  o.state.store(bcs::kDmaDone, std::memory_order_seq_cst);
+  if (o.nm_waiting.load(std::memory_order_seq_cst)) bcs::futex_wake_all(&o.state);
+}
+}  // namespace
+
+bool dma_order_posted(const bcs::RankControl* ctl) {
+  for (const bcs::DmaOrder& o : ctl->dma)
+    if (o.state.load(std::memory_order_acquire) == bcs::kDmaPosted) return true;
+  return false;
+}
+
+void take_dma_orders() {
+  auto* ctl = st().view.ctl;
+  for (;;) {
+    // seq_cst: pairs with the NM's post of a next order (NmJob::post_copy).
+    bcs::DmaOrder* next = nullptr;
+    for (bcs::DmaOrder& o : ctl->dma)
+      if (o.state.load(std::memory_order_seq_cst) == bcs::kDmaPosted && (!next || o.seq < next->seq))
+        next = &o;
+    if (!next) return;
+    // Copying for the runtime is waiting in MPI (a wake-up that cleared
+    // the flag meanwhile changed nothing else).
+    ctl->waiting.store(1, std::memory_order_seq_cst);
+    carry_out(*next);
+  }
 }
 
 void run_slice_hooks() {

@@ -175,9 +175,11 @@ void empty_status(bcs_msg_status_t* out);
 // ------------------------------------------------------------ posting, waiting
 // The drain notes so far to the drain observer; the slice alarm, if due.
 void run_slice_hooks();
-// Carries out the DMA helper's copy order (segment.h, DmaOrder), unless it
-// was taken back.
-void take_dma_order();
+// Carries out the DMA helper's copy orders (segment.h, DmaOrder), oldest
+// first, including any posted while it copies, unless taken back.
+void take_dma_orders();
+// Some copy order is posted for this rank.
+bool dma_order_posted(const bcs::RankControl* ctl);
 
 // The last local rank to block tells the node manager, which may then
 // start the next slice at once (work-conserving strobe). Every rank sets
@@ -222,18 +224,18 @@ void wait_until(Pred ready) {
     ring_if_blocked();
     // Looked at after `waiting` is set: an order posted later bumps
     // wake_seq past `seen`, so the sleep below returns at once.
-    if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) {
-      take_dma_order();
+    if (dma_order_posted(ctl)) {
+      take_dma_orders();
       ctl->waiting.store(0, std::memory_order_relaxed);
       continue;
     }
     bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
     // Woken for an order (rank_wake cleared `waiting`): taken even if
     // ready() now holds, or the helper would wait to take it back.
-    if (ctl->dma.state.load(std::memory_order_acquire) == bcs::kDmaPosted) {
+    if (dma_order_posted(ctl)) {
       ctl->waiting.store(1, std::memory_order_seq_cst);
       ring_if_blocked();
-      take_dma_order();
+      take_dma_orders();
     }
     ctl->waiting.store(0, std::memory_order_relaxed);
     if (st().slice_hooks) run_slice_hooks();

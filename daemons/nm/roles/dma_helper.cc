@@ -39,7 +39,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     return rep;
   }
   LocalRanks& job = *ranks;
-  settle_ahead(job);
+  settle_ahead(job, br);
   // Remote chunks asked for, by token; `direct`: the receiving rank read it
   // itself (with outcome `err`), the sender's node only confirms.
   struct Pending {
@@ -211,11 +211,29 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
   return rep;
 }
 
-void DmaHelper::settle_ahead(LocalRanks& job) {
+void DmaHelper::settle_ahead(LocalRanks& job, BufferReceiver& br) {
   landed_.clear();
-  for (const Ahead& a : ahead_)
+  // Each rank's oldest order is the piece this slice's chunk should find
+  // landed. A newer one (the piece after it) may go on copying through this
+  // P2P, unless the rank receives a transfer's last chunk now: that
+  // completes both ends, after which the sender may reuse its buffer, so no
+  // order of the rank may still be reading it.
+  auto finishing = [&](int32_t to) {
+    return std::any_of(br.chunks().begin(), br.chunks().end(),
+                       [&](const Chunk& c) { return c.last && c.match->recv.rank == to; });
+  };
+  std::vector<Ahead> kept;
+  std::vector<int32_t> settled;
+  for (const Ahead& a : ahead_) {
+    const bool older = std::find(settled.begin(), settled.end(), a.to) != settled.end();
+    if (older && !finishing(a.to)) {
+      kept.push_back(a);
+      continue;
+    }
+    settled.push_back(a.to);
     if (job.await_copy(a.to) == 0) landed_.push_back(a);
-  ahead_.clear();
+  }
+  ahead_ = std::move(kept);
 }
 
 bool DmaHelper::landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst,
@@ -241,10 +259,27 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
     else if (m.send.pid && job.host_peer(job.node_of(m.send.src)))
       pid = m.send.pid;
     if (!pid) return;
+    // Two pieces ahead: the next slice's, and the one after it, so the rank
+    // goes from one to the next while the node confirms the first. A rank
+    // still copying the next slice's piece gets only the one after it.
+    const Ahead first{m.recv.rank, pid, m.send.addr + off, m.recv.addr + off, len};
+    size_t mine = 0;
+    bool has_first = false;
     for (const Ahead& a : ahead_)
-      if (a.to == m.recv.rank) return;  // one order per rank at a time
-    const Ahead a{m.recv.rank, pid, m.send.addr + off, m.recv.addr + off, len};
-    if (job.post_copy(a.pid, a.to, a.src, a.dst, a.len)) ahead_.push_back(a);
+      if (a.to == m.recv.rank) {
+        ++mine;
+        has_first |= a.pid == pid && a.src == first.src && a.dst == first.dst && a.len == len;
+      }
+    if (mine == 0) {
+      if (!job.post_copy(pid, first.to, first.src, first.dst, len)) return;
+      ahead_.push_back(first);
+    } else if (mine > 1 || !has_first) {
+      return;  // the rank's orders are for something else
+    }
+    const uint64_t next_len = std::min(len, m.bytes - off - len);
+    if (next_len < kSingleCopyMin) return;
+    const Ahead second{m.recv.rank, pid, first.src + len, first.dst + len, next_len};
+    if (job.post_copy(pid, second.to, second.src, second.dst, next_len)) ahead_.push_back(second);
   });
 }
 

@@ -49,7 +49,7 @@ class DmaHelper {
   // The bytes land early in a receive buffer the program cannot look at
   // yet (its request completes with the last chunk, as before), read from
   // a send buffer it may not change until then.
-  void settle_ahead(LocalRanks& job);
+  void settle_ahead(LocalRanks& job, BufferReceiver& br);
   bool landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst, uint64_t len) const;
   void copy_ahead(LocalRanks& job, BufferReceiver& br);
 

@@ -29,10 +29,11 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 8;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 9;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
-                                         // 7: landings for small receives; 8: mpi_pid
+                                         // 7: landings for small receives; 8: mpi_pid;
+                                         // 9: two DMA order slots
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -196,6 +197,15 @@ enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
 // says it is done. An order the rank did not take within a short while is
 // taken back (a CAS on `state`) and copied the old way. The NM writes the
 // order, the rank only `state` and `error`, which the NM checks.
+//
+// A rank has kDmaSlots order slots, so that the DMA helper can post the
+// next piece of a large transfer while the rank still copies the one
+// before (copies ahead): the rank goes from one to the next without
+// waiting for the node manager. It takes posted orders lowest `seq` first
+// (any order of taking is correct; this one is the transfer's). The rank
+// wakes the NM only when it said it sleeps on the order (`nm_waiting`,
+// io_uring's need-wakeup idea): a rank finishing a piece nobody waits for
+// yet goes on to the next one without a system call.
 enum : uint32_t {
   kDmaIdle = 0,
   kDmaPosted = 1,  // NM: an order is there
@@ -203,14 +213,16 @@ enum : uint32_t {
   kDmaDone = 3,    // rank: copied, `error` says how
 };
 constexpr int32_t kDmaNotPermitted = -1;  // DmaOrder::error: the kernel refused (EPERM)
+constexpr uint32_t kDmaSlots = 2;
 struct DmaOrder {
   std::atomic<uint32_t> state;
   int32_t error;  // rank: 0, a bcs_err_*, or kDmaNotPermitted
   uint32_t pid;   // NM: the sender's
-  uint32_t reserved;
+  std::atomic<uint32_t> nm_waiting;  // NM: 1 = asleep on `state`, wake it when done
   uint64_t src;   // NM: in the sender
   uint64_t dst;   // NM: in this rank
   uint64_t len;
+  uint64_t seq;   // NM: the order's number among this rank's (taking order)
 };
 
 struct alignas(64) RankControl {
@@ -251,8 +263,8 @@ struct alignas(64) RankControl {
   // Drain notes written so far (the NM's count, which it keeps privately
   // and only publishes here, release); note i is at i % ring_slots.
   alignas(64) std::atomic<uint64_t> drain_head;
-  // A copy order of the DMA helper (single copy, see DmaOrder).
-  alignas(64) DmaOrder dma;
+  // The DMA helper's copy orders (single copy, see DmaOrder).
+  alignas(64) DmaOrder dma[kDmaSlots];
 };
 
 // One drain note: in job slice `slice` the node manager took `count`

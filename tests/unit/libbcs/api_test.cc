@@ -234,16 +234,20 @@ TEST_F(ApiTest, TheSliceAlarmRingsOnceFromItsSliceOn) {
   EXPECT_EQ(st.slice, 9u);  // the slice it completed in
 }
 
-// Single copy: the DMA helper hands a rank asleep in MPI a copy order; the
+// Single copy: the DMA helper hands a rank asleep in MPI copy orders; the
 // rank reads the sender's memory into its buffer itself (here the "sender"
 // is this process), says so, and sleeps on until its receive completes. An
-// order taken back before the rank saw it is left alone.
-TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrder) {
+// order taken back before the rank saw it is left alone. Two orders posted
+// together (copies ahead: the next piece while the rank copies one) are
+// both carried out on one wake-up, and the rank wakes the helper that said
+// it sleeps on one.
+TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrders) {
   attach(2);
   const std::vector<uint8_t> src = pattern(300000, 5);
   std::vector<uint8_t> dst(src.size());
   uint8_t small[8] = {};
-  DmaOrder& o = view_.ctl->dma;
+  DmaOrder& o = view_.ctl->dma[0];
+  DmaOrder& o2 = view_.ctl->dma[1];
   uint32_t taken_back_state = 0;
   std::thread nm([&] {
     while (!view_.ctl->waiting.load()) std::this_thread::yield();
@@ -256,13 +260,28 @@ TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrder) {
     o.state.store(kDmaPosted);
     uint32_t posted = kDmaPosted;
     if (o.state.compare_exchange_strong(posted, kDmaIdle)) taken_back_state = kDmaIdle;
-    // The real one, as NmJob::copy_by_receiver posts it.
-    o.len = src.size();
+    // The real ones, as NmJob::post_copy posts them: the first half in the
+    // second slot, the rest in the first.
+    const size_t half = src.size() / 2;
+    o2.pid = o.pid;
+    o2.src = o.src;
+    o2.dst = o.dst;
+    o2.len = half;
+    o2.seq = 1;
+    o2.error = 99;
+    o.src += half;
+    o.dst += half;
+    o.len = src.size() - half;
+    o.seq = 2;
     o.error = 99;
-    o.state.store(kDmaPosted, std::memory_order_release);
+    o2.state.store(kDmaPosted, std::memory_order_seq_cst);
+    o.state.store(kDmaPosted, std::memory_order_seq_cst);
     rank_wake(view_);
-    while (o.state.load(std::memory_order_acquire) != kDmaDone)
-      futex_wait(&o.state, o.state.load(), 1'000'000);
+    for (DmaOrder* w : {&o2, &o}) {
+      w->nm_waiting.store(1, std::memory_order_seq_cst);
+      for (uint32_t s; (s = w->state.load(std::memory_order_seq_cst)) != kDmaDone;)
+        futex_wait(&w->state, s, 1'000'000);
+    }
     request_complete(view_, nm_->seen().back().request, bcs_err_none, 1, 3, src.size(), 0, 1, 2);
   });
   EXPECT_EQ(bcs_recv(small, sizeof small, 1, 3, kContextWorld, BCS_BLOCKING, nullptr, nullptr),
@@ -270,6 +289,7 @@ TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrder) {
   nm.join();
   EXPECT_EQ(taken_back_state, kDmaIdle);
   EXPECT_EQ(o.error, 0);
+  EXPECT_EQ(o2.error, 0);
   EXPECT_EQ(dst, src);
 }
 

@@ -184,21 +184,24 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   bool copies_ahead = false;
   int32_t ahead_result = 0;
   std::vector<DirectCopy> ahead_copies;
-  std::map<int32_t, int32_t> ahead_pending;
+  // Per rank, the outcomes of its pending orders, oldest first (at most
+  // kDmaSlots, as in the segment).
+  std::map<int32_t, std::deque<int32_t>> ahead_pending;
   bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len) override {
-    if (!copies_ahead || ahead_pending.count(to)) return false;
+    if (!copies_ahead || ahead_pending[to].size() >= kDmaSlots) return false;
     ahead_copies.push_back({pid, to, src, dst, len});
-    ahead_pending[to] =
-        ahead_result ? ahead_result : write(to, dst, reinterpret_cast<const void*>(src), len);
+    ahead_pending[to].push_back(
+        ahead_result ? ahead_result : write(to, dst, reinterpret_cast<const void*>(src), len));
     return true;
   }
   int32_t await_copy(int32_t to) override {
-    const auto it = ahead_pending.find(to);
-    if (it == ahead_pending.end()) return kNotDelegated;
-    const int32_t e = it->second;
-    ahead_pending.erase(it);
+    auto& q = ahead_pending[to];
+    if (q.empty()) return kNotDelegated;
+    const int32_t e = q.front();
+    q.pop_front();
     return e;
   }
+  size_t ahead_outstanding(int32_t to) { return ahead_pending[to].size(); }
   uint32_t pid_of(int32_t r) override {
     return is_local(r) ? kPidBase + static_cast<uint32_t>(r) : 0;
   }

@@ -159,9 +159,12 @@ TEST_F(TwoNodes, ABigMessageBetweenNodeManagersOfOneHostIsReadOnceByTheReceiving
 }
 
 // Copies ahead: each chunk after the first is read by the receiving rank
-// during the slice before its own (while the strobe would run DEM and MSM),
-// and its own P2P only confirms it to the sender's node. Every chunk is read
-// once, the data arrives whole, and no payload crosses the node managers.
+// during a slice before its own (while the strobe would run DEM and MSM),
+// and its own P2P only confirms it to the sender's node. The rank holds two
+// pieces at a time, so it goes from one to the next without waiting for the
+// node, and none is left when the transfer completes (the sender may then
+// reuse its buffer). Every chunk is read once, the data arrives whole, and
+// no payload crosses the node managers.
 TEST_F(TwoNodes, ChunksOfASingleCopyTransferAreReadAheadOnceEach) {
   nodes[0]->ranks.host_peers = {1};
   nodes[1]->ranks.host_peers = {0};
@@ -174,12 +177,15 @@ TEST_F(TwoNodes, ChunksOfASingleCopyTransferAreReadAheadOnceEach) {
   nodes[0]->ranks.post(0, send_desc(1, 9, out.data(), out.size(), 3));
   nodes[1]->ranks.post(1, recv_desc(0, 9, in.data(), in.size(), 4));
   int slices = 0;
+  std::vector<size_t> held;
   while (!nodes[1]->ranks.done(1, 4) && slices < 10) {
     const auto p2p = slice();
     ++slices;
     ASSERT_EQ(p2p[0].errors + p2p[1].errors, 0u);
+    held.push_back(nodes[1]->ranks.ahead_outstanding(1));
   }
   EXPECT_EQ(slices, 4) << "one slice per chunk, as without copies ahead";
+  EXPECT_EQ(held, (std::vector<size_t>{2, 2, 1, 0}));
   EXPECT_EQ(in, out);
   EXPECT_EQ(nodes[1]->ranks.slot(1, 4).error, 0);
   ASSERT_TRUE(nodes[0]->ranks.done(0, 3));
