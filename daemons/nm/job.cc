@@ -662,8 +662,10 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   }
   RankView v = view(r);
   // Only a rank asleep in MPI is asked: one computing would not look soon.
-  // (One copying an earlier order stays `waiting`.)
-  if (!v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
+  // A rank with an earlier order pending looks at its slots again when it
+  // has taken that one (its `waiting` may have been cleared by the wake-up
+  // for it).
+  if (!any_pending && !v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
   DmaOrder& o = v.ctl->dma[slot];
   o.pid = spid;
   o.src = src;
@@ -672,16 +674,19 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   o.seq = ++r.dma_seq;
   o.error = 0;
   o.nm_waiting.store(0, std::memory_order_relaxed);
-  // seq_cst store, then load: a rank copying an earlier order looks at the
-  // slots again after it (rank.cc, take_dma_orders), so either it finds
-  // this one or we see that it is no longer copying and wake it. A rank
-  // busy copying is not woken: it would leave MPI's wait for nothing.
+  // seq_cst store, then load: a rank that has an earlier order to take or
+  // is copying one looks at the slots again after it (rank.cc,
+  // take_dma_orders), so either it finds this one or we see that it is
+  // done and wake it. A rank busy copying is not woken: it would leave
+  // MPI's wait for nothing.
   o.state.store(kDmaPosted, std::memory_order_seq_cst);
   bool copying = false;
   if (any_pending)
-    for (size_t i = 0; i < kDmaSlots; ++i)
-      copying |= i != slot && r.dma[i].pending &&
-                 v.ctl->dma[i].state.load(std::memory_order_seq_cst) == kDmaTaken;
+    for (size_t i = 0; i < kDmaSlots; ++i) {
+      if (i == slot || !r.dma[i].pending) continue;
+      const uint32_t st = v.ctl->dma[i].state.load(std::memory_order_seq_cst);
+      copying |= st == kDmaTaken || st == kDmaPosted;
+    }
   auto& u = r.dma[slot];
   u.pending = true;
   u.seq = r.dma_seq;
