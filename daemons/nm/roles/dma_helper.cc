@@ -77,7 +77,34 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
                         m.send.pair_seq);
   };
 
-  for (auto& c : br.chunks()) {
+  // This slice's single-copy chunks are posted to their ranks first, and
+  // the next pieces (copies ahead) right behind them, so that a rank goes
+  // from its chunk straight on to the next piece instead of waiting for
+  // this P2P to finish with the chunk. The loop below then only settles
+  // them, in order. Only into a rank with no order pending, so that its
+  // await settles this one (the oldest).
+  const auto& chunks = br.chunks();
+  std::vector<char> preposted(chunks.size(), 0);
+  if (copy_ahead_) {
+    std::vector<int32_t> busy;
+    for (const Ahead& a : ahead_) busy.push_back(a.to);
+    for (size_t i = 0; i < chunks.size(); ++i) {
+      const Chunk& c = chunks[i];
+      const Match& m = *c.match;
+      const uint32_t pid = single_copy_source(job, m, c);
+      if (!pid || std::find(busy.begin(), busy.end(), m.recv.rank) != busy.end()) continue;
+      const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
+      if (landed(m.recv.rank, pid, src, dst, c.len)) continue;
+      if (job.post_copy(pid, m.recv.rank, src, dst, c.len)) {
+        preposted[i] = 1;
+        busy.push_back(m.recv.rank);
+      }
+    }
+    copy_ahead(job, br);
+  }
+
+  for (size_t ci = 0; ci < chunks.size(); ++ci) {
+    const Chunk& c = chunks[ci];
     const Match& m = *c.match;
     if (m.send.is_inline) {
       int32_t err = 0;
@@ -98,7 +125,9 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       int32_t err = LocalRanks::kNotDelegated;
       // A big contiguous chunk: the receiver copies it itself, once, if it
       // is asleep in MPI (segment.h, DmaOrder).
-      if (c.len >= kSingleCopyMin && !m.send.layout && !m.recv.layout) {
+      if (preposted[ci]) {
+        err = job.await_copy(m.recv.rank);
+      } else if (c.len >= kSingleCopyMin && !m.send.layout && !m.recv.layout) {
         const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
         err = landed(m.recv.rank, job.pid_of(m.send.src), src, dst, c.len)
                   ? 0
@@ -142,7 +171,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       if (m.send.pid && job.host_peer(node) && !g.cancelled && c.len >= kSingleCopyMin &&
           !m.recv.layout) {
         const uint64_t dst = m.recv.addr + c.offset;
-        const int32_t e = landed(m.recv.rank, m.send.pid, g.addr, dst, c.len)
+        const int32_t e = preposted[ci] ? job.await_copy(m.recv.rank)
+                          : landed(m.recv.rank, m.send.pid, g.addr, dst, c.len)
                               ? 0
                               : job.copy_from_process(m.send.pid, m.recv.rank, g.addr, dst, c.len);
         if (e != LocalRanks::kNotDelegated) {
@@ -170,8 +200,9 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     }
   }
 
-  // This slice's chunks are copied or asked for: the next pieces can start
-  // now, while the remote reads come back and the next slice begins.
+  // This slice's chunks are copied or asked for, and their orders settled:
+  // the next pieces that did not fit beside them go now, while the remote
+  // reads come back and the next slice begins.
   landed_.clear();  // what they covered was this slice's; the rest is copied again
   if (copy_ahead_) copy_ahead(job, br);
 
@@ -244,6 +275,17 @@ bool DmaHelper::landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst,
         len <= a.len - (src - a.src) && dst - src == a.dst - a.src)
       return true;
   return false;
+}
+
+uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, const Chunk& c) {
+  // As the P2P's own paths decide (run): a big contiguous chunk from a
+  // local sender, or from a sender on a node manager of this host that
+  // offered its process.
+  if (m.send.is_inline || m.cancelled || m.cancel_late || c.len < kSingleCopyMin ||
+      m.recv.layout || !job.is_local(m.recv.rank))
+    return 0;
+  if (job.is_local(m.send.src)) return m.send.layout ? 0 : job.pid_of(m.send.src);
+  return m.send.pid && job.host_peer(job.node_of(m.send.src)) ? m.send.pid : 0;
 }
 
 void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {

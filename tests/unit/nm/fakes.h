@@ -180,18 +180,23 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   // Copy orders in two halves (the DMA helper's copies ahead), only when a
   // story turns them on: carried out at once (a fake rank is always asleep
   // and quick), with `ahead_result` as the outcome if that is set (then
-  // nothing is written).
+  // nothing is written) for the posts numbered in `fail_posts` (from 0),
+  // or for every post if that is empty.
   bool copies_ahead = false;
   int32_t ahead_result = 0;
+  std::vector<size_t> fail_posts;
   std::vector<DirectCopy> ahead_copies;
   // Per rank, the outcomes of its pending orders, oldest first (at most
   // kDmaSlots, as in the segment).
   std::map<int32_t, std::deque<int32_t>> ahead_pending;
   bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len) override {
     if (!copies_ahead || ahead_pending[to].size() >= kDmaSlots) return false;
+    const bool fail =
+        ahead_result && (fail_posts.empty() || std::find(fail_posts.begin(), fail_posts.end(),
+                                                         ahead_copies.size()) != fail_posts.end());
     ahead_copies.push_back({pid, to, src, dst, len});
-    ahead_pending[to].push_back(
-        ahead_result ? ahead_result : write(to, dst, reinterpret_cast<const void*>(src), len));
+    ahead_pending[to].push_back(fail ? ahead_result
+                                     : write(to, dst, reinterpret_cast<const void*>(src), len));
     return true;
   }
   int32_t await_copy(int32_t to) override {
