@@ -83,6 +83,7 @@ struct LocalRank {
   int32_t world_rank = 0;
   uint32_t local_index = 0;
   pid_t pid = -1;
+  int cpu = -1;  // the CPU it is bound to, -1: none
   UniqueFd out, err, pidfd;
   // Rank 0 of a job with stdin_rank0: the write end of its stdin pipe
   // (non-blocking; the I/O thread writes RankInput into it).
