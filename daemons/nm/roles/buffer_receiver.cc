@@ -1,5 +1,7 @@
 #include "buffer_receiver.h"
 
+#include "dma_helper.h"
+
 #include <spdlog/spdlog.h>
 
 namespace bcs::nm {
@@ -74,8 +76,8 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
   // each sender knows how many to serve.
   rep.gets_to.assign(ranks->nnodes(), 0);
   for (const Chunk& c : chunks_)
-    if (!c.match->send.is_inline && !ranks->is_local(c.match->send.src))
-      rep.gets_to[ranks->node_of(c.match->send.src)]++;
+    if (const uint32_t n = DmaHelper::remote_gets(c, *ranks))
+      rep.gets_to[ranks->node_of(c.match->send.src)] += n;
   rep.transfers_pending = static_cast<uint32_t>(scheduler_.in_flight());
   rep.full = full_receivers(*ranks);
   return rep;

@@ -42,12 +42,21 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
   settle_ahead(job, br);
   // Remote chunks asked for, by token; `direct`: the receiving rank read it
   // itself (with outcome `err`), the sender's node only confirms.
+  // `group`: a piece of a chunk asked for in pieces (remote_gets), by the
+  // token of its first; the chunk is finished when all of them came.
   struct Pending {
     Chunk c;
     bool direct = false;
     int32_t err = 0;
+    uint64_t group = 0;
   };
   std::unordered_map<uint64_t, Pending> remote;
+  struct Group {
+    Chunk whole;
+    uint32_t left = 0;
+    int32_t err = 0;
+  };
+  std::unordered_map<uint64_t, Group> groups;
 
   // The sender's packed bytes [off, off + n), and the receiver's, whether
   // contiguous or not (layout.h).
@@ -180,6 +189,41 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
           g.direct_error = e;
         }
       }
+      // A chunk from another host is asked for in pieces, all at once: the
+      // sending node reads the next while one crosses the network and this
+      // node writes the one before (remote_gets says how many; the MSM
+      // announced as many to the sending node).
+      if (const uint32_t pieces = remote_gets(c, job); pieces > 1 && !g.direct) {
+        const uint64_t first_token = g.token;
+        Group grp{c, 0, 0};
+        for (uint32_t k = 0; k < pieces; ++k) {
+          wire::DmaGet gp = g;
+          const uint64_t off = uint64_t{k} * kRemotePiece;
+          gp.token = k == 0 ? first_token : next_token_++;
+          gp.addr = g.addr + off;
+          gp.len = std::min<uint64_t>(kRemotePiece, c.len - off);
+          gp.last = c.last && k + 1 == pieces ? 1 : 0;
+          auto s = net.send(node, wire::kEvDmaGet, wire::encode(gp));
+          if (s != core::Status::ok) {
+            spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
+            rep.fail(
+                fmt::format("remote read from node {} not sent: {}", node, core::status_str(s)));
+            grp.err = bcs_err_peer_gone;
+            break;
+          }
+          Chunk piece = c;
+          piece.offset = c.offset + off;
+          piece.len = gp.len;
+          piece.last = false;
+          remote.emplace(gp.token, Pending{piece, false, 0, first_token});
+          ++grp.left;
+        }
+        if (grp.left == 0)
+          finish_chunk(c, grp.err);
+        else
+          groups.emplace(first_token, grp);
+        continue;
+      }
       auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
       if (s != core::Status::ok) {
         spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
@@ -213,8 +257,11 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       spdlog::error("P2P: waiting for {} remote chunks: {}", remote.size(), core::status_str(s));
       rep.fail(fmt::format("{} remote chunk(s) never came: {}", remote.size(),
                            core::status_str(s)));
-      for (auto& [tok, p] : remote) finish_chunk(p.c, bcs_err_peer_gone);
+      for (auto& [tok, p] : remote)
+        if (!p.group) finish_chunk(p.c, bcs_err_peer_gone);
+      for (auto& [tok, grp] : groups) finish_chunk(grp.whole, bcs_err_peer_gone);
       remote.clear();
+      groups.clear();
       break;
     }
     if (msg.data.size() < sizeof(wire::DmaDataHeader)) continue;
@@ -232,6 +279,17 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     if (!err && n)
       err = write_recv(*c.match, c.offset, msg.data.data() + sizeof h, n);
     rep.bytes += p.direct ? c.len : n;
+    if (p.group) {
+      auto git = groups.find(p.group);
+      if (git == groups.end()) continue;
+      Group& grp = git->second;
+      if (!grp.err) grp.err = err;
+      if (--grp.left == 0) {
+        finish_chunk(grp.whole, grp.err);
+        groups.erase(git);
+      }
+      continue;
+    }
     finish_chunk(c, err);
   }
 
@@ -275,6 +333,18 @@ bool DmaHelper::landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst,
         len <= a.len - (src - a.src) && dst - src == a.dst - a.src)
       return true;
   return false;
+}
+
+uint32_t DmaHelper::remote_gets(const Chunk& c, LocalRanks& job) {
+  const Match& m = *c.match;
+  if (m.send.is_inline || job.is_local(m.send.src)) return 0;
+  // One for a cancelled send, and for a chunk the receiving rank may read
+  // itself (its fallback, if the rank is awake, is one read of it all).
+  if (m.cancelled || m.cancel_late || c.len <= kRemotePiece) return 1;
+  if (m.send.pid && job.host_peer(job.node_of(m.send.src)) && c.len >= kSingleCopyMin &&
+      !m.recv.layout)
+    return 1;
+  return static_cast<uint32_t>((c.len + kRemotePiece - 1) / kRemotePiece);
 }
 
 uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, const Chunk& c) {

@@ -27,6 +27,15 @@ class DmaHelper {
   // Sender side of a remote read; `ranks` is the job this node runs now
   // (null: none). The reply goes to m.from.
   static void serve(const core::Message& m, LocalRanks* ranks, Net& net);
+  // A chunk from a node manager of another host is asked for in remote
+  // reads of at most this many bytes, all sent at once, so that reading
+  // the sender, the network and writing the receiver overlap.
+  static constexpr uint64_t kRemotePiece = uint64_t{1} << 20;
+  // The remote reads (DmaGet) the P2P sends for chunk `c`: 0 for a chunk
+  // from a local sender or inline, else 1, or one per kRemotePiece for a
+  // chunk the receiving rank cannot read itself. The MSM announces their
+  // number to the sending node, so both must count alike.
+  static uint32_t remote_gets(const Chunk& c, LocalRanks& job);
   // Copies ahead (below); on by default.
   void set_copy_ahead(bool on) { copy_ahead_ = on; }
 

@@ -158,6 +158,33 @@ TEST_F(TwoNodes, ABigMessageBetweenNodeManagersOfOneHostIsReadOnceByTheReceiving
   EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u) << "the last chunk ends the grant";
 }
 
+// A chunk from another host is asked for in remote reads of at most
+// kRemotePiece bytes, all at once, so that the sender's reads, the network
+// and the receiver's writes overlap. The MSM announces that many to the
+// sending node, which serves each; the data arrives whole, both ends
+// complete once, with the last piece.
+TEST_F(TwoNodes, AChunkFromAnotherHostIsReadInPieces) {
+  nodes[1]->br.scheduler().set_budget(4 << 20);
+  const size_t len = 3 * DmaHelper::kRemotePiece + 12345;
+  std::vector<uint8_t> out(len), in(len, 0);
+  for (size_t i = 0; i < len; ++i) out[i] = static_cast<uint8_t>(i * 13 + i / 4096);
+  nodes[0]->ranks.allow(0, out.data(), out.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 9, out.data(), out.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(0, 9, in.data(), in.size(), 4));
+  const auto p2p = slice();
+  EXPECT_EQ(p2p[0].errors + p2p[1].errors, 0u);
+  EXPECT_EQ(sw.dma_data_bytes, len + 4 * sizeof(wire::DmaDataHeader)) << "four pieces, each answered";
+  EXPECT_EQ(in, out);
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 4));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).error, 0);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 4).bytes, len);
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 3));
+  EXPECT_EQ(nodes[0]->ranks.slot(0, 3).error, 0);
+  EXPECT_EQ(p2p[1].bytes, len);
+  EXPECT_EQ(nodes[0]->ranks.grants_.size(), 0u) << "the last piece ends the grant";
+}
+
 // Copies ahead: each chunk after the first is read by the receiving rank
 // during a slice before its own (while the strobe would run DEM and MSM),
 // and its own P2P only confirms it to the sender's node. The rank holds two
