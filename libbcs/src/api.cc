@@ -116,6 +116,7 @@ bcs_status_t bcs_init(void) {
     s.free_slots.push_back(i);  // slot 0 on top
     slot(i).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
   }
+  s.wait_spin_ns = wait_spin_ns(l.nlocal);
   // Before anything is posted: the node manager copies from and into this
   // process, which need not be the one it started (a wrapper that forks).
   s.view.ctl->mpi_pid.store(static_cast<uint32_t>(::getpid()), std::memory_order_release);

@@ -4,12 +4,14 @@
 
 #include <sched.h>
 #include <sys/uio.h>
-
-#include <cerrno>
+#include <unistd.h>
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <string_view>
 
 namespace bcs::rank_side {
 
@@ -164,6 +166,15 @@ void carry_out(bcs::DmaOrder& o) {
   if (o.nm_waiting.load(std::memory_order_seq_cst)) bcs::futex_wake_all(&o.state);
 }
 }  // namespace
+
+uint64_t wait_spin_ns(uint32_t nlocal) {
+  if (const char* e = std::getenv("BCS_WAIT_SPIN"); e && std::string_view(e) == "off") return 0;
+  cpu_set_t mine;
+  CPU_ZERO(&mine);
+  if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) != 1) return 0;
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  return cpus > 0 && nlocal <= static_cast<uint64_t>(cpus) ? kWaitSpinNs : 0;
+}
 
 bool dma_order_posted(const bcs::RankControl* ctl) {
   for (const bcs::DmaOrder& o : ctl->dma)
