@@ -15,9 +15,10 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
+#include <ctime>
 #include <map>
 #include <tuple>
-#include <ctime>
+#include <utility>
 #include <vector>
 
 #include "bcs/bcs.h"
@@ -235,6 +236,11 @@ template <typename Pred>
 void wait_until(Pred ready) {
   auto& s = st();
   auto* ctl = s.view.ctl;
+  // The spin rang the bell for this wait and the flag stayed up throughout
+  // (nobody woke the rank): whoever blocked or posted to it since saw it
+  // waiting and rang if that started a slice, so the first sleep below
+  // need not ring again.
+  bool rang = false;
   if (s.wait_spin_ns && !ready()) {
     ctl->waiting.store(1, std::memory_order_seq_cst);
     ring_if_blocked();
@@ -248,7 +254,11 @@ void wait_until(Pred ready) {
       const int64_t ns = (t.tv_sec - t0.tv_sec) * 1'000'000'000LL + (t.tv_nsec - t0.tv_nsec);
       if (ns > static_cast<int64_t>(s.wait_spin_ns)) break;
     }
-    ctl->waiting.store(0, std::memory_order_relaxed);
+    rang = ctl->waiting.load(std::memory_order_seq_cst) == 1;
+    if (ready()) {
+      ctl->waiting.store(0, std::memory_order_relaxed);
+      return;
+    }
   }
   while (!ready()) {
     const uint32_t seen = ctl->wake_seq.load(std::memory_order_acquire);
@@ -257,7 +267,7 @@ void wait_until(Pred ready) {
       ctl->waiting.store(0, std::memory_order_relaxed);
       break;
     }
-    ring_if_blocked();
+    if (!std::exchange(rang, false)) ring_if_blocked();
     // Looked at after `waiting` is set: an order posted later bumps
     // wake_seq past `seen`, so the sleep below returns at once.
     if (dma_order_posted(ctl)) {

@@ -100,7 +100,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     for (size_t i = 0; i < chunks.size(); ++i) {
       const Chunk& c = chunks[i];
       const Match& m = *c.match;
-      const uint32_t pid = single_copy_source(job, m, c);
+      const uint32_t pid = single_copy_source(job, m, c.len);
       if (!pid || std::find(busy.begin(), busy.end(), m.recv.rank) != busy.end()) continue;
       const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
       if (landed(m.recv.rank, pid, src, dst, c.len)) continue;
@@ -189,6 +189,13 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
           g.direct_error = e;
         }
       }
+      auto send_get = [&](const wire::DmaGet& get) {
+        const auto s = net.send(node, wire::kEvDmaGet, wire::encode(get));
+        if (s == core::Status::ok) return true;
+        spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
+        rep.fail(fmt::format("remote read from node {} not sent: {}", node, core::status_str(s)));
+        return false;
+      };
       // A chunk from another host is asked for in pieces, all at once: the
       // sending node reads the next while one crosses the network and this
       // node writes the one before (remote_gets says how many; the MSM
@@ -203,11 +210,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
           gp.addr = g.addr + off;
           gp.len = std::min<uint64_t>(kRemotePiece, c.len - off);
           gp.last = c.last && k + 1 == pieces ? 1 : 0;
-          auto s = net.send(node, wire::kEvDmaGet, wire::encode(gp));
-          if (s != core::Status::ok) {
-            spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
-            rep.fail(
-                fmt::format("remote read from node {} not sent: {}", node, core::status_str(s)));
+          if (!send_get(gp)) {
             grp.err = bcs_err_peer_gone;
             break;
           }
@@ -224,10 +227,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
           groups.emplace(first_token, grp);
         continue;
       }
-      auto s = net.send(node, wire::kEvDmaGet, wire::encode(g));
-      if (s != core::Status::ok) {
-        spdlog::error("P2P: remote read from node {}: {}", node, core::status_str(s));
-        rep.fail(fmt::format("remote read from node {} not sent: {}", node, core::status_str(s)));
+      if (!send_get(g)) {
         finish_chunk(c, bcs_err_peer_gone);
         continue;
       }
@@ -347,29 +347,21 @@ uint32_t DmaHelper::remote_gets(const Chunk& c, LocalRanks& job) {
   return static_cast<uint32_t>((c.len + kRemotePiece - 1) / kRemotePiece);
 }
 
-uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, const Chunk& c) {
-  // As the P2P's own paths decide (run): a big contiguous chunk from a
+uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, uint64_t len) {
+  // As the P2P's own paths decide (run): a big contiguous piece from a
   // local sender, or from a sender on a node manager of this host that
   // offered its process.
-  if (m.send.is_inline || m.cancelled || m.cancel_late || c.len < kSingleCopyMin ||
-      m.recv.layout || !job.is_local(m.recv.rank))
+  if (m.send.is_inline || m.cancelled || m.cancel_late || len < kSingleCopyMin ||
+      m.send.layout || m.recv.layout || !job.is_local(m.recv.rank))
     return 0;
-  if (job.is_local(m.send.src)) return m.send.layout ? 0 : job.pid_of(m.send.src);
+  if (job.is_local(m.send.src)) return job.pid_of(m.send.src);
   return m.send.pid && job.host_peer(job.node_of(m.send.src)) ? m.send.pid : 0;
 }
 
 void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
   br.scheduler().next_pieces([&](const Match& m, uint64_t off, uint64_t len) {
-    if (len < kSingleCopyMin || m.send.is_inline || m.cancelled || m.cancel_late ||
-        m.send.layout || m.recv.layout || !job.is_local(m.recv.rank))
-      return;
-    // The sender's process, as the chunk's own copy would name it: a local
-    // rank, or one a node manager of this host offered.
-    uint32_t pid = 0;
-    if (job.is_local(m.send.src))
-      pid = job.pid_of(m.send.src);
-    else if (m.send.pid && job.host_peer(job.node_of(m.send.src)))
-      pid = m.send.pid;
+    // The sender's process, as the chunk's own copy would name it.
+    const uint32_t pid = single_copy_source(job, m, len);
     if (!pid) return;
     // Two pieces ahead: the next slice's, and the one after it, so the rank
     // goes from one to the next while the node confirms the first. A rank

@@ -61,9 +61,9 @@ class DmaHelper {
   void settle_ahead(LocalRanks& job, BufferReceiver& br);
   bool landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst, uint64_t len) const;
   void copy_ahead(LocalRanks& job, BufferReceiver& br);
-  // The process a receiving rank would read chunk `c` of `m` from itself
-  // (single copy), 0 if the chunk is not copied that way.
-  static uint32_t single_copy_source(LocalRanks& job, const Match& m, const Chunk& c);
+  // The process a receiving rank would read `len` bytes of `m` from
+  // itself (single copy), 0 if such a piece is not copied that way.
+  static uint32_t single_copy_source(LocalRanks& job, const Match& m, uint64_t len);
 
   const uint32_t self_;
   bool copy_ahead_ = true;

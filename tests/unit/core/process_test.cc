@@ -168,8 +168,8 @@ TEST(CoreProcesses, ForkedPeerEchoesAllSizes) {
 // to it is in flight. With a limit longer than the stall, the send rides it
 // out and completes once the peer runs again, even past the default 5 s;
 // a caller that no longer needs the send ends it at once with give_up.
-// The stall is measured in the sender's own give_up calls (about one per
-// 100 ms), so no test thread sleeps.
+// The sender's own give_up calls (about one per 100 ms) resume the peer
+// once the stall is long enough, so no test thread sleeps.
 class StoppedPeer : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -204,9 +204,13 @@ TEST_F(StoppedPeer, ASendRidesOutAStallLongerThanTheDefaultTimeout) {
   ASSERT_EQ(::kill(pid_, SIGSTOP), 0);
   int asked = 0;
   bool resumed = false;
+  const auto stopped = std::chrono::steady_clock::now();
   const SendLimit limit{std::chrono::seconds(60), [&] {
-                          // ~5.5 s: past the default timeout of 5 s.
-                          if (++asked == 55) resumed = ::kill(pid_, SIGCONT) == 0;
+                          // The stall under test: past the default 5 s.
+                          ++asked;
+                          if (!resumed && std::chrono::steady_clock::now() - stopped >
+                                              std::chrono::milliseconds(5500))
+                            resumed = ::kill(pid_, SIGCONT) == 0;
                           return false;
                         }};
   const auto s = f->xfer_and_signal(2, kPing, big, limit);
