@@ -145,11 +145,16 @@ void carry_out(bcs::DmaOrder& o) {
     return;  // the node manager took it back
   const pid_t pid = static_cast<pid_t>(o.pid);
   const uint64_t src = o.src, dst = o.dst, len = o.len;
+  // Reading the sender into this rank, or (write) this rank, the sender,
+  // into the receiver: either way the other process is `pid`.
+  const bool write = o.write != 0;
+  const uint64_t mine = write ? src : dst, theirs = write ? dst : src;
   int32_t err = 0;
   for (uint64_t done = 0; done < len;) {
-    iovec local{reinterpret_cast<void*>(dst + done), len - done};
-    iovec remote{reinterpret_cast<void*>(src + done), len - done};
-    const ssize_t n = ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
+    iovec local{reinterpret_cast<void*>(mine + done), len - done};
+    iovec remote{reinterpret_cast<void*>(theirs + done), len - done};
+    const ssize_t n = write ? ::process_vm_writev(pid, &local, 1, &remote, 1, 0)
+                            : ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) {
       err = n < 0 && errno == EPERM   ? bcs::kDmaNotPermitted

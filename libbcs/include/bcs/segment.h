@@ -29,11 +29,11 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 9;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 10;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
                                          // 7: landings for small receives; 8: mpi_pid;
-                                         // 9: two DMA order slots
+                                         // 9: two DMA order slots; 10: DmaOrder::write
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -206,6 +206,14 @@ enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
 // wakes the NM only when it said it sleeps on the order (`nm_waiting`,
 // io_uring's need-wakeup idea): a rank finishing a piece nobody waits for
 // yet goes on to the next one without a system call.
+//
+// A large order is shared by both ends when the sender sleeps in MPI on
+// the same node too (a blocking send waits for its last chunk anyway): the
+// receiver reads the first part, and the sender gets an order with `write`
+// set for the rest, which it writes from its own buffer (`src`, in the
+// rank holding the order) into the receiver (`dst`, in process `pid`) with
+// process_vm_writev. Two CPUs copy at once: 16 MiB took 1.0 ms instead of
+// 1.9 ms here.
 enum : uint32_t {
   kDmaIdle = 0,
   kDmaPosted = 1,  // NM: an order is there
@@ -220,9 +228,11 @@ struct DmaOrder {
   uint32_t pid;   // NM: the sender's
   std::atomic<uint32_t> nm_waiting;  // NM: 1 = asleep on `state`, wake it when done
   uint64_t src;   // NM: in the sender
-  uint64_t dst;   // NM: in this rank
+  uint64_t dst;   // NM: in this rank (write: in process `pid`)
   uint64_t len;
   uint64_t seq;   // NM: the order's number among this rank's (taking order)
+  uint32_t write;  // NM: 1 = this rank is the sender: write its `src` into `pid`'s `dst`
+  uint32_t reserved;
 };
 
 struct alignas(64) RankControl {

@@ -293,6 +293,41 @@ TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrders) {
   EXPECT_EQ(dst, src);
 }
 
+// A shared order (segment.h, DmaOrder::write): the rank is the sender of a
+// large message and, asleep in its blocking send, writes part of it from
+// its own buffer into the receiver's (here this process again) while the
+// receiver reads the rest. The rank says done and sleeps on until its send
+// completes.
+TEST_F(ApiTest, ASleepingSenderWritesItsShareOfACopyOrder) {
+  attach(2);
+  const std::vector<uint8_t> src = pattern(300000, 7);
+  std::vector<uint8_t> dst(src.size());
+  DmaOrder& o = view_.ctl->dma[0];
+  std::thread nm([&] {
+    while (!view_.ctl->waiting.load()) std::this_thread::yield();
+    nm_->step();
+    o.pid = static_cast<uint32_t>(getpid());
+    o.src = reinterpret_cast<uintptr_t>(src.data()) + 4096;
+    o.dst = reinterpret_cast<uintptr_t>(dst.data()) + 4096;
+    o.len = src.size() - 4096;
+    o.write = 1;
+    o.seq = 1;
+    o.error = 99;
+    o.state.store(kDmaPosted, std::memory_order_seq_cst);
+    rank_wake(view_);
+    o.nm_waiting.store(1, std::memory_order_seq_cst);
+    for (uint32_t s; (s = o.state.load(std::memory_order_seq_cst)) != kDmaDone;)
+      futex_wait(&o.state, s, 1'000'000);
+    request_complete(view_, nm_->seen().back().request, bcs_err_none, 0, 3, src.size(), 0, 1, 2);
+  });
+  EXPECT_EQ(bcs_send(src.data(), src.size(), 1, 3, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm.join();
+  EXPECT_EQ(o.error, 0);
+  EXPECT_TRUE(std::equal(src.begin() + 4096, src.end(), dst.begin() + 4096)) << "its share landed";
+  EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + 4096, [](uint8_t b) { return b == 0; }))
+      << "and nothing else";
+}
+
 // A non-contiguous buffer goes to the node manager as its block list (the
 // rank does not pack); a small one is gathered into the descriptor.
 TEST_F(ApiTest, LayoutsPostTheBlockListOrGatherSmallMessages) {
