@@ -104,6 +104,13 @@ struct LocalRank {
     uint64_t seq = 0;  // post order: await_copy settles the lowest first
     std::chrono::steady_clock::time_point posted;  // or when the rank could start it
     uint64_t len = 0;
+    // This rank is the sender of another rank's order and writes its rest
+    // (DmaOrder::write): settled with that order, never on its own.
+    bool share = false;
+    // This order's rest is written by its sender: that local rank (world
+    // rank) and the slot holding its share; -1: none.
+    int32_t sharer = -1;
+    size_t sharer_slot = 0;
   };
   std::array<DmaUse, kDmaSlots> dma{};
   uint64_t dma_seq = 0;
@@ -202,8 +209,19 @@ class NmJob {
   // does other work (the DMA helper's copies ahead); copy_from_process
   // itself delegates only when no order is pending. The process of local
   // rank `r`, 0 if gone.
-  bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len);
+  //
+  // When the caller allows it (`share`: the sender has no copy of its own
+  // to make now) and the sender is a rank of this node that sleeps in MPI
+  // too, it gets
+  // a share of the order: it writes the second half into the receiver while
+  // the receiver reads the first (segment.h). The pair is posted and
+  // settled as one order; if either half was taken back, the whole order
+  // is kNotDelegated.
+  bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len, bool share);
   int32_t await_copy(int32_t to);
+  // Bytes of settled orders that their senders wrote (shares), since the
+  // job began: the local EMDS's per-slice `sender_bytes`. Strobe receiver only.
+  uint64_t shared_bytes() const { return shared_bytes_; }
   uint32_t pid_of(int32_t r);
   bool host_peer(uint32_t node) const {
     return std::find(spec_.host_peers.begin(), spec_.host_peers.end(), node) !=
@@ -246,6 +264,21 @@ class NmJob {
   // scope forbids reading a sibling); BCS_SINGLE_COPY=off in the NM's
   // environment never tries.
   bool single_copy_ = true;
+  // Orders of kDmaShareMin bytes or more are shared with a sleeping local
+  // sender; BCS_COPY_SHARE=off in the NM's environment never shares.
+  bool share_copies_ = true;
+  uint64_t shared_bytes_ = 0;
+  // Writes order `slot` of rank `r` and wakes the rank unless it is copying
+  // an earlier one (it looks at its slots again after that).
+  void post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, uint64_t dst,
+                  uint64_t len, bool write);
+  // The local rank, other than `to`, whose process is `spid` and which may
+  // take a share now (asleep in MPI or taking shares already, a slot free,
+  // no order of its own pending); null if none. Under copy_mu_.
+  LocalRank* sharer_for(uint32_t spid, const LocalRank& to);
+  // Waits for order `slot` of `r` (or takes it back): await_copy's result
+  // for that one order.
+  int32_t settle(LocalRank& r, size_t slot);
   std::atomic<uint64_t> job_slice_{0};
   ReadGrants read_grants_;
   NmJob() = default;

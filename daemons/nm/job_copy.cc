@@ -50,6 +50,9 @@ constexpr auto kDmaTakeBack = std::chrono::milliseconds(2);
 // waits for it.
 constexpr auto kDmaCopyLimit = std::chrono::seconds(5);
 constexpr uint64_t kDmaSlowestRate = 50u << 20;  // bytes per second
+// Orders from this size on are shared with a sleeping local sender: below
+// it, waking the sender (20-50 us here) costs about what its half saves.
+constexpr uint64_t kDmaShareMin = uint64_t{1} << 20;
 }  // namespace
 
 uint32_t NmJob::pid_of(int32_t r) {
@@ -76,11 +79,12 @@ int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64
   if (!is_local(to)) return LocalRanks::kNotDelegated;
   for (const auto& u : local(to).dma)
     if (u.pending) return LocalRanks::kNotDelegated;  // await_copy would settle that one
-  if (!post_copy(spid, to, src, dst, len)) return LocalRanks::kNotDelegated;
+  if (!post_copy(spid, to, src, dst, len, false)) return LocalRanks::kNotDelegated;
   return await_copy(to);
 }
 
-bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len) {
+bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len,
+                      bool share) {
   if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit) return false;
   LocalRank& r = local(to);
   size_t slot = kDmaSlots;
@@ -92,9 +96,18 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
       slot = i;
   }
   if (slot == kDmaSlots) return false;  // every slot pending; await_copy settles them
+  LocalRank* sharer = nullptr;
+  uint32_t rpid = 0;
   {
     std::lock_guard lk(copy_mu_);
     if (r.dead) return false;
+    if (share && share_copies_ && len >= kDmaShareMin && (sharer = sharer_for(spid, r)) != nullptr) {
+      const pid_t p = copy_pid(r);
+      if (p > 0 && static_cast<uint64_t>(p) <= kPidMaxLimit)
+        rpid = static_cast<uint32_t>(p);
+      else
+        sharer = nullptr;
+    }
   }
   RankView v = view(r);
   // Only a rank asleep in MPI is asked: one computing would not look soon.
@@ -102,11 +115,56 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   // has taken that one (its `waiting` may have been cleared by the wake-up
   // for it).
   if (!any_pending && !v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
+  if (!sharer) {
+    post_order(r, slot, spid, src, dst, len, false);
+    return true;
+  }
+  // The receiver reads the first half, the sender writes the rest: both
+  // start at once (the sender sleeps in MPI too), so the halves are even.
+  const uint64_t half = (len / 2) & ~uint64_t{4095};
+  size_t hs = 0;
+  while (hs < kDmaSlots && sharer->dma[hs].pending) ++hs;
+  post_order(*sharer, hs, rpid, src + half, dst + half, len - half, true);
+  post_order(r, slot, spid, src, dst, half, false);
+  r.dma[slot].sharer = sharer->world_rank;
+  r.dma[slot].sharer_slot = hs;
+  return true;
+}
+
+LocalRank* NmJob::sharer_for(uint32_t spid, const LocalRank& to) {
+  for (auto& h : ranks_) {
+    if (h.get() == &to || h->dead) continue;
+    const pid_t p = copy_pid(*h);
+    if (p <= 0 || static_cast<uint32_t>(p) != spid) continue;
+    bool free = false, shares = false;
+    for (const auto& u : h->dma) {
+      if (!u.pending)
+        free = true;
+      else if (u.share)
+        shares = true;
+      else
+        return nullptr;  // it copies for its own receive: leave it to that
+    }
+    if (!free) return nullptr;
+    // As for the receiver: asleep in MPI, or it looks at its slots again
+    // after the share it has.
+    if (!shares && !view(*h).ctl->waiting.load(std::memory_order_seq_cst)) return nullptr;
+    return h.get();
+  }
+  return nullptr;
+}
+
+void NmJob::post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, uint64_t dst,
+                       uint64_t len, bool write) {
+  bool any_pending = false;
+  for (const auto& u : r.dma) any_pending |= u.pending;
+  RankView v = view(r);
   DmaOrder& o = v.ctl->dma[slot];
-  o.pid = spid;
+  o.pid = pid;
   o.src = src;
   o.dst = dst;
   o.len = len;
+  o.write = write ? 1 : 0;
   o.seq = ++r.dma_seq;
   o.error = 0;
   o.nm_waiting.store(0, std::memory_order_relaxed);
@@ -128,8 +186,9 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   u.seq = r.dma_seq;
   u.posted = std::chrono::steady_clock::now();
   u.len = len;
+  u.share = write;
+  u.sharer = -1;
   if (!copying) rank_wake(v);
-  return true;
 }
 
 int32_t NmJob::await_copy(int32_t to) {
@@ -137,10 +196,35 @@ int32_t NmJob::await_copy(int32_t to) {
   LocalRank& r = local(to);
   size_t slot = kDmaSlots;
   for (size_t i = 0; i < kDmaSlots; ++i)
-    if (r.dma[i].pending && (slot == kDmaSlots || r.dma[i].seq < r.dma[slot].seq)) slot = i;
+    if (r.dma[i].pending && !r.dma[i].share &&
+        (slot == kDmaSlots || r.dma[i].seq < r.dma[slot].seq))
+      slot = i;
   if (slot == kDmaSlots) return LocalRanks::kNotDelegated;
+  // The sender's share first: it started last (woken with the order), so
+  // by the time it is done the receiver's half usually is too, and this
+  // thread sleeps once.
+  int32_t shared = 0;
+  uint64_t shared_len = 0;
+  if (const int32_t h = std::exchange(r.dma[slot].sharer, -1); h >= 0 && is_local(h)) {
+    LocalRank& s = local(h);
+    shared_len = s.dma[r.dma[slot].sharer_slot].len;
+    shared = settle(s, r.dma[slot].sharer_slot);
+  }
+  const int32_t own = settle(r, slot);
+  // Either half taken back (or refused): the whole order is the caller's.
+  if (own == LocalRanks::kNotDelegated || shared == LocalRanks::kNotDelegated)
+    return LocalRanks::kNotDelegated;
+  if (own) return own;
+  if (!shared) shared_bytes_ += shared_len;
+  return shared;
+}
+
+int32_t NmJob::settle(LocalRank& r, size_t slot) {
   auto& u = r.dma[slot];
+  if (!u.pending) return LocalRanks::kNotDelegated;
   u.pending = false;
+  u.share = false;
+  const int32_t to = r.world_rank;
   RankView v = view(r);
   DmaOrder& o = v.ctl->dma[slot];
   using clock = std::chrono::steady_clock;
@@ -194,7 +278,7 @@ int32_t NmJob::await_copy(int32_t to) {
     }
     {
       std::lock_guard lk(copy_mu_);
-      if (r.dead) return bcs_err_peer_gone;  // its own receive: nobody else is waiting for it
+      if (r.dead) return bcs_err_peer_gone;  // a party to the copy is gone
     }
     // Asleep on the order: the rank wakes us when it is done (seq_cst:
     // pairs with its store of kDmaDone and load of nm_waiting).

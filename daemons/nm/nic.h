@@ -82,8 +82,9 @@ class JobRanks : public LocalRanks {
                             size_t len) override {
     return job_->copy_from_process(pid, to, src, dst, len);
   }
-  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len) override {
-    return job_->post_copy(pid, to, src, dst, len);
+  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
+                 bool share) override {
+    return job_->post_copy(pid, to, src, dst, len, share);
   }
   int32_t await_copy(int32_t to) override { return job_->await_copy(to); }
   uint32_t pid_of(int32_t r) override { return job_->pid_of(r); }

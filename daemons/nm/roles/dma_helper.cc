@@ -104,7 +104,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       if (!pid || std::find(busy.begin(), busy.end(), m.recv.rank) != busy.end()) continue;
       const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
       if (landed(m.recv.rank, pid, src, dst, c.len)) continue;
-      if (job.post_copy(pid, m.recv.rank, src, dst, c.len)) {
+      if (job.post_copy(pid, m.recv.rank, src, dst, c.len, may_share(job, m, br))) {
         preposted[i] = 1;
         busy.push_back(m.recv.rank);
       }
@@ -358,6 +358,16 @@ uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, uint64_t
   return m.send.pid && job.host_peer(job.node_of(m.send.src)) ? m.send.pid : 0;
 }
 
+bool DmaHelper::may_share(LocalRanks& job, const Match& m, BufferReceiver& br) const {
+  const int32_t s = m.send.src;
+  if (!job.is_local(s)) return false;
+  for (const Chunk& c : br.chunks())
+    if (c.match->recv.rank == s && !c.match->send.is_inline) return false;
+  for (const Ahead& a : ahead_)
+    if (a.to == s) return false;
+  return true;
+}
+
 void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
   br.scheduler().next_pieces([&](const Match& m, uint64_t off, uint64_t len) {
     // The sender's process, as the chunk's own copy would name it.
@@ -367,6 +377,7 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
     // goes from one to the next while the node confirms the first. A rank
     // still copying the next slice's piece gets only the one after it.
     const Ahead first{m.recv.rank, pid, m.send.addr + off, m.recv.addr + off, len};
+    const bool share = may_share(job, m, br);
     size_t mine = 0;
     bool has_first = false;
     for (const Ahead& a : ahead_)
@@ -375,7 +386,7 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
         has_first |= a.pid == pid && a.src == first.src && a.dst == first.dst && a.len == len;
       }
     if (mine == 0) {
-      if (!job.post_copy(pid, first.to, first.src, first.dst, len)) return;
+      if (!job.post_copy(pid, first.to, first.src, first.dst, len, share)) return;
       ahead_.push_back(first);
     } else if (mine > 1 || !has_first) {
       return;  // the rank's orders are for something else
@@ -383,7 +394,8 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
     const uint64_t next_len = std::min(len, m.bytes - off - len);
     if (next_len < kSingleCopyMin) return;
     const Ahead second{m.recv.rank, pid, first.src + len, first.dst + len, next_len};
-    if (job.post_copy(pid, second.to, second.src, second.dst, next_len)) ahead_.push_back(second);
+    if (job.post_copy(pid, second.to, second.src, second.dst, next_len, share))
+      ahead_.push_back(second);
   });
 }
 

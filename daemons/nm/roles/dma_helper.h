@@ -64,6 +64,12 @@ class DmaHelper {
   // The process a receiving rank would read `len` bytes of `m` from
   // itself (single copy), 0 if such a piece is not copied that way.
   static uint32_t single_copy_source(LocalRanks& job, const Match& m, uint64_t len);
+  // Whether the sender of `m` may write part of its copy orders (NmJob::
+  // post_copy): a local rank that receives nothing in this P2P and holds
+  // no piece ahead, so it has no copy of its own to make. Two ranks
+  // exchanging large messages each copy their own, as before; asked to
+  // share as well, one of them would copy one and a half.
+  bool may_share(LocalRanks& job, const Match& m, BufferReceiver& br) const;
 
   const uint32_t self_;
   bool copy_ahead_ = true;

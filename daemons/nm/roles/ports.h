@@ -121,10 +121,12 @@ class LocalRanks : public RankMemory {
   // A copy order in two halves, so the rank copies while the node does
   // other work (the DMA helper's copies ahead): post_copy posts it (false:
   // not posted, as kNotDelegated above; at most one per rank), await_copy
-  // settles it with copy_from_process's result. pid_of: the process a copy
-  // order names for local rank `r`, 0 if none (gone, single copy off).
+  // settles it with copy_from_process's result. `share`: the sender (a
+  // local rank) has nothing of its own to copy now, so if it sleeps in MPI
+  // it may write part of the order (NmJob::post_copy). pid_of: the process
+  // a copy order names for local rank `r`, 0 if none (gone, single copy off).
   virtual bool post_copy(uint32_t /*pid*/, int32_t /*to*/, uint64_t /*src*/, uint64_t /*dst*/,
-                         size_t /*len*/) {
+                         size_t /*len*/, bool /*share*/) {
     return false;
   }
   virtual int32_t await_copy(int32_t /*to*/) { return kNotDelegated; }

@@ -162,6 +162,7 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
     uint32_t pid;
     int32_t to;
     uint64_t src, dst, len;
+    bool share = false;  // post_copy: the sender may write part of it
   };
   std::vector<DirectCopy> direct_copies;
   int32_t direct_result = 0;
@@ -189,12 +190,13 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   // Per rank, the outcomes of its pending orders, oldest first (at most
   // kDmaSlots, as in the segment).
   std::map<int32_t, std::deque<int32_t>> ahead_pending;
-  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len) override {
+  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
+                 bool share) override {
     if (!copies_ahead || ahead_pending[to].size() >= kDmaSlots) return false;
     const bool fail =
         ahead_result && (fail_posts.empty() || std::find(fail_posts.begin(), fail_posts.end(),
                                                          ahead_copies.size()) != fail_posts.end());
-    ahead_copies.push_back({pid, to, src, dst, len});
+    ahead_copies.push_back({pid, to, src, dst, len, share});
     ahead_pending[to].push_back(fail ? ahead_result
                                      : write(to, dst, reinterpret_cast<const void*>(src), len));
     return true;

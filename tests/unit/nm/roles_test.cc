@@ -394,6 +394,49 @@ TEST_F(TwoNodes, ALocalMessageIsCopiedByCrossMemoryAttach) {
   EXPECT_EQ(nodes[1]->net.sent, 0u) << "nothing crossed the network";
 }
 
+// A large message between two ranks of one node: its copy orders may be
+// shared with the sender (NmJob::post_copy lets a sender asleep in MPI
+// write part of each), which has nothing of its own to copy. Two ranks
+// sending each other large messages at once each copy their own: asked to
+// share as well, one of them would copy one and a half.
+TEST_F(TwoNodes, ALocalSenderSharesTheCopyOnlyWhenItHasNoneOfItsOwn) {
+  nodes[0]->ranks.copies_ahead = true;
+  nodes[0]->br.scheduler().set_budget(128 << 10);
+  const size_t len = 512 << 10;
+  std::vector<uint8_t> a(len), b(len), into_a(len, 0), into_b(len, 0);
+  for (size_t i = 0; i < len; ++i) {
+    a[i] = static_cast<uint8_t>(i * 7 + 1);
+    b[i] = static_cast<uint8_t>(i * 13 + 5);
+  }
+  nodes[0]->ranks.allow(0, a.data(), len);
+  nodes[0]->ranks.allow(2, into_b.data(), len);
+  nodes[0]->ranks.post(2, recv_desc(0, 1, into_b.data(), len, 0));
+  nodes[0]->ranks.post(0, send_desc(2, 1, a.data(), len, 0));
+  for (int k = 0; k < 10 && !nodes[0]->ranks.done(2, 0); ++k) slice();
+  ASSERT_TRUE(nodes[0]->ranks.done(2, 0));
+  EXPECT_EQ(into_b, a);
+  auto& orders = nodes[0]->ranks.ahead_copies;
+  ASSERT_FALSE(orders.empty());
+  for (const auto& o : orders) EXPECT_TRUE(o.share) << "rank 0 only sends";
+
+  orders.clear();
+  std::fill(into_b.begin(), into_b.end(), 0);
+  nodes[0]->ranks.allow(2, b.data(), len);
+  nodes[0]->ranks.allow(0, into_a.data(), len);
+  nodes[0]->ranks.post(2, recv_desc(0, 2, into_b.data(), len, 1));
+  nodes[0]->ranks.post(0, recv_desc(2, 2, into_a.data(), len, 1));
+  nodes[0]->ranks.post(0, send_desc(2, 2, a.data(), len, 2));
+  nodes[0]->ranks.post(2, send_desc(0, 2, b.data(), len, 2));
+  for (int k = 0; k < 10 && !(nodes[0]->ranks.done(2, 1) && nodes[0]->ranks.done(0, 1)); ++k)
+    slice();
+  ASSERT_TRUE(nodes[0]->ranks.done(2, 1));
+  ASSERT_TRUE(nodes[0]->ranks.done(0, 1));
+  EXPECT_EQ(into_b, a);
+  EXPECT_EQ(into_a, b);
+  ASSERT_FALSE(orders.empty());
+  for (const auto& o : orders) EXPECT_FALSE(o.share) << "rank " << o.to << " copies its own";
+}
+
 TEST_F(TwoNodes, ALongerMessageIsTruncatedAndSaysSo) {
   char out[64] = {}, in[16] = {};
   nodes[1]->ranks.allow(1, in, sizeof in);
