@@ -111,6 +111,7 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns,
     cur_.matches += a.matches;
     cur_.chunks += a.chunks;
     cur_.bytes += a.bytes;
+    cur_.sender_bytes += a.sender_bytes;
     cur_.collectives += a.collectives;
     cur_.blocked = a.blocked;  // the last microphase's view wins
     cur_.nlocal = a.nlocal;

@@ -236,6 +236,7 @@ const std::vector<LocalColumn>& local_columns() {
       BCS_LCOL(p2p_at_ns, phase_at_ns[2]),
       BCS_LCOL(bbm_at_ns, phase_at_ns[3]),
       BCS_LCOL(rm_at_ns, phase_at_ns[4]),
+      BCS_LCOL(sender_bytes, sender_bytes),
   };
   return cols;
 }

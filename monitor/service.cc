@@ -107,6 +107,7 @@ void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s) {
   s->set_matches(r.matches);
   s->set_chunks(r.chunks);
   s->set_bytes(r.bytes);
+  s->set_sender_bytes(r.sender_bytes);
   s->set_collectives(r.collectives);
   s->set_blocked(r.blocked);
   s->set_nlocal(r.nlocal);
@@ -117,7 +118,8 @@ bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string*
     *why = "a local slice without its five microphase times";
     return false;
   }
-  if (s.coll_descriptors() > s.descriptors() || s.blocked() > s.nlocal()) {
+  if (s.coll_descriptors() > s.descriptors() || s.blocked() > s.nlocal() ||
+      s.sender_bytes() > s.bytes()) {
     *why = "a local slice whose counts contradict each other";
     return false;
   }
@@ -133,6 +135,7 @@ bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string*
   x.matches = s.matches();
   x.chunks = s.chunks();
   x.bytes = s.bytes();
+  x.sender_bytes = s.sender_bytes();
   x.collectives = s.collectives();
   x.blocked = s.blocked();
   x.nlocal = s.nlocal();

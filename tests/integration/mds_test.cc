@@ -58,6 +58,30 @@ std::map<int, double> own_run_times(const std::string& out) {
   return t;
 }
 
+// The sum of column `col` of a CSV file the job directory holds.
+uint64_t column_sum(const std::string& path, const std::string& col) {
+  std::ifstream in(path);
+  std::string line;
+  std::getline(in, line);
+  size_t idx = 0, k = 0;
+  bool found = false;
+  for (size_t p = 0, q; (q = line.find(',', p)), true; p = q + 1, ++k) {
+    if (line.substr(p, q == std::string::npos ? std::string::npos : q - p) == col) {
+      idx = k;
+      found = true;
+    }
+    if (q == std::string::npos) break;
+  }
+  EXPECT_TRUE(found) << col << " in " << path;
+  uint64_t sum = 0;
+  while (std::getline(in, line)) {
+    size_t p = 0;
+    for (size_t i = 0; i < idx; ++i) p = line.find(',', p) + 1;
+    sum += std::stoull(line.substr(p, line.find(',', p) - p));
+  }
+  return sum;
+}
+
 TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
   const int iters = 40;
   for (int nodes : {1, 2}) {
@@ -112,23 +136,6 @@ TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
     // Each node's own series (Table 5.2) is there too, and what the nodes
     // drained adds up to the descriptors of the global series.
     {
-      auto column_sum = [](const std::string& path, const std::string& col) {
-        std::ifstream in(path);
-        std::string line;
-        std::getline(in, line);
-        size_t idx = 0, k = 0;
-        for (size_t p = 0, q; (q = line.find(',', p)), true; p = q + 1, ++k) {
-          if (line.substr(p, q == std::string::npos ? std::string::npos : q - p) == col) idx = k;
-          if (q == std::string::npos) break;
-        }
-        uint64_t sum = 0;
-        while (std::getline(in, line)) {
-          size_t p = 0;
-          for (size_t i = 0; i < idx; ++i) p = line.find(',', p) + 1;
-          sum += std::stoull(line.substr(p, line.find(',', p) - p));
-        }
-        return sum;
-      };
       uint64_t local = 0;
       for (int n = 1; n <= nodes; ++n) {
         const std::string f = dir + "/node-node" + std::to_string(n) + ".csv";
@@ -276,6 +283,39 @@ TEST_F(MdsStory, TheSliceSeriesShowsACollectiveEveryPeriodOfComputation) {
     auto trace = bcs::test::run({bin("bcs"), "trace", dir, "-o", dir + "/t.json"}, std::chrono::seconds(30));
     ASSERT_EQ(trace.status, 0) << describe(trace);
     expect_nothing_left_now();
+  }
+}
+
+// Large messages between two ranks of one node manager: the receiving
+// rank reads part of each chunk and the sending rank, asleep in its
+// blocking send, writes the rest (shared copy orders), so two CPUs copy at
+// once. The node's own series says how many bytes the senders wrote; with
+// BCS_COPY_SHARE=off in the node manager's environment the receivers read
+// everything. The data arrives whole either way (prog_pingpong checks).
+TEST_F(MdsStory, ASleepingSenderWritesPartOfItsLargeMessages) {
+  // Ranks may not touch each other's memory under Yama's ptrace scope: the
+  // node manager then copies everything itself.
+  if (std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope"); yama) {
+    int scope = 0;
+    if (yama >> scope && scope > 0) GTEST_SKIP() << "Yama ptrace_scope " << scope;
+  }
+  for (const char* share : {"on", "off"}) {
+    SCOPED_TRACE(std::string("BCS_COPY_SHARE=") + share);
+    const std::string dir = tmp_ + "/share-" + share;
+    auto r = bcs_run({"-n", "2", "--job-dir", dir, prog("prog_pingpong"), "16M"},
+                     std::chrono::seconds(90), {{"BCS_COPY_SHARE", share}});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
+    const std::string f = dir + "/node-node1.csv";
+    ASSERT_TRUE(fs::exists(f)) << f;
+    const uint64_t bytes = column_sum(f, "bytes"), by_sender = column_sum(f, "sender_bytes");
+    EXPECT_GE(bytes, uint64_t{3} * 2 * (16 << 20)) << "three round trips of 16 MiB";
+    if (std::string(share) == "on") {
+      EXPECT_GT(by_sender, 0u);
+      EXPECT_LT(by_sender, bytes) << "the receivers read their part";
+    } else {
+      EXPECT_EQ(by_sender, 0u);
+    }
   }
 }
 
