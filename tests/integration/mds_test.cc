@@ -302,7 +302,9 @@ TEST_F(MdsStory, ASleepingSenderWritesPartOfItsLargeMessages) {
   for (const char* share : {"on", "off"}) {
     SCOPED_TRACE(std::string("BCS_COPY_SHARE=") + share);
     const std::string dir = tmp_ + "/share-" + share;
-    auto r = bcs_run({"-n", "2", "--job-dir", dir, prog("prog_pingpong"), "16M"},
+    // --chunk: orders big enough to share, whatever copy rate the node
+    // manager measured at its start.
+    auto r = bcs_run({"-n", "2", "--chunk", "4MiB", "--job-dir", dir, prog("prog_pingpong"), "16M"},
                      std::chrono::seconds(90), {{"BCS_COPY_SHARE", share}});
     ASSERT_EQ(r.status, 0) << describe(r);
     EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
