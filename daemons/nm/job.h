@@ -264,8 +264,8 @@ class NmJob {
   // scope forbids reading a sibling); BCS_SINGLE_COPY=off in the NM's
   // environment never tries.
   bool single_copy_ = true;
-  // Orders of kDmaShareMin bytes or more are shared with a sleeping local
-  // sender; BCS_COPY_SHARE=off in the NM's environment never shares.
+  // Orders of kDmaShareMin (job_copy.cc) bytes or more are shared with a
+  // sleeping local sender; BCS_COPY_SHARE=off in the NM's environment never shares.
   bool share_copies_ = true;
   uint64_t shared_bytes_ = 0;
   // Writes order `slot` of rank `r` and wakes the rank unless it is copying
