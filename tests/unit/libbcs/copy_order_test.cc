@@ -1,0 +1,114 @@
+// Single copy (segment.h, DmaOrder): copy orders the DMA helper hands a
+// rank asleep in MPI, which the rank carries out with its own rights before
+// it sleeps on. Played against the in-process fake node manager, whose
+// strobe thread posts the orders the way NmJob::post_copy does.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <atomic>
+#include <thread>
+#include <vector>
+
+#include <unistd.h>
+
+#include "api_fixture.h"
+
+namespace bcs::apitest {
+namespace {
+
+// Single copy: the DMA helper hands a rank asleep in MPI copy orders; the
+// rank reads the sender's memory into its buffer itself (here the "sender"
+// is this process), says so, and sleeps on until its receive completes. An
+// order taken back before the rank saw it is left alone. Two orders posted
+// together (copies ahead: the next piece while the rank copies one) are
+// both carried out on one wake-up, and the rank wakes the helper that said
+// it sleeps on one.
+TEST_F(ApiTest, ASleepingRankCarriesOutTheDmaHelpersCopyOrders) {
+  attach(2);
+  const std::vector<uint8_t> src = pattern(300000, 5);
+  std::vector<uint8_t> dst(src.size());
+  uint8_t small[8] = {};
+  DmaOrder& o = view_.ctl->dma[0];
+  DmaOrder& o2 = view_.ctl->dma[1];
+  uint32_t taken_back_state = 0;
+  std::thread nm([&] {
+    while (!view_.ctl->waiting.load()) std::this_thread::yield();
+    nm_->step();
+    // An order taken back (CAS Posted -> Idle) before the rank looks.
+    o.pid = static_cast<uint32_t>(getpid());
+    o.src = reinterpret_cast<uintptr_t>(src.data());
+    o.dst = reinterpret_cast<uintptr_t>(dst.data());
+    o.len = 16;
+    o.state.store(kDmaPosted);
+    uint32_t posted = kDmaPosted;
+    if (o.state.compare_exchange_strong(posted, kDmaIdle)) taken_back_state = kDmaIdle;
+    // The real ones, as NmJob::post_copy posts them: the first half in the
+    // second slot, the rest in the first.
+    const size_t half = src.size() / 2;
+    o2.pid = o.pid;
+    o2.src = o.src;
+    o2.dst = o.dst;
+    o2.len = half;
+    o2.seq = 1;
+    o2.error = 99;
+    o.src += half;
+    o.dst += half;
+    o.len = src.size() - half;
+    o.seq = 2;
+    o.error = 99;
+    o2.state.store(kDmaPosted, std::memory_order_seq_cst);
+    o.state.store(kDmaPosted, std::memory_order_seq_cst);
+    rank_wake(view_);
+    for (DmaOrder* w : {&o2, &o}) {
+      w->nm_waiting.store(1, std::memory_order_seq_cst);
+      for (uint32_t s; (s = w->state.load(std::memory_order_seq_cst)) != kDmaDone;)
+        futex_wait(&w->state, s, 1'000'000);
+    }
+    request_complete(view_, nm_->seen().back().request, bcs_err_none, 1, 3, src.size(), 0, 1, 2);
+  });
+  EXPECT_EQ(bcs_recv(small, sizeof small, 1, 3, kContextWorld, BCS_BLOCKING, nullptr, nullptr),
+            BCS_OK);
+  nm.join();
+  EXPECT_EQ(taken_back_state, kDmaIdle);
+  EXPECT_EQ(o.error, 0);
+  EXPECT_EQ(o2.error, 0);
+  EXPECT_EQ(dst, src);
+}
+
+// A shared order (segment.h, DmaOrder::write): the rank is the sender of a
+// large message and, asleep in its blocking send, writes part of it from
+// its own buffer into the receiver's (here this process again) while the
+// receiver reads the rest. The rank says done and sleeps on until its send
+// completes.
+TEST_F(ApiTest, ASleepingSenderWritesItsShareOfACopyOrder) {
+  attach(2);
+  const std::vector<uint8_t> src = pattern(300000, 7);
+  std::vector<uint8_t> dst(src.size());
+  DmaOrder& o = view_.ctl->dma[0];
+  std::thread nm([&] {
+    while (!view_.ctl->waiting.load()) std::this_thread::yield();
+    nm_->step();
+    o.pid = static_cast<uint32_t>(getpid());
+    o.src = reinterpret_cast<uintptr_t>(src.data()) + 4096;
+    o.dst = reinterpret_cast<uintptr_t>(dst.data()) + 4096;
+    o.len = src.size() - 4096;
+    o.write = 1;
+    o.seq = 1;
+    o.error = 99;
+    o.state.store(kDmaPosted, std::memory_order_seq_cst);
+    rank_wake(view_);
+    o.nm_waiting.store(1, std::memory_order_seq_cst);
+    for (uint32_t s; (s = o.state.load(std::memory_order_seq_cst)) != kDmaDone;)
+      futex_wait(&o.state, s, 1'000'000);
+    request_complete(view_, nm_->seen().back().request, bcs_err_none, 0, 3, src.size(), 0, 1, 2);
+  });
+  EXPECT_EQ(bcs_send(src.data(), src.size(), 1, 3, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm.join();
+  EXPECT_EQ(o.error, 0);
+  EXPECT_TRUE(std::equal(src.begin() + 4096, src.end(), dst.begin() + 4096)) << "its share landed";
+  EXPECT_TRUE(std::all_of(dst.begin(), dst.begin() + 4096, [](uint8_t b) { return b == 0; }))
+      << "and nothing else";
+}
+
+}  // namespace
+}  // namespace bcs::apitest
