@@ -219,6 +219,12 @@ class NmJob {
   // is kNotDelegated.
   bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len, bool share);
   int32_t await_copy(int32_t to);
+  bool copy_orders_pending(int32_t to) {
+    if (!is_local(to)) return false;
+    for (const auto& u : local(to).dma)
+      if (u.pending) return true;
+    return false;
+  }
   // Bytes of settled orders that their senders wrote (shares), since the
   // job began: the local EMDS's per-slice `sender_bytes`. Strobe receiver only.
   uint64_t shared_bytes() const { return shared_bytes_; }

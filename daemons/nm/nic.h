@@ -77,6 +77,7 @@ class JobRanks : public LocalRanks {
     return job_->copy_by_receiver(from, to, src, dst, len);
   }
   uint32_t offer_pid(int32_t from, uint32_t node) override { return job_->offer_pid(from, node); }
+  bool copy_orders_pending(int32_t to) override { return job_->copy_orders_pending(to); }
   bool host_peer(uint32_t node) const override { return job_->host_peer(node); }
   int32_t copy_from_process(uint32_t pid, int32_t to, uint64_t src, uint64_t dst,
                             size_t len) override {
@@ -108,6 +109,9 @@ struct NodeJobState {
     // copied in its own P2P only (for measuring what copies ahead gain).
     if (const char* e = std::getenv("BCS_COPY_AHEAD"); e && std::string_view(e) == "off")
       dh.set_copy_ahead(false);
+    // BCS_COLL_MEMBER_COPY=off: the node copies every piece of a collective.
+    if (const char* e = std::getenv("BCS_COLL_MEMBER_COPY"); e && std::string_view(e) == "off")
+      coll.set_member_copies(false);
   }
   static uint64_t max_unexpected(const NmJob& j) {
     return j.spec().max_unexpected ? j.spec().max_unexpected : BufferReceiver::kMaxUnexpected;

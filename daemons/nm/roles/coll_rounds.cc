@@ -211,6 +211,8 @@ void Collectives::Impl::stage(Ctx& c, Op& op, RankMemory& mem,
       op.pieces.push_back({src, dst, off, std::move(data)});
     }
   };
+  // Members asleep in MPI may copy pieces themselves (Piece::ref_world).
+  const bool members_copy = member_copies && dynamic_cast<LocalRanks*>(&mem) != nullptr;
   // A block of `len` bytes at `addr` of member m: this round's piece.
   auto block = [&](const Member& m, int32_t src, int32_t dst, uint64_t addr, uint64_t len,
                    const std::set<uint32_t>& dests) {
@@ -218,6 +220,19 @@ void Collectives::Impl::stage(Ctx& c, Op& op, RankMemory& mem,
     const uint64_t lo = r * op.window;
     if (r > 0 && lo >= len) return;
     const uint64_t hi = std::min(len, lo + op.window);
+    // Only this node's members need it: they read it themselves (write()),
+    // so the node reads it only if they cannot.
+    if (members_copy && dests.size() == 1 && dests.count(self) && !m.has_inline &&
+        hi - lo >= kMemberCopyMin) {
+      op.more_local = op.more_local || hi < len;
+      op.seen.insert({src, dst});
+      Piece p{src, dst, lo, {}};
+      p.ref_world = m.world;
+      p.ref_addr = addr + lo;
+      p.ref_len = hi - lo;
+      op.pieces.push_back(std::move(p));
+      return;
+    }
     Bytes b;
     if (int32_t e = contribution(mem, m, addr + lo, hi - lo, &b)) {
       coll_fail(op, e);
@@ -360,17 +375,24 @@ void Collectives::Impl::write(Ctx& c, Op& op, RankMemory& mem, Done& done) {
   };
 
   if (!coll_reduction(op.kind)) {
-    for (const Piece& p : op.pieces) {
+    // Pieces still in a member's memory (Piece::ref_world): the copies into
+    // each member, made by the members themselves where they can.
+    std::vector<MemberCopy> copies;
+    for (size_t pi = 0; pi < op.pieces.size(); ++pi) {
+      const Piece& p = op.pieces[pi];
       auto to_member = [&](int32_t cr, int32_t slot) {
         auto it = op.members.find(cr);
         if (it == op.members.end()) return;
         const Member& m = it->second;
-        if (slot < 0) {
-          put(m, cr, 0, m.a.rbytes, p.off, p.data.data(), p.data.size());
-        } else {
-          auto [base, cap] = recv_slot(op.kind, m, slot);
+        uint64_t base = 0, cap = m.a.rbytes;
+        if (slot >= 0) std::tie(base, cap) = recv_slot(op.kind, m, slot);
+        if (p.ref_world < 0) {
           put(m, cr, base, cap, p.off, p.data.data(), p.data.size());
+          return;
         }
+        const uint64_t fit = p.off >= cap ? 0 : std::min(p.ref_len, cap - p.off);
+        if (fit) copies.push_back({cr, m.world, m.a.recvbuf + base + p.off, fit, pi});
+        if (fit < p.ref_len) op.member_err.emplace(cr, bcs_err_truncate);
       };
       switch (op.kind) {
         case BCS_COLL_BCAST:
@@ -399,6 +421,7 @@ void Collectives::Impl::write(Ctx& c, Op& op, RankMemory& mem, Done& done) {
           break;
       }
     }
+    copy_by_members(op, mem, copies, done);
     return;
   }
 
@@ -462,6 +485,72 @@ void Collectives::Impl::write(Ctx& c, Op& op, RankMemory& mem, Done& done) {
     } else {
       put(m, cr, 0, op.first.count * es, off, result.data(), len);
     }
+  }
+}
+
+void Collectives::Impl::copy_by_members(Op& op, RankMemory& mem, std::vector<MemberCopy>& copies,
+                                         Done& done) {
+  // 0: to do, 1: copied by its member, 2: the node copies it.
+  std::vector<uint8_t> how(copies.size(), 0);
+  if (auto* ranks = dynamic_cast<LocalRanks*>(&mem)) {
+    // In waves: each member holds at most kDmaSlots orders, and every member
+    // copies at once; the node waits for a wave, then posts the next.
+    for (;;) {
+      std::map<int32_t, std::vector<size_t>> wave;  // member (world rank) -> copies, post order
+      for (size_t i = 0; i < copies.size(); ++i) {
+        if (how[i]) continue;
+        const MemberCopy& k = copies[i];
+        const Piece& p = op.pieces[k.piece];
+        auto& mine = wave[k.world];
+        if (mine.size() >= kDmaSlots) continue;
+        // A member holding the DMA helper's pieces ahead is left to it; a
+        // piece already where it goes (in place) is the node's no-op.
+        const uint32_t pid = ranks->pid_of(p.ref_world);
+        if ((mine.empty() && ranks->copy_orders_pending(k.world)) ||
+            (p.ref_world == k.world && p.ref_addr == k.dst) || !pid ||
+            !ranks->post_copy(pid, k.world, p.ref_addr, k.dst, k.len, false)) {
+          how[i] = 2;
+          continue;
+        }
+        mine.push_back(i);
+      }
+      bool any = false;
+      for (auto& [world, idx] : wave)
+        for (size_t i : idx) {
+          any = true;
+          // A copy that failed or was taken back is the node's: reading and
+          // writing apart, it also says whose buffer was bad.
+          if (ranks->await_copy(world) == 0) {
+            how[i] = 1;
+            done.bytes += copies[i].len;
+          } else {
+            how[i] = 2;
+          }
+        }
+      if (!any) break;
+    }
+  }
+  for (size_t i = 0; i < copies.size() && !op.error; ++i) {
+    if (how[i] == 1) continue;
+    const MemberCopy& k = copies[i];
+    Piece& p = op.pieces[k.piece];
+    if (p.ref_world >= 0) {  // read once, for every member the node copies it into
+      const Member* src = nullptr;
+      for (const auto& [cr, m] : op.members)
+        if (m.world == p.ref_world) src = &m;
+      const int32_t e = src ? contribution(mem, *src, p.ref_addr, p.ref_len, &p.data)
+                            : bcs_err_internal;
+      if (e) {
+        coll_fail(op, e);
+        return;
+      }
+      p.ref_world = -1;
+    }
+    if (int32_t e = mem.write(k.world, k.dst, p.data.data(), k.len)) {
+      op.member_err.emplace(k.cr, e);
+      continue;
+    }
+    done.bytes += k.len;
   }
 }
 

@@ -31,6 +31,10 @@ namespace bcs::nm {
 
 using Bytes = std::vector<uint8_t>;
 constexpr int32_t kAny = -1;  // block key: "for every member" / "node partial"
+// Pieces from this size on that only this node's members need are read by
+// the members themselves (Piece::ref_world): below it, waking a member to
+// copy costs more than the node's two copies.
+constexpr uint64_t kMemberCopyMin = 128u << 10;
 
 bool coll_rooted(bcs_coll_t k);
 inline bool coll_reduction(bcs_coll_t k) { return coll_phase(k) == CollPhase::rm; }
@@ -49,11 +53,19 @@ struct Member {
   std::vector<uint64_t> scounts, sdispls, rcounts, rdispls;  // read when the op starts
 };
 
-// A piece of a block: its bytes [off, off + data.size()).
+// A piece of a block: its bytes [off, off + data.size()), or, for a piece
+// that only this node's members need, where they still are: `ref_len`
+// bytes at `ref_addr` of local rank `ref_world` (-1: `data` holds them).
+// The members then read such a piece themselves, in parallel (copy orders,
+// segment.h), instead of the node manager reading it and writing it into
+// each of them.
 struct Piece {
   int32_t src = 0, dst = 0;
   uint64_t off = 0;
   Bytes data;
+  int32_t ref_world = -1;
+  uint64_t ref_addr = 0, ref_len = 0;
+  uint64_t size() const { return ref_world >= 0 ? ref_len : data.size(); }
 };
 
 struct Op {
@@ -102,6 +114,7 @@ inline void coll_fail(Op& op, int32_t e) {
 
 struct Collectives::Impl {
   uint32_t self = 0;
+  bool member_copies = true;
   uint64_t budget = 0;
   std::vector<uint32_t> rank_node;
   std::map<int32_t, Ctx> ctxs;
@@ -130,6 +143,16 @@ struct Collectives::Impl {
   void stage(Ctx& c, Op& op, RankMemory& mem, std::map<uint32_t, wire::Writer>& out,
              std::map<uint32_t, uint32_t>& nsec);
   void write(Ctx& c, Op& op, RankMemory& mem, Done& done);
+  // write()'s copies of pieces still in a member's memory into member `cr`
+  // (world rank `world`) at `dst`: by the members themselves, with copy
+  // orders (segment.h), where they sleep in MPI; the rest by the node.
+  struct MemberCopy {
+    int32_t cr;
+    int32_t world;
+    uint64_t dst, len;
+    size_t piece;
+  };
+  void copy_by_members(Op& op, RankMemory& mem, std::vector<MemberCopy>& copies, Done& done);
   void complete(Ctx& c, Op& op, RankMemory& mem, Done& done);
 };
 

@@ -52,6 +52,8 @@ void Collectives::add_comm(int32_t context, std::vector<int32_t> members) {
   impl_->ctxs[context] = std::move(c);
 }
 
+void Collectives::set_member_copies(bool on) { impl_->member_copies = on; }
+
 bool Collectives::posted_locally(int32_t context, uint64_t seq,
                                  std::span<const int32_t> posted_since) const {
   const auto it = impl_->ctxs.find(context);

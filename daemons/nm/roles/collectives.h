@@ -66,6 +66,9 @@ class Collectives {
   Collectives(uint32_t self, std::vector<uint32_t> rank_node, uint64_t budget = kDefaultBudget);
   static constexpr uint64_t kDefaultBudget = uint64_t{2} << 20;
   ~Collectives();
+  // Members asleep in MPI copy large pieces only this node's members need
+  // themselves (coll_state.h, Piece::ref_world); on by default.
+  void set_member_copies(bool on);
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;
 

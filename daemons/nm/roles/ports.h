@@ -130,6 +130,10 @@ class LocalRanks : public RankMemory {
     return false;
   }
   virtual int32_t await_copy(int32_t /*to*/) { return kNotDelegated; }
+  // Whether local rank `to` holds copy orders not yet settled (the DMA
+  // helper's pieces ahead): another role then leaves it alone, since
+  // await_copy settles a rank's orders oldest first.
+  virtual bool copy_orders_pending(int32_t /*to*/) { return false; }
   virtual uint32_t pid_of(int32_t /*r*/) { return 0; }
 };
 

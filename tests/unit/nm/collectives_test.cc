@@ -7,7 +7,10 @@
 #include <gtest/gtest.h>
 
 #include <cstring>
+#include <deque>
+#include <functional>
 #include <map>
+#include <set>
 #include <numeric>
 #include <random>
 
@@ -17,13 +20,63 @@ namespace bcs::nm {
 namespace {
 
 // Rank memory: real pointers into buffers the test owns, checked against
-// the ranges registered for that rank (fakes.h).
-class FakeMemory : public fakes::CheckedMemory<RankMemory> {
+// the ranges registered for that rank (fakes.h). It is a node's ranks, so
+// the collectives may hand members copy orders (Piece::ref_world); with
+// `member_copies` off (the default) every post is refused and the node
+// copies, as for members awake in MPI.
+class FakeMemory : public fakes::CheckedMemory<LocalRanks> {
  public:
   void complete(int32_t r, uint32_t request, int32_t error) override {
     completed[{r, request}] = error;
   }
   std::map<std::pair<int32_t, uint32_t>, int32_t> completed;
+
+  // Copy orders: a member "reads" `len` bytes of the member whose process
+  // is `pid` at once (within the ranges both registered); await_copy gives
+  // the outcome, oldest first, as NmJob does.
+  bool member_copies = false;
+  int32_t order_result = 0;        // what every order comes back with (0: its copy's)
+  std::set<int32_t> holding;       // ranks with the DMA helper's orders pending
+  std::map<int32_t, uint64_t> copied_by;  // bytes each member copied itself
+  static constexpr uint32_t kPidBase = 5000;
+  uint32_t pid_of(int32_t r) override { return kPidBase + static_cast<uint32_t>(r); }
+  bool copy_orders_pending(int32_t to) override { return holding.count(to) != 0; }
+  bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
+                 bool) override {
+    if (!member_copies || pending_[to].size() >= kDmaSlots) return false;
+    int32_t e = order_result;
+    if (!e) {
+      std::vector<uint8_t> tmp(len);
+      e = read(static_cast<int32_t>(pid - kPidBase), src, tmp.data(), len);
+      if (!e) e = write(to, dst, tmp.data(), len);
+      if (!e) copied_by[to] += len;
+    }
+    pending_[to].push_back(e);
+    return true;
+  }
+  int32_t await_copy(int32_t to) override {
+    auto& q = pending_[to];
+    if (q.empty()) return kNotDelegated;
+    const int32_t e = q.front();
+    q.pop_front();
+    return e;
+  }
+  // The rest of a node's ranks: unused by the collective helpers.
+  uint64_t job_id() const override { return 1; }
+  uint32_t nranks() const override { return 0; }
+  uint32_t nnodes() const override { return 0; }
+  uint32_t node_of(int32_t) const override { return 0; }
+  bool is_local(int32_t) const override { return true; }
+  std::vector<int32_t> local_ranks() const override { return {}; }
+  RankView view_of(int32_t) override { return {}; }
+  void complete_status(int32_t, uint32_t, int32_t, int32_t, int32_t, uint64_t, uint32_t,
+                       uint64_t) override {}
+  ReadGrants& read_grants() override { return grants_; }
+  void rank_corrupted(int32_t, const std::string&) override {}
+
+ private:
+  std::map<int32_t, std::deque<int32_t>> pending_;
+  ReadGrants grants_;
 };
 
 Descriptor make_desc(const bcs_coll_args_t& a, uint64_t seq, uint32_t request,
@@ -320,12 +373,16 @@ TEST_P(Shapes, AllreduceIsBitIdenticalEverywhereAndReduceReachesEveryRoot) {
   }
 }
 
-TEST_P(Shapes, GatherScatterAllgatherAlltoallMoveEveryBlock) {
-  const auto [n, k, budget] = GetParam();
-  const size_t blk = 5;
+// Gather, scatter, allgather and alltoall of `blk`-byte blocks from roots
+// 0 and n-1, every result checked. `prepare` and `check` see each cluster
+// before the posts and after the slices.
+void move_every_block(int n, int k, uint64_t budget, size_t blk,
+                      const std::function<void(Cluster&)>& prepare,
+                      const std::function<void(Cluster&)>& check) {
   const auto N = static_cast<size_t>(n);
   for (int root : {0, n - 1}) {
     Cluster c(n, k, budget);
+    prepare(c);
     std::vector<std::vector<uint8_t>> sb(N, std::vector<uint8_t>(N * blk)), rb(N, std::vector<uint8_t>(N * blk));
     std::vector<std::vector<uint8_t>> gb(N, std::vector<uint8_t>(N * blk)),
         ab(N, std::vector<uint8_t>(N * blk)), tb(N, std::vector<uint8_t>(N * blk)),
@@ -372,6 +429,51 @@ TEST_P(Shapes, GatherScatterAllgatherAlltoallMoveEveryBlock) {
           ASSERT_EQ(ab[sr][si * blk + b], f(i, b, 3)) << "allgather block " << i;
           ASSERT_EQ(tb[sr][si * blk + b], f(i, sr * blk + b, 3)) << "alltoall block " << i;
         }
+    }
+    check(c);
+  }
+}
+
+TEST_P(Shapes, GatherScatterAllgatherAlltoallMoveEveryBlock) {
+  const auto [n, k, budget] = GetParam();
+  move_every_block(n, k, budget, 5, [](Cluster&) {}, [](Cluster&) {});
+}
+
+// Blocks of 160 KiB that only this node's members need (all of them on one
+// node; alltoall's local blocks on two) are read by the members themselves,
+// with copy orders, instead of the node reading each and writing it into
+// them (Piece::ref_world). The node copies what they cannot: a member that
+// holds the DMA helper's pieces ahead, an order that failed. The results
+// are the same every way.
+TEST(Collectives, MembersCopyLargeLocalBlocksThemselvesAndTheNodeTheRest) {
+  const size_t blk = 160 << 10;
+  for (const char* mode : {"orders", "rank 1 holds orders", "orders fail"}) {
+    for (auto [n, k] : {std::pair{3, 1}, std::pair{4, 2}}) {
+      SCOPED_TRACE(std::string(mode) + ", " + std::to_string(n) + " ranks on " +
+                   std::to_string(k) + " nodes");
+      move_every_block(
+          n, k, Collectives::kDefaultBudget, blk,
+          [&](Cluster& c) {
+            for (int node = 0; node < k; ++node) {
+              auto& m = c.mem(node);
+              m.member_copies = true;
+              if (std::string(mode) == "rank 1 holds orders") m.holding = {1};
+              if (std::string(mode) == "orders fail") m.order_result = bcs_err_bad_address;
+            }
+          },
+          [&](Cluster& c) {
+            uint64_t total = 0;
+            for (int node = 0; node < k; ++node)
+              for (auto& [r, bytes] : c.mem(node).copied_by) total += bytes;
+            if (std::string(mode) == "orders fail") {
+              EXPECT_EQ(total, 0u);
+            } else {
+              EXPECT_GT(total, 0u);
+            }
+            if (std::string(mode) == "rank 1 holds orders") {
+              EXPECT_EQ(c.mem_of(1).copied_by.count(1), 0u) << "left to the DMA helper";
+            }
+          });
     }
   }
 }
