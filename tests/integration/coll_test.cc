@@ -196,6 +196,20 @@ TEST_F(CollStory, LargeCollectivesMoveInPerSliceRounds) {
   }
 }
 
+TEST_F(CollStory, MembersOfOneNodeCopyLargeBlocksThemselves) {
+  // With the default budget the megabyte blocks of prog_coll_large that
+  // only this node's members need are read by the members themselves
+  // (copy orders), all at once, instead of by the node manager; with
+  // BCS_COLL_MEMBER_COPY=off the node copies them. The results are the same.
+  for (const char* members : {"on", "off"}) {
+    auto r = bcs_run({"-n", "3", prog("prog_coll_large")}, 120s,
+                     {{"BCS_COLL_MEMBER_COPY", members}});
+    EXPECT_EQ(r.status, 0) << members << ": " << describe(r);
+    EXPECT_EQ(bcs::test::count(r.out, "coll_large ok"), 1u) << describe(r);
+    expect_nothing_left_now();
+  }
+}
+
 TEST_F(CollStory, NonContiguousDataMovesInChunksThatCutItsBlocks) {
   // prog_dtype's strided, struct and subarray messages (24 MiB vectors
   // among them) move as layouts the node managers follow; a 64 KiB budget
