@@ -106,6 +106,25 @@ class CheckedMemory : public Base {
   std::map<int32_t, std::vector<std::pair<uintptr_t, size_t>>> ranges_;
 };
 
+// Copy orders' outcomes per rank, oldest first, at most kDmaSlots each (as
+// in the segment): what await_copy gives back, as NmJob does.
+class OrderOutcomes {
+ public:
+  bool full(int32_t to) { return q_[to].size() >= kDmaSlots; }
+  size_t held(int32_t to) { return q_[to].size(); }
+  void push(int32_t to, int32_t outcome) { q_[to].push_back(outcome); }
+  int32_t take(int32_t to) {
+    auto& q = q_[to];
+    if (q.empty()) return LocalRanks::kNotDelegated;
+    const int32_t e = q.front();
+    q.pop_front();
+    return e;
+  }
+
+ private:
+  std::map<int32_t, std::deque<int32_t>> q_;
+};
+
 // One node's ranks: a real segment (rings, request tables), memory = this
 // process's buffers (addresses are pointers, checked against registered
 // ranges).
@@ -187,28 +206,20 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   int32_t ahead_result = 0;
   std::vector<size_t> fail_posts;
   std::vector<DirectCopy> ahead_copies;
-  // Per rank, the outcomes of its pending orders, oldest first (at most
-  // kDmaSlots, as in the segment).
-  std::map<int32_t, std::deque<int32_t>> ahead_pending;
+  OrderOutcomes ahead_pending;
   bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
                  bool share) override {
-    if (!copies_ahead || ahead_pending[to].size() >= kDmaSlots) return false;
+    if (!copies_ahead || ahead_pending.full(to)) return false;
     const bool fail =
         ahead_result && (fail_posts.empty() || std::find(fail_posts.begin(), fail_posts.end(),
                                                          ahead_copies.size()) != fail_posts.end());
     ahead_copies.push_back({pid, to, src, dst, len, share});
-    ahead_pending[to].push_back(fail ? ahead_result
-                                     : write(to, dst, reinterpret_cast<const void*>(src), len));
+    ahead_pending.push(to, fail ? ahead_result
+                                : write(to, dst, reinterpret_cast<const void*>(src), len));
     return true;
   }
-  int32_t await_copy(int32_t to) override {
-    auto& q = ahead_pending[to];
-    if (q.empty()) return kNotDelegated;
-    const int32_t e = q.front();
-    q.pop_front();
-    return e;
-  }
-  size_t ahead_outstanding(int32_t to) { return ahead_pending[to].size(); }
+  int32_t await_copy(int32_t to) override { return ahead_pending.take(to); }
+  size_t ahead_outstanding(int32_t to) { return ahead_pending.held(to); }
   uint32_t pid_of(int32_t r) override {
     return is_local(r) ? kPidBase + static_cast<uint32_t>(r) : 0;
   }
