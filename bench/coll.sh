@@ -17,7 +17,9 @@
 #   (c) host time to post an MPI_Iallreduce of 8 B;
 #   (d) progress without MPI calls: how often, and how soon, the result of
 #       an MPI_Iallreduce appears while its ranks make no MPI call (2 ranks,
-#       so that the ranks' polling leaves the node managers a core).
+#       so that the ranks' polling leaves the node managers a core);
+#   (e) large collectives: MPI_Bcast, MPI_Allgather and MPI_Allreduce of
+#       16 MiB, mean time per call (ITERS/20 calls, at least 3).
 # ITERS (default 200) is the allreduce iteration count; skew and post run
 # 5 x ITERS calls. Each measurement is repeated BCS_BENCH_REPEAT times
 # (default 3, configurations interleaved) and every number shown is the
@@ -36,6 +38,8 @@ tmo=${BCS_BENCH_TIMEOUT:-300}
 repeat=${BCS_BENCH_REPEAT:-3}
 np=4
 sizes=(8 65536)
+large=16777216
+large_iters=$((iters / 20 > 3 ? iters / 20 : 3))
 skews=(0 100 1000)
 src=$here/bench/coll_bench.c
 bcs=$build/bin/bcs
@@ -107,6 +111,7 @@ for ((rep = 0; rep < repeat; ++rep)); do
     for s in "${sizes[@]}"; do run "$cfg" allreduce "$s" "$iters"; done
     for k in "${skews[@]}"; do run "$cfg" skew "$k" "$((iters * 5))"; done
     run "$cfg" post "$((iters * 5))"
+    run "$cfg" large "$large" "$large_iters"
     run_np=2
     run "$cfg" progress "$iters"
     run_np=$np
@@ -191,6 +196,19 @@ for cfg in bcs1 bcs2 ompi; do
   awk -v n="$name" -v p="$(get $cfg progress - 2)" -v m="$(get $cfg progress - 3)" \
       -v r="$(ran $cfg)" "$fmt_awk"'BEGIN{
     printf "%8s %8s%% %9s\n", n, v(p, r), (m != "" ? sprintf("%.1f", m) : "-") }'
+done
+
+echo
+echo "(e) $large B collectives, $np ranks: mean time per call, ms (max over ranks)"
+printf '%10s %9s %9s %9s %10s %10s\n' op bcs-1nm bcs-2nm ompi bcs1/ompi bcs2/ompi
+f=3
+for op in bcast allgather allreduce; do
+  awk -v op="$op" -v b1="$(get bcs1 large "$large" $f)" -v b2="$(get bcs2 large "$large" $f)" \
+      -v o="$(get ompi large "$large" $f)" -v rb1="$r_b1" -v rb2="$r_b2" -v ro="$r_o" "$fmt_awk"'
+    function ms(x, r) { return x != "" ? sprintf("%.2f", x / 1000) : (r ? "FAIL" : "-") }
+    BEGIN{ printf "%10s %9s %9s %9s %10s %10s\n", op, ms(b1, rb1), ms(b2, rb2), ms(o, ro),
+      ratio(b1, o), ratio(b2, o) }'
+  f=$((f + 1))
 done
 
 if [ "${BCS_BENCH_RAW:-0}" = 1 ]; then

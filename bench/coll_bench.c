@@ -108,6 +108,14 @@
  *       PCT: the share of all ranks' iterations in which the result
  *       appeared within 2000 us; MEDIAN_US: the median time it took, over
  *       those (- if none).
+ *
+ *   coll_bench large BYTES ITERS
+ *     Large collectives: ITERS calls back to back of MPI_Bcast of BYTES
+ *     from rank 0, MPI_Allgather of BYTES in all (BYTES/size per rank) and
+ *     MPI_Allreduce (SUM) of BYTES/8 doubles, after one untimed call of
+ *     each; every result is checked after its loop.
+ *     Prints on rank 0:  large BYTES BCAST_US ALLGATHER_US ALLREDUCE_US
+ *       each the max over ranks of (time of its timed loop / ITERS).
  */
 #define _POSIX_C_SOURCE 200809L
 #include <mpi.h>
@@ -275,6 +283,78 @@ static void bench_allreduce(long bytes, long iters) {
   free(r);
   free(t);
   free(tmax);
+}
+
+/* ---- large ------------------------------------------------------------ */
+
+static unsigned char large_byte(long i, int src) {
+  return (unsigned char)(i * 7 + src * 31 + 1);
+}
+
+/* Mean time of ITERS calls of `call` (after one untimed), max over ranks. */
+static double timed_loop(void (*call)(void *), void *arg, long iters) {
+  double t0, mine, worst = 0.0;
+  long it;
+  call(arg);
+  MPI_Barrier(MPI_COMM_WORLD);
+  t0 = WALL();
+  for (it = 0; it < iters; ++it) call(arg);
+  mine = (WALL() - t0) / (double)iters;
+  MPI_Allreduce(&mine, &worst, 1, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
+  return worst;
+}
+
+struct large_args {
+  long bytes, blk;
+  unsigned char *b, *sb, *g;
+  double *s, *r;
+};
+static void large_bcast(void *p) {
+  struct large_args *a = (struct large_args *)p;
+  MPI_Bcast(a->b, (int)a->bytes, MPI_BYTE, 0, MPI_COMM_WORLD);
+}
+static void large_allgather(void *p) {
+  struct large_args *a = (struct large_args *)p;
+  MPI_Allgather(a->sb, (int)a->blk, MPI_BYTE, a->g, (int)a->blk, MPI_BYTE, MPI_COMM_WORLD);
+}
+static void large_allreduce(void *p) {
+  struct large_args *a = (struct large_args *)p;
+  MPI_Allreduce(a->s, a->r, (int)(a->bytes / 8), MPI_DOUBLE, MPI_SUM, MPI_COMM_WORLD);
+}
+
+static void bench_large(long bytes, long iters) {
+  struct large_args a;
+  double tb, tg, tr;
+  long i;
+  int src;
+  a.bytes = bytes / 8 * 8 > 0 ? bytes / 8 * 8 : 8;
+  a.blk = a.bytes / nranks;
+  a.b = (unsigned char *)xmalloc((size_t)a.bytes);
+  a.sb = (unsigned char *)xmalloc((size_t)a.blk + 1);
+  a.g = (unsigned char *)xmalloc((size_t)(a.blk * nranks) + 1);
+  a.s = (double *)xmalloc((size_t)a.bytes);
+  a.r = (double *)xmalloc((size_t)a.bytes);
+  for (i = 0; i < a.bytes; ++i) a.b[i] = rank == 0 ? large_byte(i, 0) : 0;
+  for (i = 0; i < a.blk; ++i) a.sb[i] = large_byte(i, rank);
+  fill_allreduce(a.s, a.bytes / 8, 0);
+  tb = timed_loop(large_bcast, &a, iters);
+  tg = timed_loop(large_allgather, &a, iters);
+  tr = timed_loop(large_allreduce, &a, iters);
+  for (i = 0; i < a.bytes; ++i)
+    if (a.b[i] != large_byte(i, 0)) die("wrong broadcast result");
+  for (src = 0; src < nranks; ++src)
+    for (i = 0; i < a.blk; ++i)
+      if (a.g[(long)src * a.blk + i] != large_byte(i, src)) die("wrong allgather result");
+  check_allreduce(a.r, a.bytes / 8, 0);
+  if (rank == 0) {
+    printf("large %ld %.3f %.3f %.3f\n", bytes, tb, tg, tr);
+    fflush(stdout);
+  }
+  free(a.b);
+  free(a.sb);
+  free(a.g);
+  free(a.s);
+  free(a.r);
 }
 
 /* ---- skew ------------------------------------------------------------- */
@@ -510,7 +590,7 @@ static void usage(void) {
   if (rank == 0)
     fprintf(stderr,
             "usage: coll_bench allreduce BYTES ITERS | skew MAX_US ITERS | post ITERS | "
-            "progress ITERS\n");
+            "progress ITERS | large BYTES ITERS\n");
   MPI_Abort(MPI_COMM_WORLD, 1);
   exit(1);
 }
@@ -532,6 +612,10 @@ int main(int argc, char **argv) {
     const long iters = parse_long(argv[2], "ITERS");
     if (iters < 1) usage();
     bench_post(iters);
+  } else if (strcmp(argv[1], "large") == 0 && argc == 4) {
+    const long bytes = parse_long(argv[2], "BYTES"), iters = parse_long(argv[3], "ITERS");
+    if (iters < 1 || bytes < 8) usage();
+    bench_large(bytes, iters);
   } else if (strcmp(argv[1], "progress") == 0 && argc == 3) {
     const long iters = parse_long(argv[2], "ITERS");
     if (iters < 1) usage();
