@@ -219,12 +219,7 @@ class NmJob {
   // is kNotDelegated.
   bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len, bool share);
   int32_t await_copy(int32_t to);
-  bool copy_orders_pending(int32_t to) {
-    if (!is_local(to)) return false;
-    for (const auto& u : local(to).dma)
-      if (u.pending) return true;
-    return false;
-  }
+  bool copy_orders_pending(int32_t to) { return is_local(to) && orders_pending(local(to)); }
   // Bytes of settled orders that their senders wrote (shares), since the
   // job began: the local EMDS's per-slice `sender_bytes`. Strobe receiver only.
   uint64_t shared_bytes() const { return shared_bytes_; }
@@ -274,6 +269,9 @@ class NmJob {
   // sleeping local sender; BCS_COPY_SHARE=off in the NM's environment never shares.
   bool share_copies_ = true;
   uint64_t shared_bytes_ = 0;
+  static bool orders_pending(const LocalRank& r) {
+    return std::any_of(r.dma.begin(), r.dma.end(), [](const auto& u) { return u.pending; });
+  }
   // Writes order `slot` of rank `r` and wakes the rank unless it is copying
   // an earlier one (it looks at its slots again after that).
   void post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, uint64_t dst,

@@ -79,9 +79,8 @@ uint32_t NmJob::offer_pid(int32_t from, uint32_t node) {
 
 int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64_t dst,
                                  size_t len) {
-  if (!is_local(to)) return LocalRanks::kNotDelegated;
-  for (const auto& u : local(to).dma)
-    if (u.pending) return LocalRanks::kNotDelegated;  // await_copy would settle that one
+  // A pending order: await_copy would settle that one.
+  if (!is_local(to) || orders_pending(local(to))) return LocalRanks::kNotDelegated;
   if (!post_copy(spid, to, src, dst, len, false)) return LocalRanks::kNotDelegated;
   return await_copy(to);
 }
@@ -90,15 +89,10 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
                       bool share) {
   if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit) return false;
   LocalRank& r = local(to);
-  size_t slot = kDmaSlots;
-  bool any_pending = false;
-  for (size_t i = 0; i < kDmaSlots; ++i) {
-    if (r.dma[i].pending)
-      any_pending = true;
-    else if (slot == kDmaSlots)
-      slot = i;
-  }
+  size_t slot = 0;
+  while (slot < kDmaSlots && r.dma[slot].pending) ++slot;
   if (slot == kDmaSlots) return false;  // every slot pending; await_copy settles them
+  const bool any_pending = orders_pending(r);
   LocalRank* sharer = nullptr;
   uint32_t rpid = 0;
   {
@@ -159,8 +153,7 @@ LocalRank* NmJob::sharer_for(uint32_t spid, const LocalRank& to) {
 
 void NmJob::post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, uint64_t dst,
                        uint64_t len, bool write) {
-  bool any_pending = false;
-  for (const auto& u : r.dma) any_pending |= u.pending;
+  const bool any_pending = orders_pending(r);
   RankView v = view(r);
   DmaOrder& o = v.ctl->dma[slot];
   o.pid = pid;

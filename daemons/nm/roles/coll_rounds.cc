@@ -211,7 +211,7 @@ void Collectives::Impl::stage(Ctx& c, Op& op, RankMemory& mem,
       op.pieces.push_back({src, dst, off, std::move(data)});
     }
   };
-  // Members asleep in MPI may copy pieces themselves (Piece::ref_world).
+  // Members asleep in MPI may copy pieces themselves (Piece::in_member).
   const bool members_copy = member_copies && dynamic_cast<LocalRanks*>(&mem) != nullptr;
   // A block of `len` bytes at `addr` of member m: this round's piece.
   auto block = [&](const Member& m, int32_t src, int32_t dst, uint64_t addr, uint64_t len,
@@ -226,8 +226,8 @@ void Collectives::Impl::stage(Ctx& c, Op& op, RankMemory& mem,
         hi - lo >= kMemberCopyMin) {
       op.more_local = op.more_local || hi < len;
       op.seen.insert({src, dst});
-      Piece p{src, dst, lo, {}};
-      p.ref_world = m.world;
+      Piece p{src, dst, lo, {}};  // `src` is m's communicator rank
+      p.in_member = true;
       p.ref_addr = addr + lo;
       p.ref_len = hi - lo;
       op.pieces.push_back(std::move(p));
@@ -375,7 +375,7 @@ void Collectives::Impl::write(Ctx& c, Op& op, RankMemory& mem, Done& done) {
   };
 
   if (!coll_reduction(op.kind)) {
-    // Pieces still in a member's memory (Piece::ref_world): the copies into
+    // Pieces still in a member's memory (Piece::in_member): the copies into
     // each member, made by the members themselves where they can.
     std::vector<MemberCopy> copies;
     for (size_t pi = 0; pi < op.pieces.size(); ++pi) {
@@ -386,7 +386,7 @@ void Collectives::Impl::write(Ctx& c, Op& op, RankMemory& mem, Done& done) {
         const Member& m = it->second;
         uint64_t base = 0, cap = m.a.rbytes;
         if (slot >= 0) std::tie(base, cap) = recv_slot(op.kind, m, slot);
-        if (p.ref_world < 0) {
+        if (!p.in_member) {
           put(m, cr, base, cap, p.off, p.data.data(), p.data.size());
           return;
         }
@@ -501,13 +501,14 @@ void Collectives::Impl::copy_by_members(Op& op, RankMemory& mem, std::vector<Mem
         if (how[i]) continue;
         const MemberCopy& k = copies[i];
         const Piece& p = op.pieces[k.piece];
+        const int32_t from = op.members.at(p.src).world;
         auto& mine = wave[k.world];
         if (mine.size() >= kDmaSlots) continue;
         // A member holding the DMA helper's pieces ahead is left to it; a
         // piece already where it goes (in place) is the node's no-op.
-        const uint32_t pid = ranks->pid_of(p.ref_world);
+        const uint32_t pid = ranks->pid_of(from);
         if ((mine.empty() && ranks->copy_orders_pending(k.world)) ||
-            (p.ref_world == k.world && p.ref_addr == k.dst) || !pid ||
+            (from == k.world && p.ref_addr == k.dst) || !pid ||
             !ranks->post_copy(pid, k.world, p.ref_addr, k.dst, k.len, false)) {
           how[i] = 2;
           continue;
@@ -534,17 +535,12 @@ void Collectives::Impl::copy_by_members(Op& op, RankMemory& mem, std::vector<Mem
     if (how[i] == 1) continue;
     const MemberCopy& k = copies[i];
     Piece& p = op.pieces[k.piece];
-    if (p.ref_world >= 0) {  // read once, for every member the node copies it into
-      const Member* src = nullptr;
-      for (const auto& [cr, m] : op.members)
-        if (m.world == p.ref_world) src = &m;
-      const int32_t e = src ? contribution(mem, *src, p.ref_addr, p.ref_len, &p.data)
-                            : bcs_err_internal;
-      if (e) {
+    if (p.in_member) {  // read once, for every member the node copies it into
+      if (int32_t e = contribution(mem, op.members.at(p.src), p.ref_addr, p.ref_len, &p.data)) {
         coll_fail(op, e);
         return;
       }
-      p.ref_world = -1;
+      p.in_member = false;
     }
     if (int32_t e = mem.write(k.world, k.dst, p.data.data(), k.len)) {
       op.member_err.emplace(k.cr, e);

@@ -32,7 +32,7 @@ namespace bcs::nm {
 using Bytes = std::vector<uint8_t>;
 constexpr int32_t kAny = -1;  // block key: "for every member" / "node partial"
 // Pieces from this size on that only this node's members need are read by
-// the members themselves (Piece::ref_world): below it, waking a member to
+// the members themselves (Piece::in_member): below it, waking a member to
 // copy costs more than the node's two copies.
 constexpr uint64_t kMemberCopyMin = 128u << 10;
 
@@ -54,18 +54,17 @@ struct Member {
 };
 
 // A piece of a block: its bytes [off, off + data.size()), or, for a piece
-// that only this node's members need, where they still are: `ref_len`
-// bytes at `ref_addr` of local rank `ref_world` (-1: `data` holds them).
-// The members then read such a piece themselves, in parallel (copy orders,
-// segment.h), instead of the node manager reading it and writing it into
-// each of them.
+// that only this node's members need (`in_member`), where they still are:
+// `ref_len` bytes at `ref_addr` of the source member (`src`, a local
+// member). The members then read such a piece themselves, in parallel
+// (copy orders, segment.h), instead of the node manager reading it and
+// writing it into each of them.
 struct Piece {
   int32_t src = 0, dst = 0;
   uint64_t off = 0;
   Bytes data;
-  int32_t ref_world = -1;
+  bool in_member = false;
   uint64_t ref_addr = 0, ref_len = 0;
-  uint64_t size() const { return ref_world >= 0 ? ref_len : data.size(); }
 };
 
 struct Op {

@@ -67,7 +67,7 @@ class Collectives {
   static constexpr uint64_t kDefaultBudget = uint64_t{2} << 20;
   ~Collectives();
   // Members asleep in MPI copy large pieces only this node's members need
-  // themselves (coll_state.h, Piece::ref_world); on by default.
+  // themselves (coll_state.h, Piece::in_member); on by default.
   void set_member_copies(bool on);
   Collectives(const Collectives&) = delete;
   Collectives& operator=(const Collectives&) = delete;

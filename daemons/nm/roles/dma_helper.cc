@@ -40,6 +40,10 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
   }
   LocalRanks& job = *ranks;
   settle_ahead(job, br);
+  // Who receives bytes in this P2P (may_share asks, once per order).
+  receiving_.clear();
+  for (const Chunk& c : br.chunks())
+    if (!c.match->send.is_inline) receiving_.push_back(c.match->recv.rank);
   // Remote chunks asked for, by token; `direct`: the receiving rank read it
   // itself (with outcome `err`), the sender's node only confirms.
   // `group`: a piece of a chunk asked for in pieces (remote_gets), by the
@@ -104,7 +108,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       if (!pid || std::find(busy.begin(), busy.end(), m.recv.rank) != busy.end()) continue;
       const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
       if (landed(m.recv.rank, pid, src, dst, c.len)) continue;
-      if (job.post_copy(pid, m.recv.rank, src, dst, c.len, may_share(job, m, br))) {
+      if (job.post_copy(pid, m.recv.rank, src, dst, c.len, may_share(job, m))) {
         preposted[i] = 1;
         busy.push_back(m.recv.rank);
       }
@@ -358,11 +362,10 @@ uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, uint64_t
   return m.send.pid && job.host_peer(job.node_of(m.send.src)) ? m.send.pid : 0;
 }
 
-bool DmaHelper::may_share(LocalRanks& job, const Match& m, BufferReceiver& br) const {
+bool DmaHelper::may_share(LocalRanks& job, const Match& m) const {
   const int32_t s = m.send.src;
   if (!job.is_local(s)) return false;
-  for (const Chunk& c : br.chunks())
-    if (c.match->recv.rank == s && !c.match->send.is_inline) return false;
+  if (std::find(receiving_.begin(), receiving_.end(), s) != receiving_.end()) return false;
   for (const Ahead& a : ahead_)
     if (a.to == s) return false;
   return true;
@@ -377,7 +380,7 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
     // goes from one to the next while the node confirms the first. A rank
     // still copying the next slice's piece gets only the one after it.
     const Ahead first{m.recv.rank, pid, m.send.addr + off, m.recv.addr + off, len};
-    const bool share = may_share(job, m, br);
+    const bool share = may_share(job, m);
     size_t mine = 0;
     bool has_first = false;
     for (const Ahead& a : ahead_)

@@ -69,12 +69,13 @@ class DmaHelper {
   // no piece ahead, so it has no copy of its own to make. Two ranks
   // exchanging large messages each copy their own, as before; asked to
   // share as well, one of them would copy one and a half.
-  bool may_share(LocalRanks& job, const Match& m, BufferReceiver& br) const;
+  bool may_share(LocalRanks& job, const Match& m) const;
 
   const uint32_t self_;
   bool copy_ahead_ = true;
   std::vector<Ahead> ahead_;   // handed out, not settled
   std::vector<Ahead> landed_;  // settled, copied without error
+  std::vector<int32_t> receiving_;  // ranks receiving bytes in this P2P (may_share)
   std::vector<uint8_t> staging_;  // bounce buffer for local copies
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, int32_t> xfer_error_;  // transfer id -> bcs_err_*

@@ -21,7 +21,7 @@ namespace bcs::nm::colltest {
 
 // Rank memory: real pointers into buffers the test owns, checked against
 // the ranges registered for that rank (fakes.h). It is a node's ranks, so
-// the collectives may hand members copy orders (Piece::ref_world); with
+// the collectives may hand members copy orders (Piece::in_member); with
 // `member_copies` off (the default) every post is refused and the node
 // copies, as for members awake in MPI.
 class FakeMemory : public fakes::CheckedMemory<LocalRanks> {
@@ -235,6 +235,18 @@ inline bcs_coll_args_t args(bcs_coll_t kind, int n, int root = 0) {
   a.context = kWorldColl;
   a.comm_size = n;
   a.root = root;
+  return a;
+}
+
+// A reduction of one element of `dt` (`bytes` wide) with `op`: what every
+// rank of it posts, buffers still to set.
+inline bcs_coll_args_t one_element(bcs_coll_t kind, int n, bcs_dtype_t dt, uint64_t bytes,
+                                   bcs_op_t op = BCS_OP_SUM) {
+  auto a = args(kind, n);
+  a.count = 1;
+  a.sbytes = bytes;
+  a.op = op;
+  a.dtype = dt;
   return a;
 }
 

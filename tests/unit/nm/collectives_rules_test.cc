@@ -21,13 +21,9 @@ TEST(Collectives, UnevenPlacementThreeAndOne) {
   for (int r = 0; r < 4; ++r) {
     c.mem_of(r).allow(r, &in[static_cast<size_t>(r)], 4);
     c.mem_of(r).allow(r, &out[static_cast<size_t>(r)], 4);
-    auto x = args(BCS_COLL_ALLREDUCE, 4);
+    auto x = one_element(BCS_COLL_ALLREDUCE, 4, BCS_DT_INT32, 4, BCS_OP_BOR);
     x.sendbuf = &in[static_cast<size_t>(r)];
     x.recvbuf = &out[static_cast<size_t>(r)];
-    x.count = 1;
-    x.sbytes = 4;
-    x.op = BCS_OP_BOR;
-    x.dtype = BCS_DT_INT32;
     a.push_back(x);
   }
   c.post_all(a, 1);
@@ -112,11 +108,7 @@ TEST(Collectives, ApplicationBypassReduceUsesTheDescriptorNotTheRank) {
   const double others[2] = {2, 4};
   c.mem_of(0).allow(0, &root_in, 8);
   c.mem_of(0).allow(0, &out, 8);
-  auto x = args(BCS_COLL_REDUCE, 3, 0);
-  x.count = 1;
-  x.sbytes = 8;
-  x.op = BCS_OP_SUM;
-  x.dtype = BCS_DT_DOUBLE;
+  auto x = one_element(BCS_COLL_REDUCE, 3, BCS_DT_DOUBLE, 8);  // root 0
   auto root = x;
   root.sendbuf = &root_in;
   root.recvbuf = &out;
@@ -137,11 +129,7 @@ TEST(Collectives, ApplicationBypassReduceUsesTheDescriptorNotTheRank) {
 TEST(Collectives, MismatchedCollectivesFailInsteadOfCorrupting) {
   Cluster c(2, 1);
   int32_t v[2] = {1, 2}, o[2] = {0, 0};
-  auto x = args(BCS_COLL_ALLREDUCE, 2);
-  x.count = 1;
-  x.sbytes = 4;
-  x.op = BCS_OP_SUM;
-  x.dtype = BCS_DT_INT32;
+  auto x = one_element(BCS_COLL_ALLREDUCE, 2, BCS_DT_INT32, 4);
   for (int r = 0; r < 2; ++r) {
     c.mem_of(r).allow(r, &v[r], 4);
     c.mem_of(r).allow(r, &o[r], 4);
@@ -182,13 +170,9 @@ TEST(Collectives, LostBundleFailsItsCollectiveAndNothingElse) {
   for (int r = 0; r < 2; ++r) {
     c.mem_of(r).allow(r, &in[r], 8);
     c.mem_of(r).allow(r, &out[r], 8);
-    auto x = args(BCS_COLL_ALLREDUCE, 2);
+    auto x = one_element(BCS_COLL_ALLREDUCE, 2, BCS_DT_INT64, 8);
     x.sendbuf = &in[r];
     x.recvbuf = &out[r];
-    x.count = 1;
-    x.sbytes = 8;
-    x.op = BCS_OP_SUM;
-    x.dtype = BCS_DT_INT64;
     c.post(r, make_desc(x, 1, 1));
   }
   c.slice({0, 1});  // node 0's bundle to node 1 is lost
@@ -208,16 +192,10 @@ TEST(Collectives, ARegisteredCommunicatorRunsItsOwnCollectives) {
   for (int r : {3, 1}) {
     c.mem_of(r).allow(r, &in[r], 4);
     c.mem_of(r).allow(r, &out[r], 4);
-    bcs_coll_args_t a{};
-    a.kind = BCS_COLL_SCAN;
+    auto a = one_element(BCS_COLL_SCAN, 2, BCS_DT_INT32, 4);
     a.context = 5;
-    a.comm_size = 2;
     a.sendbuf = &in[r];
     a.recvbuf = &out[r];
-    a.count = 1;
-    a.sbytes = 4;
-    a.op = BCS_OP_SUM;
-    a.dtype = BCS_DT_INT32;
     c.post(r, make_desc(a, 1, 1));
   }
   c.slice();

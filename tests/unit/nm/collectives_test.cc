@@ -210,7 +210,7 @@ TEST_P(Shapes, GatherScatterAllgatherAlltoallMoveEveryBlock) {
 // Blocks of 160 KiB that only this node's members need (all of them on one
 // node; alltoall's local blocks on two) are read by the members themselves,
 // with copy orders, instead of the node reading each and writing it into
-// them (Piece::ref_world). The node copies what they cannot: a member that
+// them (Piece::in_member). The node copies what they cannot: a member that
 // holds the DMA helper's pieces ahead, an order that failed. The results
 // are the same every way.
 TEST(Collectives, MembersCopyLargeLocalBlocksThemselvesAndTheNodeTheRest) {
@@ -297,13 +297,9 @@ TEST_P(Shapes, ScanAndExscanFollowRankOrder) {
     const auto sr = static_cast<size_t>(r);
     in[sr] = (r + 1) * 10 + r;
     for (auto* p : {&in[sr], &scan[sr], &exscan[sr]}) c.mem_of(r).allow(r, p, 8);
-    auto x = args(BCS_COLL_SCAN, n);
+    auto x = one_element(BCS_COLL_SCAN, n, BCS_DT_INT64, 8);
     x.sendbuf = &in[sr];
     x.recvbuf = &scan[sr];
-    x.count = 1;
-    x.sbytes = 8;
-    x.op = BCS_OP_SUM;
-    x.dtype = BCS_DT_INT64;
     a.push_back(x);
     x.kind = BCS_COLL_EXSCAN;
     x.recvbuf = &exscan[sr];
