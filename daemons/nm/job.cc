@@ -196,6 +196,8 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     job->single_copy_ = false;
   if (const char* sh = std::getenv("BCS_COPY_SHARE"); sh && std::string(sh) == "off")
     job->share_copies_ = false;
+  if (const char* sp = std::getenv("BCS_COPY_SPLIT"); sp && std::string(sp) == "off")
+    job->split_copies_ = false;
   // The memfd is zero-filled: every atomic starts at 0 (free requests, empty rings).
   auto* h = static_cast<SegmentHeader*>(base);
   h->magic = kSegmentMagic;

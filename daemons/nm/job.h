@@ -23,6 +23,7 @@
 #include "bcs/layout.h"
 #include "bcs/segment.h"
 #include "fd.h"
+#include "roles/ports.h"
 #include "roles/read_grants.h"
 
 namespace bcs::nm {
@@ -107,6 +108,8 @@ struct LocalRank {
     // This rank is the sender of another rank's order and writes its rest
     // (DmaOrder::write): settled with that order, never on its own.
     bool share = false;
+    // The rank may split it over a second thread (DmaOrder::split).
+    bool split = false;
     // This order's rest is written by its sender: that local rank (world
     // rank) and the slot holding its share; -1: none.
     int32_t sharer = -1;
@@ -217,12 +220,16 @@ class NmJob {
   // the receiver reads the first (segment.h). The pair is posted and
   // settled as one order; if either half was taken back, the whole order
   // is kNotDelegated.
-  bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len, bool share);
+  bool post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len,
+                 CopyHelp help);
   int32_t await_copy(int32_t to);
   bool copy_orders_pending(int32_t to) { return is_local(to) && orders_pending(local(to)); }
   // Bytes of settled orders that their senders wrote (shares), since the
   // job began: the local EMDS's per-slice `sender_bytes`. Strobe receiver only.
   uint64_t shared_bytes() const { return shared_bytes_; }
+  // Bytes of settled orders that their receivers' second threads copied
+  // (DmaOrder::second), since the job began: `second_thread_bytes`.
+  uint64_t second_bytes() const { return second_bytes_; }
   uint32_t pid_of(int32_t r);
   bool host_peer(uint32_t node) const {
     return std::find(spec_.host_peers.begin(), spec_.host_peers.end(), node) !=
@@ -266,16 +273,20 @@ class NmJob {
   // environment never tries.
   bool single_copy_ = true;
   // Orders of kDmaShareMin (job_copy.cc) bytes or more are shared with a
-  // sleeping local sender; BCS_COPY_SHARE=off in the NM's environment never shares.
+  // sleeping local sender, or else may be split by the receiving rank over
+  // a second thread; BCS_COPY_SHARE=off / BCS_COPY_SPLIT=off in the NM's
+  // environment never do.
   bool share_copies_ = true;
+  bool split_copies_ = true;
   uint64_t shared_bytes_ = 0;
+  uint64_t second_bytes_ = 0;
   static bool orders_pending(const LocalRank& r) {
     return std::any_of(r.dma.begin(), r.dma.end(), [](const auto& u) { return u.pending; });
   }
   // Writes order `slot` of rank `r` and wakes the rank unless it is copying
   // an earlier one (it looks at its slots again after that).
   void post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, uint64_t dst,
-                  uint64_t len, bool write);
+                  uint64_t len, bool write, bool split);
   // The local rank, other than `to`, whose process is `spid` and which may
   // take a share now (asleep in MPI or taking shares already, a slot free,
   // no order of its own pending); null if none. Under copy_mu_.

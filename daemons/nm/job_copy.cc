@@ -81,12 +81,12 @@ int32_t NmJob::copy_from_process(uint32_t spid, int32_t to, uint64_t src, uint64
                                  size_t len) {
   // A pending order: await_copy would settle that one.
   if (!is_local(to) || orders_pending(local(to))) return LocalRanks::kNotDelegated;
-  if (!post_copy(spid, to, src, dst, len, false)) return LocalRanks::kNotDelegated;
+  if (!post_copy(spid, to, src, dst, len, CopyHelp::split)) return LocalRanks::kNotDelegated;
   return await_copy(to);
 }
 
 bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, size_t len,
-                      bool share) {
+                      CopyHelp help) {
   if (!single_copy_ || !is_local(to) || spid == 0 || spid > kPidMaxLimit) return false;
   LocalRank& r = local(to);
   size_t slot = 0;
@@ -98,7 +98,7 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   {
     std::lock_guard lk(copy_mu_);
     if (r.dead) return false;
-    if (share && share_copies_ && len >= kDmaShareMin && (sharer = sharer_for(spid, r)) != nullptr) {
+    if (help == CopyHelp::share && share_copies_ && len >= kDmaShareMin && (sharer = sharer_for(spid, r)) != nullptr) {
       const pid_t p = copy_pid(r);
       if (p > 0 && static_cast<uint64_t>(p) <= kPidMaxLimit)
         rpid = static_cast<uint32_t>(p);
@@ -113,7 +113,8 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   // for it).
   if (!any_pending && !v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
   if (!sharer) {
-    post_order(r, slot, spid, src, dst, len, false);
+    post_order(r, slot, spid, src, dst, len, false,
+               help != CopyHelp::none && split_copies_ && len >= kDmaShareMin);
     return true;
   }
   // The receiver reads the first half, the sender writes the rest: both
@@ -121,8 +122,8 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   const uint64_t half = (len / 2) & ~uint64_t{4095};
   size_t hs = 0;
   while (hs < kDmaSlots && sharer->dma[hs].pending) ++hs;
-  post_order(*sharer, hs, rpid, src + half, dst + half, len - half, true);
-  post_order(r, slot, spid, src, dst, half, false);
+  post_order(*sharer, hs, rpid, src + half, dst + half, len - half, true, false);
+  post_order(r, slot, spid, src, dst, half, false, false);
   r.dma[slot].sharer = sharer->world_rank;
   r.dma[slot].sharer_slot = hs;
   return true;
@@ -152,7 +153,7 @@ LocalRank* NmJob::sharer_for(uint32_t spid, const LocalRank& to) {
 }
 
 void NmJob::post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, uint64_t dst,
-                       uint64_t len, bool write) {
+                       uint64_t len, bool write, bool split) {
   const bool any_pending = orders_pending(r);
   RankView v = view(r);
   DmaOrder& o = v.ctl->dma[slot];
@@ -161,6 +162,8 @@ void NmJob::post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, ui
   o.dst = dst;
   o.len = len;
   o.write = write ? 1 : 0;
+  o.split = split ? 1 : 0;
+  o.second = 0;
   o.seq = ++r.dma_seq;
   o.error = 0;
   o.nm_waiting.store(0, std::memory_order_relaxed);
@@ -183,6 +186,7 @@ void NmJob::post_order(LocalRank& r, size_t slot, uint32_t pid, uint64_t src, ui
   u.posted = std::chrono::steady_clock::now();
   u.len = len;
   u.share = write;
+  u.split = split;
   u.sharer = -1;
   if (!copying) rank_wake(v);
 }
@@ -220,6 +224,7 @@ int32_t NmJob::settle(LocalRank& r, size_t slot) {
   if (!u.pending) return LocalRanks::kNotDelegated;
   u.pending = false;
   u.share = false;
+  const bool split = std::exchange(u.split, false);
   const int32_t to = r.world_rank;
   RankView v = view(r);
   DmaOrder& o = v.ctl->dma[slot];
@@ -240,6 +245,7 @@ int32_t NmJob::settle(LocalRank& r, size_t slot) {
     if (st == kDmaDone) {
       o.nm_waiting.store(0, std::memory_order_relaxed);
       int32_t e = o.error;
+      const uint64_t second = o.second;
       o.state.store(kDmaIdle, std::memory_order_relaxed);
       settled();
       if (e == kDmaNotPermitted) {
@@ -250,6 +256,13 @@ int32_t NmJob::settle(LocalRank& r, size_t slot) {
         return LocalRanks::kNotDelegated;
       }
       if (e != 0 && e != bcs_err_peer_gone && e != bcs_err_bad_address) e = bcs_err_internal;
+      // What the rank's second thread copied: only counted, but checked.
+      if (second > u.len || (second && !split)) {
+        end_corrupt(to, "said its second thread copied " + std::to_string(second) + " of " +
+                            std::to_string(u.len) + " bytes");
+        return bcs_err_internal;
+      }
+      if (!e) second_bytes_ += second;
       return e;
     }
     if (st == kDmaPosted) {

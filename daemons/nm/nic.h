@@ -84,8 +84,8 @@ class JobRanks : public LocalRanks {
     return job_->copy_from_process(pid, to, src, dst, len);
   }
   bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
-                 bool share) override {
-    return job_->post_copy(pid, to, src, dst, len, share);
+                 CopyHelp help) override {
+    return job_->post_copy(pid, to, src, dst, len, help);
   }
   int32_t await_copy(int32_t to) override { return job_->await_copy(to); }
   uint32_t pid_of(int32_t r) override { return job_->pid_of(r); }

@@ -3,7 +3,6 @@
 #include "rank.h"
 
 #include <sched.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -138,40 +137,6 @@ void polled_nothing() {
   sched_yield();
 }
 
-namespace {
-void carry_out(bcs::DmaOrder& o) {
-  uint32_t expected = bcs::kDmaPosted;
-  if (!o.state.compare_exchange_strong(expected, bcs::kDmaTaken, std::memory_order_acq_rel))
-    return;  // the node manager took it back
-  const pid_t pid = static_cast<pid_t>(o.pid);
-  const uint64_t src = o.src, dst = o.dst, len = o.len;
-  // Reading the sender into this rank, or (write) this rank, the sender,
-  // into the receiver: either way the other process is `pid`.
-  const bool write = o.write != 0;
-  const uint64_t mine = write ? src : dst, theirs = write ? dst : src;
-  int32_t err = 0;
-  for (uint64_t done = 0; done < len;) {
-    iovec local{reinterpret_cast<void*>(mine + done), len - done};
-    iovec remote{reinterpret_cast<void*>(theirs + done), len - done};
-    const ssize_t n = write ? ::process_vm_writev(pid, &local, 1, &remote, 1, 0)
-                            : ::process_vm_readv(pid, &local, 1, &remote, 1, 0);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      err = n < 0 && errno == EPERM   ? bcs::kDmaNotPermitted
-            : n < 0 && errno == EFAULT ? bcs_err_bad_address
-                                       : bcs_err_peer_gone;
-      break;
-    }
-    done += static_cast<uint64_t>(n);
-  }
-  o.error = err;
-  // seq_cst store, then load: pairs with the NM's store of nm_waiting and
-  // re-read of state (NmJob::await_copy), so one of the two sees the other.
-  o.state.store(bcs::kDmaDone, std::memory_order_seq_cst);
-  if (o.nm_waiting.load(std::memory_order_seq_cst)) bcs::futex_wake_all(&o.state);
-}
-}  // namespace
-
 uint64_t wait_spin_ns(uint32_t nlocal) {
   if (const char* e = std::getenv("BCS_WAIT_SPIN"); e && std::string_view(e) == "off") return 0;
   cpu_set_t mine;
@@ -179,28 +144,6 @@ uint64_t wait_spin_ns(uint32_t nlocal) {
   if (sched_getaffinity(0, sizeof mine, &mine) != 0 || CPU_COUNT(&mine) != 1) return 0;
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   return cpus > 0 && nlocal <= static_cast<uint64_t>(cpus) ? kWaitSpinNs : 0;
-}
-
-bool dma_order_posted(const bcs::RankControl* ctl) {
-  for (const bcs::DmaOrder& o : ctl->dma)
-    if (o.state.load(std::memory_order_acquire) == bcs::kDmaPosted) return true;
-  return false;
-}
-
-void take_dma_orders() {
-  auto* ctl = st().view.ctl;
-  for (;;) {
-    // seq_cst: pairs with the NM's post of a next order (NmJob::post_copy).
-    bcs::DmaOrder* next = nullptr;
-    for (bcs::DmaOrder& o : ctl->dma)
-      if (o.state.load(std::memory_order_seq_cst) == bcs::kDmaPosted && (!next || o.seq < next->seq))
-        next = &o;
-    if (!next) return;
-    // Copying for the runtime is waiting in MPI (a wake-up that cleared
-    // the flag meanwhile changed nothing else).
-    ctl->waiting.store(1, std::memory_order_seq_cst);
-    carry_out(*next);
-  }
 }
 
 void run_slice_hooks() {

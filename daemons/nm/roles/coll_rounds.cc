@@ -509,7 +509,7 @@ void Collectives::Impl::copy_by_members(Op& op, RankMemory& mem, std::vector<Mem
         const uint32_t pid = ranks->pid_of(from);
         if ((mine.empty() && ranks->copy_orders_pending(k.world)) ||
             (from == k.world && p.ref_addr == k.dst) || !pid ||
-            !ranks->post_copy(pid, k.world, p.ref_addr, k.dst, k.len, false)) {
+            !ranks->post_copy(pid, k.world, p.ref_addr, k.dst, k.len, CopyHelp::none)) {
           how[i] = 2;
           continue;
         }

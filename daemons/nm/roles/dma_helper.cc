@@ -40,7 +40,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
   }
   LocalRanks& job = *ranks;
   settle_ahead(job, br);
-  // Who receives bytes in this P2P (may_share asks, once per order).
+  // Who receives bytes in this P2P (help_for asks, once per order).
   receiving_.clear();
   for (const Chunk& c : br.chunks())
     if (!c.match->send.is_inline) receiving_.push_back(c.match->recv.rank);
@@ -108,7 +108,7 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
       if (!pid || std::find(busy.begin(), busy.end(), m.recv.rank) != busy.end()) continue;
       const uint64_t src = m.send.addr + c.offset, dst = m.recv.addr + c.offset;
       if (landed(m.recv.rank, pid, src, dst, c.len)) continue;
-      if (job.post_copy(pid, m.recv.rank, src, dst, c.len, may_share(job, m))) {
+      if (job.post_copy(pid, m.recv.rank, src, dst, c.len, help_for(job, m))) {
         preposted[i] = 1;
         busy.push_back(m.recv.rank);
       }
@@ -362,13 +362,14 @@ uint32_t DmaHelper::single_copy_source(LocalRanks& job, const Match& m, uint64_t
   return m.send.pid && job.host_peer(job.node_of(m.send.src)) ? m.send.pid : 0;
 }
 
-bool DmaHelper::may_share(LocalRanks& job, const Match& m) const {
+CopyHelp DmaHelper::help_for(LocalRanks& job, const Match& m) const {
   const int32_t s = m.send.src;
-  if (!job.is_local(s)) return false;
-  if (std::find(receiving_.begin(), receiving_.end(), s) != receiving_.end()) return false;
+  if (!job.is_local(s)) return CopyHelp::split;
+  if (std::find(receiving_.begin(), receiving_.end(), s) != receiving_.end())
+    return CopyHelp::split;
   for (const Ahead& a : ahead_)
-    if (a.to == s) return false;
-  return true;
+    if (a.to == s) return CopyHelp::split;
+  return CopyHelp::share;
 }
 
 void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
@@ -380,7 +381,7 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
     // goes from one to the next while the node confirms the first. A rank
     // still copying the next slice's piece gets only the one after it.
     const Ahead first{m.recv.rank, pid, m.send.addr + off, m.recv.addr + off, len};
-    const bool share = may_share(job, m);
+    const CopyHelp help = help_for(job, m);
     size_t mine = 0;
     bool has_first = false;
     for (const Ahead& a : ahead_)
@@ -389,7 +390,7 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
         has_first |= a.pid == pid && a.src == first.src && a.dst == first.dst && a.len == len;
       }
     if (mine == 0) {
-      if (!job.post_copy(pid, first.to, first.src, first.dst, len, share)) return;
+      if (!job.post_copy(pid, first.to, first.src, first.dst, len, help)) return;
       ahead_.push_back(first);
     } else if (mine > 1 || !has_first) {
       return;  // the rank's orders are for something else
@@ -397,7 +398,7 @@ void DmaHelper::copy_ahead(LocalRanks& job, BufferReceiver& br) {
     const uint64_t next_len = std::min(len, m.bytes - off - len);
     if (next_len < kSingleCopyMin) return;
     const Ahead second{m.recv.rank, pid, first.src + len, first.dst + len, next_len};
-    if (job.post_copy(pid, second.to, second.src, second.dst, next_len, share))
+    if (job.post_copy(pid, second.to, second.src, second.dst, next_len, help))
       ahead_.push_back(second);
   });
 }

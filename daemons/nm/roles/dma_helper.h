@@ -64,18 +64,19 @@ class DmaHelper {
   // The process a receiving rank would read `len` bytes of `m` from
   // itself (single copy), 0 if such a piece is not copied that way.
   static uint32_t single_copy_source(LocalRanks& job, const Match& m, uint64_t len);
-  // Whether the sender of `m` may write part of its copy orders (NmJob::
-  // post_copy): a local rank that receives nothing in this P2P and holds
-  // no piece ahead, so it has no copy of its own to make. Two ranks
-  // exchanging large messages each copy their own, as before; asked to
-  // share as well, one of them would copy one and a half.
-  bool may_share(LocalRanks& job, const Match& m) const;
+  // Who may help with the copy orders of `m` (NmJob::post_copy): `share`
+  // when its sender may write part of them, a local rank that receives
+  // nothing in this P2P and holds no piece ahead, so it has no copy of its
+  // own to make (two ranks exchanging large messages each copy their own;
+  // asked to share as well, one of them would copy one and a half); else
+  // `split`, the receiver's second thread if a CPU is idle.
+  CopyHelp help_for(LocalRanks& job, const Match& m) const;
 
   const uint32_t self_;
   bool copy_ahead_ = true;
   std::vector<Ahead> ahead_;   // handed out, not settled
   std::vector<Ahead> landed_;  // settled, copied without error
-  std::vector<int32_t> receiving_;  // ranks receiving bytes in this P2P (may_share)
+  std::vector<int32_t> receiving_;  // ranks receiving bytes in this P2P (help_for)
   std::vector<uint8_t> staging_;  // bounce buffer for local copies
   uint64_t next_token_ = 1;
   std::unordered_map<uint64_t, int32_t> xfer_error_;  // transfer id -> bcs_err_*

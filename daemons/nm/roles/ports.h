@@ -64,6 +64,21 @@ class RankMemory {
   }
 };
 
+// Who besides the receiving rank may copy part of a copy order
+// (NmJob::post_copy). Only orders of 2 MiB or more are ever helped.
+enum class CopyHelp : uint8_t {
+  // The receiver alone: a collective's members copy their pieces at once,
+  // so there is no CPU to spare.
+  none,
+  // A second thread of the receiver, if a CPU is idle when it takes the
+  // order (DmaOrder::split).
+  split,
+  // The sender, a local rank with nothing of its own to copy now, writes
+  // part of it if it sleeps in MPI (DmaOrder::write); if it does not, as
+  // `split`.
+  share,
+};
+
 // One job's footprint on this node, as the roles see it.
 class LocalRanks : public RankMemory {
  public:
@@ -121,12 +136,11 @@ class LocalRanks : public RankMemory {
   // A copy order in two halves, so the rank copies while the node does
   // other work (the DMA helper's copies ahead): post_copy posts it (false:
   // not posted, as kNotDelegated above; at most one per rank), await_copy
-  // settles it with copy_from_process's result. `share`: the sender (a
-  // local rank) has nothing of its own to copy now, so if it sleeps in MPI
-  // it may write part of the order (NmJob::post_copy). pid_of: the process
-  // a copy order names for local rank `r`, 0 if none (gone, single copy off).
+  // settles it with copy_from_process's result. `help`: who else may copy
+  // part of it (CopyHelp). pid_of: the process a copy order names for local
+  // rank `r`, 0 if none (gone, single copy off).
   virtual bool post_copy(uint32_t /*pid*/, int32_t /*to*/, uint64_t /*src*/, uint64_t /*dst*/,
-                         size_t /*len*/, bool /*share*/) {
+                         size_t /*len*/, CopyHelp /*help*/) {
     return false;
   }
   virtual int32_t await_copy(int32_t /*to*/) { return kNotDelegated; }

@@ -110,5 +110,63 @@ TEST_F(ApiTest, ASleepingSenderWritesItsShareOfACopyOrder) {
       << "and nothing else";
 }
 
+// A large order the node manager lets the rank split (DmaOrder::split): the
+// rank copies the first half and a second thread of its own the rest, but
+// only when a CPU is to spare, that is when fewer of the node's ranks are
+// awake than there are CPUs. Here the node has as many ranks as CPUs: with
+// all of them awake the rank copies alone, and once the others sleep in MPI
+// it splits, and says in `second` how much its second thread copied.
+TEST_F(ApiTest, ARankSplitsALargeOrderOverASecondThreadOnlyWithACpuToSpare) {
+  const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
+  if (cpus < 2) GTEST_SKIP() << "one CPU: never a second thread";
+  unsetenv("BCS_COPY_SPLIT");
+  const auto n = static_cast<uint32_t>(cpus);
+  seg_ = std::make_unique<FakeSegment>(n, n, 64, 64);
+  seg_->export_env(0, 0);
+  ASSERT_EQ(bcs_init(), BCS_OK);
+  view_ = seg_->view(0);
+  nm_ = std::make_unique<FakeNm>(view_, 0);
+
+  const std::vector<uint8_t> src = pattern((3 << 20) + 12345, 9);
+  DmaOrder& o = view_.ctl->dma[0];
+  // One receive whose bytes the rank copies on an order; returns `second`.
+  auto receive = [&](int tag) -> uint64_t {
+    std::vector<uint8_t> dst(src.size());
+    std::thread nm([&] {
+      while (!view_.ctl->waiting.load()) std::this_thread::yield();
+      nm_->step();
+      o.pid = static_cast<uint32_t>(getpid());
+      o.src = reinterpret_cast<uintptr_t>(src.data());
+      o.dst = reinterpret_cast<uintptr_t>(dst.data());
+      o.len = src.size();
+      o.write = 0;
+      o.split = 1;
+      o.second = 99;
+      o.seq = static_cast<uint64_t>(tag);
+      o.error = 99;
+      o.state.store(kDmaPosted, std::memory_order_seq_cst);
+      rank_wake(view_);
+      o.nm_waiting.store(1, std::memory_order_seq_cst);
+      for (uint32_t s; (s = o.state.load(std::memory_order_seq_cst)) != kDmaDone;)
+        futex_wait(&o.state, s, 1'000'000);
+      o.state.store(kDmaIdle);
+      request_complete(view_, nm_->seen().back().request, bcs_err_none, 1, tag, src.size(), 0, 1,
+                       2);
+    });
+    uint8_t small[8] = {};
+    EXPECT_EQ(bcs_recv(small, sizeof small, 1, tag, kContextWorld, BCS_BLOCKING, nullptr, nullptr),
+              BCS_OK);
+    nm.join();
+    EXPECT_EQ(o.error, 0);
+    EXPECT_EQ(dst, src) << "tag " << tag;
+    return o.second;
+  };
+  EXPECT_EQ(receive(1), 0u) << "every CPU runs a rank";
+  for (uint32_t i = 1; i < n; ++i) seg_->view(i).ctl->waiting.store(1);
+  const uint64_t second = receive(2);
+  EXPECT_GT(second, 0u) << "the others sleep: a CPU to spare";
+  EXPECT_LT(second, src.size()) << "and the rank copied its part";
+}
+
 }  // namespace
 }  // namespace bcs::apitest

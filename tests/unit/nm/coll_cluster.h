@@ -42,7 +42,9 @@ class FakeMemory : public fakes::CheckedMemory<LocalRanks> {
   uint32_t pid_of(int32_t r) override { return kPidBase + static_cast<uint32_t>(r); }
   bool copy_orders_pending(int32_t to) override { return holding.count(to) != 0; }
   bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
-                 bool) override {
+                 CopyHelp help) override {
+    // Members copy at once: no CPU is left for a helper.
+    EXPECT_EQ(help, CopyHelp::none) << "a member's order asks for help";
     if (!member_copies || pending_.full(to)) return false;
     int32_t e = order_result;
     if (!e) {

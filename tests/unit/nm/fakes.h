@@ -181,7 +181,7 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
     uint32_t pid;
     int32_t to;
     uint64_t src, dst, len;
-    bool share = false;  // post_copy: the sender may write part of it
+    CopyHelp help = CopyHelp::none;  // post_copy: who may copy part of it
   };
   std::vector<DirectCopy> direct_copies;
   int32_t direct_result = 0;
@@ -208,12 +208,12 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   std::vector<DirectCopy> ahead_copies;
   OrderOutcomes ahead_pending;
   bool post_copy(uint32_t pid, int32_t to, uint64_t src, uint64_t dst, size_t len,
-                 bool share) override {
+                 CopyHelp help) override {
     if (!copies_ahead || ahead_pending.full(to)) return false;
     const bool fail =
         ahead_result && (fail_posts.empty() || std::find(fail_posts.begin(), fail_posts.end(),
                                                          ahead_copies.size()) != fail_posts.end());
-    ahead_copies.push_back({pid, to, src, dst, len, share});
+    ahead_copies.push_back({pid, to, src, dst, len, help});
     ahead_pending.push(to, fail ? ahead_result
                                 : write(to, dst, reinterpret_cast<const void*>(src), len));
     return true;
