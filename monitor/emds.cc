@@ -112,6 +112,7 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns,
     cur_.chunks += a.chunks;
     cur_.bytes += a.bytes;
     cur_.sender_bytes += a.sender_bytes;
+    cur_.second_thread_bytes += a.second_thread_bytes;
     cur_.collectives += a.collectives;
     cur_.blocked = a.blocked;  // the last microphase's view wins
     cur_.nlocal = a.nlocal;

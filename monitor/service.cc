@@ -108,6 +108,7 @@ void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s) {
   s->set_chunks(r.chunks);
   s->set_bytes(r.bytes);
   s->set_sender_bytes(r.sender_bytes);
+  s->set_second_thread_bytes(r.second_thread_bytes);
   s->set_collectives(r.collectives);
   s->set_blocked(r.blocked);
   s->set_nlocal(r.nlocal);
@@ -119,7 +120,7 @@ bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string*
     return false;
   }
   if (s.coll_descriptors() > s.descriptors() || s.blocked() > s.nlocal() ||
-      s.sender_bytes() > s.bytes()) {
+      s.sender_bytes() > s.bytes() || s.second_thread_bytes() > s.bytes() - s.sender_bytes()) {
     *why = "a local slice whose counts contradict each other";
     return false;
   }
@@ -136,6 +137,7 @@ bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string*
   x.chunks = s.chunks();
   x.bytes = s.bytes();
   x.sender_bytes = s.sender_bytes();
+  x.second_thread_bytes = s.second_thread_bytes();
   x.collectives = s.collectives();
   x.blocked = s.blocked();
   x.nlocal = s.nlocal();

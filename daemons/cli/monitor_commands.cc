@@ -52,16 +52,18 @@ int show_node_stats(const StatsOptions& o) {
   });
   if (rc) return rc;
   auto us = [](uint64_t ns) { return static_cast<double>(ns) / 1e3; };
-  std::printf("node %s\n%10s %9s %9s %9s %9s %9s %11s %7s %7s %12s %12s %5s %7s\n",
+  std::printf("node %s\n%10s %9s %9s %9s %9s %9s %11s %7s %7s %12s %12s %12s %5s %7s\n",
               rep.node().c_str(), "slice", "ltdem_us", "ltmsm_us", "ltp2p_us", "ltbbm_us", "ltrm_us",
-              "descriptors", "matches", "chunks", "bytes", "by_sender", "colls", "blocked");
+              "descriptors", "matches", "chunks", "bytes", "by_sender", "by_2nd_thread", "colls",
+              "blocked");
   for (const auto& s : rep.slices()) {
     if (s.phase_ns_size() != 5) continue;
-    std::printf("%10llu %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %7u %12llu %12llu %5u %4u/%-2u\n",
+    std::printf("%10llu %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %7u %12llu %12llu %12llu %5u %4u/%-2u\n",
                 static_cast<unsigned long long>(s.slice()), us(s.phase_ns(0)), us(s.phase_ns(1)),
                 us(s.phase_ns(2)), us(s.phase_ns(3)), us(s.phase_ns(4)), s.descriptors(), s.matches(),
                 s.chunks(), static_cast<unsigned long long>(s.bytes()),
-                static_cast<unsigned long long>(s.sender_bytes()), s.collectives(), s.blocked(),
+                static_cast<unsigned long long>(s.sender_bytes()),
+                static_cast<unsigned long long>(s.second_thread_bytes()), s.collectives(), s.blocked(),
                 s.nlocal());
   }
   return 0;

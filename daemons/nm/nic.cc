@@ -515,6 +515,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
   // What senders wrote of this microphase's copy orders (NmJob::post_copy).
   const NmJob* before = running_job();
   const uint64_t shared0 = before ? before->shared_bytes() : 0;
+  const uint64_t second0 = before ? before->second_bytes() : 0;
   wire::Report r = run_roles(s);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - t0)
@@ -530,7 +531,10 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
     const auto& job = st_->ranks.job();
     a.blocked = job->blocked_count();
     a.nlocal = job->nlocal_ranks();
-    if (job.get() == before) a.sender_bytes = std::min(r.bytes, job->shared_bytes() - shared0);
+    if (job.get() == before) {
+      a.sender_bytes = std::min(r.bytes, job->shared_bytes() - shared0);
+      a.second_thread_bytes = std::min(r.bytes - a.sender_bytes, job->second_bytes() - second0);
+    }
     const auto at = std::chrono::duration_cast<std::chrono::nanoseconds>(t0.time_since_epoch()).count();
     local_.note(s.slice, static_cast<int>(s.phase), static_cast<uint64_t>(at), static_cast<uint64_t>(ns), a);
   }

@@ -6,6 +6,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <stdlib.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <filesystem>
@@ -317,6 +318,43 @@ TEST_F(MdsStory, ASleepingSenderWritesPartOfItsLargeMessages) {
       EXPECT_LT(by_sender, bytes) << "the receivers read their part";
     } else {
       EXPECT_EQ(by_sender, 0u);
+    }
+  }
+}
+
+// Two node managers on one host, one rank each: the receiving rank reads
+// each chunk of a large message from the sender itself, and with no other
+// rank of its node awake it has a CPU to spare, so a second thread of its
+// own copies half of each order (DmaOrder::split). The nodes' series say
+// how many bytes second threads copied; with BCS_COPY_SPLIT=off in the
+// node managers' environment none did. The data arrives whole either way.
+TEST_F(MdsStory, AReceiverWithACpuToSpareCopiesOnASecondThread) {
+  if (std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope"); yama) {
+    int scope = 0;
+    if (yama >> scope && scope > 0) GTEST_SKIP() << "Yama ptrace_scope " << scope;
+  }
+  if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one CPU: never a second thread";
+  for (const char* split : {"on", "off"}) {
+    SCOPED_TRACE(std::string("BCS_COPY_SPLIT=") + split);
+    const std::string dir = tmp_ + "/split-" + split;
+    auto r = bcs_run({"-n", "2", "--nodes", "2", "--chunk", "4MiB", "--job-dir", dir,
+                      prog("prog_pingpong"), "16M"},
+                     std::chrono::seconds(90), {{"BCS_COPY_SPLIT", split}});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("pingpong ok"));
+    uint64_t bytes = 0, by_second = 0;
+    for (const char* node : {"node1", "node2"}) {
+      const std::string f = dir + "/node-" + node + ".csv";
+      ASSERT_TRUE(fs::exists(f)) << f;
+      bytes += column_sum(f, "bytes");
+      by_second += column_sum(f, "second_thread_bytes");
+    }
+    EXPECT_GE(bytes, uint64_t{3} * 2 * (16 << 20)) << "three round trips of 16 MiB";
+    if (std::string(split) == "on") {
+      EXPECT_GT(by_second, 0u);
+      EXPECT_LT(by_second, bytes) << "the receivers copied their part";
+    } else {
+      EXPECT_EQ(by_second, 0u);
     }
   }
 }

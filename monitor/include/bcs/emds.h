@@ -94,6 +94,7 @@ struct LocalSliceRecord {
   uint32_t chunks = 0;         // DMA chunks scheduled (MSM)
   uint64_t bytes = 0;          // moved into local receivers (P2P) and written by collectives
   uint64_t sender_bytes = 0;   // of `bytes`, written by their local senders (shared copy orders)
+  uint64_t second_thread_bytes = 0;  // of `bytes`, copied by the receivers' second threads (split orders)
   uint32_t collectives = 0;    // collectives completed here (BBM, RM)
   uint32_t blocked = 0;        // local ranks blocked at the end of the slice's last microphase
   uint32_t nlocal = 0;         // local ranks of the job

@@ -109,6 +109,9 @@ TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   r.start_ns = 123456;
   r.phase_at_ns[3] = 77;
   r.coll_descriptors = 2;
+  r.bytes = 1000;
+  r.sender_bytes = 300;
+  r.second_thread_bytes = 200;
   bcs::v1::LocalSlice p;
   mon::local_to_proto(r, &p);
   mon::LocalSliceRecord back;
@@ -119,7 +122,15 @@ TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   EXPECT_EQ(back.start_ns, 123456u);
   EXPECT_EQ(back.phase_at_ns[3], 77u);
   EXPECT_EQ(back.descriptors, 7u);
+  EXPECT_EQ(back.sender_bytes, 300u);
+  EXPECT_EQ(back.second_thread_bytes, 200u);
   auto bad = p;
+  bad.set_sender_bytes(1001);  // more written by senders than moved
+  EXPECT_FALSE(mon::local_from_proto(bad, &back, &why));
+  bad = p;
+  bad.set_second_thread_bytes(701);  // senders' and second threads' bytes overlap
+  EXPECT_FALSE(mon::local_from_proto(bad, &back, &why));
+  bad = p;
   bad.set_blocked(4);  // more blocked than ranks
   EXPECT_FALSE(mon::local_from_proto(bad, &back, &why));
   bad = p;
