@@ -628,11 +628,22 @@ bool NmJob::set_nm_flag(uint32_t flag, bool on) {
   return true;
 }
 
+void NmJob::set_held_sends(int32_t world_rank, bool held) {
+  LocalRank& r = local(world_rank);
+  if (r.held_sends == held) return;
+  r.held_sends = held;
+  view(r).ctl->held_sends.store(held ? 1 : 0, std::memory_order_seq_cst);
+}
+
 bool NmJob::scan_posted(std::vector<PostedColl>* colls) {
   for (auto& r : ranks_) {
     const RankView v = view(*r);
     const uint64_t head = v.ctl->head.load(std::memory_order_acquire);
     const uint64_t seen = r->seen_head.load(std::memory_order_relaxed);
+    // A rank that waits and posted since the DEM (a receive, most likely)
+    // while sends to it are held: the receive may take one.
+    if (r->held_sends && head != seen && v.ctl->waiting.load(std::memory_order_seq_cst))
+      return true;
     // The head is rank-written: whatever it says, look at most at one ring
     // (slots the DEM has not read yet), at most kRingPeekMax of it, as the
     // ranks' own look does (segment_slice_for_waiter). Each field is read

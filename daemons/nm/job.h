@@ -122,6 +122,8 @@ struct LocalRank {
   // The ring head the buffer sender last read (what it held back included);
   // written by the strobe receiver, read by the doorbell.
   std::atomic<uint64_t> seen_head{0};
+  // What RankControl::held_sends says (set_held_sends). Strobe receiver only.
+  bool held_sends = false;
   // Drain notes written for it (segment.h, DrainNote): the NM's own count,
   // never read back from the segment. Strobe receiver only.
   uint64_t drain_head = 0;
@@ -181,6 +183,10 @@ class NmJob {
   void ring_seen(int32_t world_rank, uint64_t head) {
     local(world_rank).seen_head.store(head, std::memory_order_relaxed);
   }
+  // The buffer receiver holds sends to the rank that no receive took (or
+  // no longer does): published in RankControl::held_sends when it changes.
+  // Strobe receiver only.
+  void set_held_sends(int32_t world_rank, bool held);
 
   // The job's slices as its ranks see them (SegmentHeader::job_slice): the
   // DEM of global slice `global` begins. Publishes the job slice and wakes

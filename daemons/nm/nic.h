@@ -69,6 +69,9 @@ class JobRanks : public LocalRanks {
   void ring_seen(int32_t r, uint64_t head) override {
     if (job_->is_local(r)) job_->ring_seen(r, head);
   }
+  void held_sends(int32_t r, bool held) override {
+    if (job_->is_local(r)) job_->set_held_sends(r, held);
+  }
   void note_drain(int32_t r, uint64_t count) override {
     if (job_->is_local(r)) job_->note_drain(r, count);
   }

@@ -80,6 +80,10 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
       rep.gets_to[ranks->node_of(c.match->send.src)] += n;
   rep.transfers_pending = static_cast<uint32_t>(scheduler_.in_flight());
   rep.full = full_receivers(*ranks);
+  // Which local ranks have sends here that no receive took: one of them
+  // that starts waiting rings (segment_slice_for_waiter), since its new
+  // receive may take one.
+  for (int32_t r : ranks->local_ranks()) ranks->held_sends(r, matcher_.unexpected_count(r) != 0);
   return rep;
 }
 

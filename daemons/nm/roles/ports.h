@@ -113,6 +113,9 @@ class LocalRanks : public RankMemory {
   // The DEM took `count` (> 0) descriptors from the rank's ring this slice
   // (the slice schedule a recording keeps).
   virtual void note_drain(int32_t, uint64_t) {}
+  // After the MSM: whether the buffer receiver holds sends to local rank
+  // `r` that no receive took (RankControl::held_sends).
+  virtual void held_sends(int32_t, bool) {}
   // Single copy (segment.h, DmaOrder): has local rank `to` read `len` bytes
   // at `src` of local rank `from` into its own `dst` itself, if it can (it
   // sleeps in MPI). kNotDelegated: it did not, the caller copies; else 0 or

@@ -29,12 +29,13 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 11;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 12;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
                                          // 7: landings for small receives; 8: mpi_pid;
                                          // 9: two DMA order slots; 10: DmaOrder::write;
-                                         // 11: DmaOrder::split and ::second
+                                         // 11: DmaOrder::split and ::second;
+                                         // 12: RankControl::held_sends
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -256,6 +257,12 @@ struct alignas(64) RankControl {
   // it: the node manager decides from the rings.
   std::atomic<uint64_t> coll_posted;
   alignas(64) std::atomic<uint64_t> tail;
+  // Written by the NM after each MSM: 1 when it holds sends to this rank
+  // that no receive of it has taken (unexpected messages, drained from the
+  // senders' rings already). A rank that starts waiting on a lease rings
+  // then, as for a send still in a ring (segment_slice_for_waiter): its
+  // receive may take one, and only a slice can tell.
+  std::atomic<uint32_t> held_sends;
   // Bumped (and FUTEX_WAKE'd) by the NM whenever it completes one of this
   // rank's requests or frees ring space while the rank waits.
   alignas(64) std::atomic<uint32_t> wake_seq;
@@ -508,6 +515,8 @@ inline uint32_t segment_blocked_count(void* base, const SegmentLayout& l) {
 constexpr uint64_t kRingPeekMax = 64;
 inline bool segment_slice_for_waiter(void* base, const SegmentLayout& l, uint32_t my_local,
                                      int32_t me) {
+  if (segment_rank_view(base, my_local, l).ctl->held_sends.load(std::memory_order_seq_cst))
+    return true;
   for (uint32_t i = 0; i < l.nlocal; ++i) {
     const RankView v = segment_rank_view(base, i, l);
     const uint64_t head = v.ctl->head.load(std::memory_order_seq_cst);

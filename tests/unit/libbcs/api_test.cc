@@ -623,8 +623,9 @@ TEST_F(ApiTest, TheLastLocalPostOfACollectiveRingsOnALease) {
 
 // On a node's lease (kNmBellOnAnyBlock) a rank that starts waiting rings
 // only if the node would start a slice for it: here when a send to it is
-// already posted, or every local rank is blocked; not while its peer still
-// computes with nothing posted to it (a halo's first rank done).
+// already posted, or the node holds one it took from a ring before
+// (RankControl::held_sends), or every local rank is blocked; not while its
+// peer still computes with nothing posted to it (a halo's first rank done).
 namespace {
 // Whether thread `tid` of this process sleeps (state S: in the futex, past
 // its decision to ring).
@@ -674,6 +675,10 @@ TEST_F(ApiTest, AWaitRingsALeasedNodeOnlyWhenASliceIsOwedToIt) {
   ASSERT_TRUE(ring_try_post(peer, d));
   EXPECT_TRUE(recv_rings(true)) << "rank 1's send to rank 0 waits in its ring";
   ring_drain(peer, [](const Descriptor&) {});
+  EXPECT_FALSE(recv_rings(false)) << "the node took that send";
+  self.ctl->held_sends.store(1);
+  EXPECT_TRUE(recv_rings(true)) << "the node holds sends to rank 0 that no receive took";
+  self.ctl->held_sends.store(0);
   peer.ctl->waiting.store(1);
   EXPECT_TRUE(recv_rings(true)) << "rank 1 is blocked too";
   peer.ctl->waiting.store(0);

@@ -169,6 +169,10 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   RankView view_of(int32_t r) override { return segment_rank_view(base_, index_of(r)); }
   ReadGrants& read_grants() override { return grants_; }
   void rank_corrupted(int32_t r, const std::string& why) override { corrupted_.push_back({r, why}); }
+  // As NmJob::set_held_sends publishes it.
+  void held_sends(int32_t r, bool held) override {
+    if (is_local(r)) view_of(r).ctl->held_sends.store(held ? 1 : 0);
+  }
   ReadGrants grants_;
   std::vector<std::pair<int32_t, std::string>> corrupted_;
   // Node managers of one host: to the nodes in `host_peers` this node offers

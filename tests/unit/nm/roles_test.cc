@@ -469,6 +469,36 @@ Descriptor layout_desc(Descriptor d, const std::vector<LayoutBlock>& blocks, uin
 // the receive's request slot, from this node or another: the rank copies it
 // (libbcs), the node writes nothing into the rank's memory. Truncated, only
 // what the buffer holds lands. A receive into a layout is written.
+// A send whose receive is not posted yet stays with the receiver's node
+// manager (an unexpected message), out of the sender's ring, so a rank that
+// later posts the receive and waits cannot tell from the rings that a slice
+// would complete it. The buffer receiver says so in the rank's control block
+// after each MSM (RankControl::held_sends), locally and across nodes, and
+// clears it once a receive took the send.
+TEST_F(TwoNodes, TheNodeSaysWhichRanksHaveSendsWaitingForAReceive) {
+  std::vector<uint8_t> out(8, 0x21);
+  uint8_t in_local[8] = {}, in_remote[8] = {};
+  nodes[0]->ranks.allow(2, in_local, sizeof in_local);
+  nodes[1]->ranks.allow(1, in_remote, sizeof in_remote);
+  auto held = [&](uint32_t node, int32_t r) {
+    return nodes[node]->ranks.view_of(r).ctl->held_sends.load();
+  };
+  nodes[0]->ranks.post(0, send_desc(2, 1, out.data(), out.size(), 0));
+  nodes[0]->ranks.post(0, send_desc(1, 2, out.data(), out.size(), 1));
+  slice();
+  EXPECT_EQ(held(0, 2), 1u);
+  EXPECT_EQ(held(1, 1), 1u);
+  EXPECT_EQ(held(0, 0), 0u) << "nothing was sent to rank 0";
+  nodes[0]->ranks.post(2, recv_desc(0, 1, in_local, sizeof in_local, 0));
+  nodes[1]->ranks.post(1, recv_desc(0, 2, in_remote, sizeof in_remote, 0));
+  for (int k = 0; k < 3 && !(nodes[0]->ranks.done(2, 0) && nodes[1]->ranks.done(1, 0)); ++k)
+    slice();
+  ASSERT_TRUE(nodes[0]->ranks.done(2, 0));
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 0));
+  EXPECT_EQ(held(0, 2), 0u);
+  EXPECT_EQ(held(1, 1), 0u);
+}
+
 TEST_F(TwoNodes, ASmallMessageLandsInTheReceivesRequestSlot) {
   for (auto& n : nodes) n->ranks.landing = true;
   std::vector<uint8_t> out(kLandingMax, 0x37), out2(40, 0x44);
