@@ -243,8 +243,16 @@ void post(Descriptor& d, bool goes_on) {
   const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
   if ((nm & bcs::kNmParked) ||
       ((nm & bcs::kNmBellOnPost) &&
-       (d.kind == DescKind::coll ? goes_on && last_local_post(d) : send_to_waiting(d))))
+       (d.kind == DescKind::coll ? goes_on && last_local_post(d) : send_to_waiting(d)))) {
     bcs::segment_ring_bell(&s.header->bell);
+    // The node manager just woken is usually placed on this CPU, beside
+    // its waker (to the kernel in this VM a halted vCPU looks busy, so an
+    // idle one is passed over), and this rank goes on computing: the slice
+    // then waited behind it, up to 600 us in bench/halo.c. Yielding once
+    // hands it the CPU; with nothing else to run here it costs a system
+    // call.
+    sched_yield();
+  }
 }
 
 // Waits for `idx`, copies its status, frees it; returns the request's error.

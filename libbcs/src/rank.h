@@ -195,15 +195,18 @@ bool dma_order_posted(const bcs::RankControl* ctl);
 // ring: the rank rings then, not on every wait. A rank that waits for a
 // peer still computing (a halo exchange's first rank done) used to wake the
 // node for nothing, on a core a rank computes on: a third of the node's
-// wake-ups in bench/halo.c.
-inline void ring_if_blocked() {
+// wake-ups in bench/halo.c. Returns whether it rang.
+inline bool ring_if_blocked() {
   auto& s = st();
   const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
-  if (!(nm & (bcs::kNmBellOnBlock | bcs::kNmBellOnAnyBlock))) return;
+  if (!(nm & (bcs::kNmBellOnBlock | bcs::kNmBellOnAnyBlock))) return false;
   if (bcs::segment_all_blocked(s.map.base(), s.layout) ||
       ((nm & bcs::kNmBellOnAnyBlock) &&
-       bcs::segment_slice_for_waiter(s.map.base(), s.layout, s.local, s.rank)))
+       bcs::segment_slice_for_waiter(s.map.base(), s.layout, s.local, s.rank))) {
     bcs::segment_ring_bell(&s.header->bell);
+    return true;
+  }
+  return false;
 }
 
 // The spin wait_until may make (State::wait_spin_ns) on a node of
@@ -231,7 +234,11 @@ constexpr uint64_t kWaitSpinNs = 200'000;
 // completed without the wake-up of a sleeping thread (20-50 us here, an
 // interrupt to an idle vCPU), twice per step of a blocking halo exchange.
 // It stops as soon as every local rank waits: the node manager needs the
-// CPUs then, and a ping-pong whose ranks both spun took twice as long.
+// CPUs then, and a ping-pong whose ranks both spun took twice as long. For
+// the same reason it does not spin at all when its own wait rang the bell
+// (a slice is owed to it): the node manager it woke is usually placed on
+// this CPU, beside its waker, and a spin kept it off the CPU for the whole
+// 200 us in bench/halo.c (the other CPU's rank computing).
 template <typename Pred>
 void wait_until(Pred ready) {
   auto& s = st();
@@ -243,10 +250,10 @@ void wait_until(Pred ready) {
   bool rang = false;
   if (s.wait_spin_ns && !ready()) {
     ctl->waiting.store(1, std::memory_order_seq_cst);
-    ring_if_blocked();
+    const bool rang_now = ring_if_blocked();
     timespec t0{}, t{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (uint32_t i = 0; !ready() && !dma_order_posted(ctl); ++i) {
+    for (uint32_t i = 0; !rang_now && !ready() && !dma_order_posted(ctl); ++i) {
       __builtin_ia32_pause();
       if (i % 64) continue;
       if (bcs::segment_all_blocked(s.map.base(), s.layout)) break;
