@@ -56,6 +56,12 @@ constexpr uint64_t kDmaSlowestRate = 50u << 20;  // bytes per second
 // 184-226 us not, 2 MiB 288-318 against 315-338, 4 MiB 434-507 against
 // 513-580).
 constexpr uint64_t kDmaShareMin = uint64_t{2} << 20;
+// Orders from this size on may be split over the receiving rank's second
+// thread (DmaOrder::split), whose wake-up costs what the sender's does
+// (two node managers, prog_pingpong, three alternating runs: 512 KiB
+// 476-519 us split against 318-420 not; at 1-2 MiB the runs overlap; 4 MiB
+// 654-822 against 763-840).
+constexpr uint64_t kDmaSplitMin = kDmaShareMin;
 }  // namespace
 
 uint32_t NmJob::pid_of(int32_t r) {
@@ -98,7 +104,8 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   {
     std::lock_guard lk(copy_mu_);
     if (r.dead) return false;
-    if (help == CopyHelp::share && share_copies_ && len >= kDmaShareMin && (sharer = sharer_for(spid, r)) != nullptr) {
+    if (help == CopyHelp::share && share_copies_ && len >= kDmaShareMin &&
+        (sharer = sharer_for(spid, r)) != nullptr) {
       const pid_t p = copy_pid(r);
       if (p > 0 && static_cast<uint64_t>(p) <= kPidMaxLimit)
         rpid = static_cast<uint32_t>(p);
@@ -114,7 +121,7 @@ bool NmJob::post_copy(uint32_t spid, int32_t to, uint64_t src, uint64_t dst, siz
   if (!any_pending && !v.ctl->waiting.load(std::memory_order_seq_cst)) return false;
   if (!sharer) {
     post_order(r, slot, spid, src, dst, len, false,
-               help != CopyHelp::none && split_copies_ && len >= kDmaShareMin);
+               help != CopyHelp::none && split_copies_ && len >= kDmaSplitMin);
     return true;
   }
   // The receiver reads the first half, the sender writes the rest: both
