@@ -60,6 +60,27 @@ std::map<int, double> own_run_times(const std::string& out) {
 }
 
 // The sum of column `col` of a CSV file the job directory holds.
+// Three ping-pong round trips of 16 MiB moved `bytes`; a helper of the
+// receiving rank (the sender, a second thread) copied `part` of them: some
+// but not all when it was on, none when off.
+void expect_part(bool on, uint64_t part, uint64_t bytes) {
+  EXPECT_GE(bytes, uint64_t{3} * 2 * (16 << 20)) << "three round trips of 16 MiB";
+  if (on) {
+    EXPECT_GT(part, 0u);
+    EXPECT_LT(part, bytes) << "the receiving ranks copied their part";
+  } else {
+    EXPECT_EQ(part, 0u);
+  }
+}
+
+// Yama's ptrace scope (0 when absent): above 0, ranks may not touch each
+// other's memory, and the node manager copies everything itself.
+int yama_scope() {
+  std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope");
+  int scope = 0;
+  return yama && yama >> scope ? scope : 0;
+}
+
 uint64_t column_sum(const std::string& path, const std::string& col) {
   std::ifstream in(path);
   std::string line;
@@ -294,12 +315,7 @@ TEST_F(MdsStory, TheSliceSeriesShowsACollectiveEveryPeriodOfComputation) {
 // BCS_COPY_SHARE=off in the node manager's environment the receivers read
 // everything. The data arrives whole either way (prog_pingpong checks).
 TEST_F(MdsStory, ASleepingSenderWritesPartOfItsLargeMessages) {
-  // Ranks may not touch each other's memory under Yama's ptrace scope: the
-  // node manager then copies everything itself.
-  if (std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope"); yama) {
-    int scope = 0;
-    if (yama >> scope && scope > 0) GTEST_SKIP() << "Yama ptrace_scope " << scope;
-  }
+  if (const int scope = yama_scope()) GTEST_SKIP() << "Yama ptrace_scope " << scope;
   for (const char* share : {"on", "off"}) {
     SCOPED_TRACE(std::string("BCS_COPY_SHARE=") + share);
     const std::string dir = tmp_ + "/share-" + share;
@@ -312,13 +328,7 @@ TEST_F(MdsStory, ASleepingSenderWritesPartOfItsLargeMessages) {
     const std::string f = dir + "/node-node1.csv";
     ASSERT_TRUE(fs::exists(f)) << f;
     const uint64_t bytes = column_sum(f, "bytes"), by_sender = column_sum(f, "sender_bytes");
-    EXPECT_GE(bytes, uint64_t{3} * 2 * (16 << 20)) << "three round trips of 16 MiB";
-    if (std::string(share) == "on") {
-      EXPECT_GT(by_sender, 0u);
-      EXPECT_LT(by_sender, bytes) << "the receivers read their part";
-    } else {
-      EXPECT_EQ(by_sender, 0u);
-    }
+    expect_part(std::string(share) == "on", by_sender, bytes);
   }
 }
 
@@ -329,10 +339,7 @@ TEST_F(MdsStory, ASleepingSenderWritesPartOfItsLargeMessages) {
 // how many bytes second threads copied; with BCS_COPY_SPLIT=off in the
 // node managers' environment none did. The data arrives whole either way.
 TEST_F(MdsStory, AReceiverWithACpuToSpareCopiesOnASecondThread) {
-  if (std::ifstream yama("/proc/sys/kernel/yama/ptrace_scope"); yama) {
-    int scope = 0;
-    if (yama >> scope && scope > 0) GTEST_SKIP() << "Yama ptrace_scope " << scope;
-  }
+  if (const int scope = yama_scope()) GTEST_SKIP() << "Yama ptrace_scope " << scope;
   if (sysconf(_SC_NPROCESSORS_ONLN) < 2) GTEST_SKIP() << "one CPU: never a second thread";
   for (const char* split : {"on", "off"}) {
     SCOPED_TRACE(std::string("BCS_COPY_SPLIT=") + split);
@@ -349,13 +356,7 @@ TEST_F(MdsStory, AReceiverWithACpuToSpareCopiesOnASecondThread) {
       bytes += column_sum(f, "bytes");
       by_second += column_sum(f, "second_thread_bytes");
     }
-    EXPECT_GE(bytes, uint64_t{3} * 2 * (16 << 20)) << "three round trips of 16 MiB";
-    if (std::string(split) == "on") {
-      EXPECT_GT(by_second, 0u);
-      EXPECT_LT(by_second, bytes) << "the receivers copied their part";
-    } else {
-      EXPECT_EQ(by_second, 0u);
-    }
+    expect_part(std::string(split) == "on", by_second, bytes);
   }
 }
 

@@ -16,6 +16,31 @@
 namespace bcs::apitest {
 namespace {
 
+// Writes order `o` as NmJob::post_order does, with this process as the
+// other end; `error` and `second` start as junk the rank must overwrite.
+void write_order(DmaOrder& o, const uint8_t* src, uint8_t* dst, uint64_t len, uint64_t seq,
+                 bool write = false, bool split = false) {
+  o.pid = static_cast<uint32_t>(getpid());
+  o.src = reinterpret_cast<uintptr_t>(src);
+  o.dst = reinterpret_cast<uintptr_t>(dst);
+  o.len = len;
+  o.write = write ? 1 : 0;
+  o.split = split ? 1 : 0;
+  o.second = 99;
+  o.seq = seq;
+  o.error = 99;
+}
+
+// Posts a written order, wakes the rank and sleeps on the order until the
+// rank says it is done, as NmJob::settle does.
+void post_and_await(RankView& v, DmaOrder& o) {
+  o.state.store(kDmaPosted, std::memory_order_seq_cst);
+  rank_wake(v);
+  o.nm_waiting.store(1, std::memory_order_seq_cst);
+  for (uint32_t s; (s = o.state.load(std::memory_order_seq_cst)) != kDmaDone;)
+    futex_wait(&o.state, s, 1'000'000);
+}
+
 // Single copy: the DMA helper hands a rank asleep in MPI copy orders; the
 // rank reads the sender's memory into its buffer itself (here the "sender"
 // is this process), says so, and sleeps on until its receive completes. An
@@ -88,18 +113,8 @@ TEST_F(ApiTest, ASleepingSenderWritesItsShareOfACopyOrder) {
   std::thread nm([&] {
     while (!view_.ctl->waiting.load()) std::this_thread::yield();
     nm_->step();
-    o.pid = static_cast<uint32_t>(getpid());
-    o.src = reinterpret_cast<uintptr_t>(src.data()) + 4096;
-    o.dst = reinterpret_cast<uintptr_t>(dst.data()) + 4096;
-    o.len = src.size() - 4096;
-    o.write = 1;
-    o.seq = 1;
-    o.error = 99;
-    o.state.store(kDmaPosted, std::memory_order_seq_cst);
-    rank_wake(view_);
-    o.nm_waiting.store(1, std::memory_order_seq_cst);
-    for (uint32_t s; (s = o.state.load(std::memory_order_seq_cst)) != kDmaDone;)
-      futex_wait(&o.state, s, 1'000'000);
+    write_order(o, src.data() + 4096, dst.data() + 4096, src.size() - 4096, 1, true);
+    post_and_await(view_, o);
     request_complete(view_, nm_->seen().back().request, bcs_err_none, 0, 3, src.size(), 0, 1, 2);
   });
   EXPECT_EQ(bcs_send(src.data(), src.size(), 1, 3, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
@@ -135,20 +150,8 @@ TEST_F(ApiTest, ARankSplitsALargeOrderOverASecondThreadOnlyWithACpuToSpare) {
     std::thread nm([&] {
       while (!view_.ctl->waiting.load()) std::this_thread::yield();
       nm_->step();
-      o.pid = static_cast<uint32_t>(getpid());
-      o.src = reinterpret_cast<uintptr_t>(src.data());
-      o.dst = reinterpret_cast<uintptr_t>(dst.data());
-      o.len = src.size();
-      o.write = 0;
-      o.split = 1;
-      o.second = 99;
-      o.seq = static_cast<uint64_t>(tag);
-      o.error = 99;
-      o.state.store(kDmaPosted, std::memory_order_seq_cst);
-      rank_wake(view_);
-      o.nm_waiting.store(1, std::memory_order_seq_cst);
-      for (uint32_t s; (s = o.state.load(std::memory_order_seq_cst)) != kDmaDone;)
-        futex_wait(&o.state, s, 1'000'000);
+      write_order(o, src.data(), dst.data(), src.size(), static_cast<uint64_t>(tag), false, true);
+      post_and_await(view_, o);
       o.state.store(kDmaIdle);
       request_complete(view_, nm_->seen().back().request, bcs_err_none, 1, tag, src.size(), 0, 1,
                        2);
