@@ -129,8 +129,9 @@ TEST_F(ApiTest, ASleepingSenderWritesItsShareOfACopyOrder) {
 // rank copies the first half and a second thread of its own the rest, but
 // only when a CPU is to spare, that is when fewer of the node's ranks are
 // awake than there are CPUs. Here the node has as many ranks as CPUs: with
-// all of them awake the rank copies alone, and once the others sleep in MPI
-// it splits, and says in `second` how much its second thread copied.
+// all of them awake the rank copies alone, and so it does while the others
+// sleep in MPI but copy orders of their own; once they only sleep it
+// splits, and says in `second` how much its second thread copied.
 TEST_F(ApiTest, ARankSplitsALargeOrderOverASecondThreadOnlyWithACpuToSpare) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus < 2) GTEST_SKIP() << "one CPU: never a second thread";
@@ -166,6 +167,14 @@ TEST_F(ApiTest, ARankSplitsALargeOrderOverASecondThreadOnlyWithACpuToSpare) {
   };
   EXPECT_EQ(receive(1), 0u) << "every CPU runs a rank";
   for (uint32_t i = 1; i < n; ++i) seg_->view(i).ctl->waiting.store(1);
+  // Asleep in MPI, but copying an order of its own (two ranks exchanging
+  // large messages): that rank's CPU is taken all the same.
+  std::vector<uint32_t> copying{kDmaPosted, kDmaTaken};
+  for (uint32_t st : copying) {
+    for (uint32_t i = 1; i < n; ++i) seg_->view(i).ctl->dma[1].state.store(st);
+    EXPECT_EQ(receive(3), 0u) << "the others copy orders of their own, state " << st;
+  }
+  for (uint32_t i = 1; i < n; ++i) seg_->view(i).ctl->dma[1].state.store(kDmaIdle);
   const uint64_t second = receive(2);
   EXPECT_GT(second, 0u) << "the others sleep: a CPU to spare";
   EXPECT_LT(second, src.size()) << "and the rank copied its part";
