@@ -9,10 +9,7 @@
 
 #include <atomic>
 #include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <memory>
-#include <string_view>
 #include <system_error>
 #include <thread>
 
@@ -47,13 +44,10 @@ int32_t copy_range(bool write, pid_t pid, uint64_t mine, uint64_t theirs, uint64
 // their own: a rank copying for the runtime keeps its `waiting` flag, and
 // two ranks exchanging large messages each splitting made four threads on
 // two CPUs (osu_bibw 16 MiB: 6.8 GB/s against 8.5-8.7 unsplit). The
-// daemons' threads sleep while ranks copy. A node manager knows only its own node's ranks, so several
-// node managers on one host each count as a host of their own, which is
-// what that layout stands for. BCS_COPY_SPLIT=always in the rank's
-// environment says yes regardless (tests, whose other ranks are fakes).
+// daemons' threads sleep while ranks copy. A node manager knows only its
+// own node's ranks, so several node managers on one host each count as a
+// host of their own, which is what that layout stands for.
 bool cpu_to_spare() {
-  if (const char* e = std::getenv("BCS_COPY_SPLIT"); e && std::string_view(e) == "always")
-    return true;
   static const long cpus = ::sysconf(_SC_NPROCESSORS_ONLN);
   const auto& s = st();
   long awake = 1;  // this rank

@@ -69,7 +69,7 @@ class DmaHelper {
   // nothing in this P2P and holds no piece ahead, so it has no copy of its
   // own to make (two ranks exchanging large messages each copy their own;
   // asked to share as well, one of them would copy one and a half); else
-  // `split`, the receiver's second thread if a CPU is idle.
+  // `split`, the receiver's second thread if its node has a CPU to spare.
   CopyHelp help_for(LocalRanks& job, const Match& m) const;
 
   const uint32_t self_;

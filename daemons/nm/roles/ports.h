@@ -70,8 +70,8 @@ enum class CopyHelp : uint8_t {
   // The receiver alone: a collective's members copy their pieces at once,
   // so there is no CPU to spare.
   none,
-  // A second thread of the receiver, if a CPU is idle when it takes the
-  // order (DmaOrder::split).
+  // A second thread of the receiver, if its node has a CPU to spare when
+  // it takes the order (DmaOrder::split).
   split,
   // The sender, a local rank with nothing of its own to copy now, writes
   // part of it if it sleeps in MPI (DmaOrder::write); if it does not, as

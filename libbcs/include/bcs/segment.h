@@ -219,8 +219,9 @@ enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
 //
 // A large order that is not shared (the sender computes, or belongs to
 // another node manager) may be split by the rank itself (`split`): when
-// the kernel reports a CPU idle, a second thread of the rank copies the
-// last part while the rank copies the first (rank_copy.cc). A single
+// fewer of the node's ranks are awake than there are CPUs, a second thread
+// of the rank copies the last part while the rank copies the first
+// (rank_copy.cc). A single
 // process copies at about 8.6 GB/s here, two threads of one process at
 // 13-17 GB/s (the halves run on two cores; the buffer stays in cache). The
 // rank says in `second` how many bytes its second thread copied, which

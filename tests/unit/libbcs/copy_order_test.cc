@@ -135,7 +135,6 @@ TEST_F(ApiTest, ASleepingSenderWritesItsShareOfACopyOrder) {
 TEST_F(ApiTest, ARankSplitsALargeOrderOverASecondThreadOnlyWithACpuToSpare) {
   const long cpus = sysconf(_SC_NPROCESSORS_ONLN);
   if (cpus < 2) GTEST_SKIP() << "one CPU: never a second thread";
-  unsetenv("BCS_COPY_SPLIT");
   const auto n = static_cast<uint32_t>(cpus);
   seg_ = std::make_unique<FakeSegment>(n, n, 64, 64);
   seg_->export_env(0, 0);

@@ -399,7 +399,7 @@ TEST_F(TwoNodes, ALocalMessageIsCopiedByCrossMemoryAttach) {
 // write part of each), which has nothing of its own to copy. Two ranks
 // sending each other large messages at once each copy their own: asked to
 // share as well, one of them would copy one and a half; they may only split
-// their own copies over a second thread when a CPU is idle.
+// their own copies over a second thread when their node has a CPU to spare.
 TEST_F(TwoNodes, ALocalSenderSharesTheCopyOnlyWhenItHasNoneOfItsOwn) {
   nodes[0]->ranks.copies_ahead = true;
   nodes[0]->br.scheduler().set_budget(128 << 10);
