@@ -4,6 +4,10 @@
 // format, ordering, locks).
 #include "fabric_impl.h"
 
+#include <dirent.h>
+
+#include <fstream>
+
 namespace bcs::core {
 
 const char* status_str(Status s) {
@@ -153,6 +157,24 @@ void Fabric::set_handler(EventId ev, std::function<void(Message&&)> handler) {
 void Fabric::progress() { impl_->progress(); }
 
 void Fabric::close() { impl_->close(); }
+
+// UCX names its async thread "async" (ucs/async/thread.c); there is one per
+// process, started with the first event handler, which the worker's
+// interfaces register when it is created. No API gives its id, so the
+// kernel's list of this process's threads does.
+std::vector<int> Fabric::ucx_async_threads() const {
+  std::vector<int> tids;
+  DIR* d = ::opendir("/proc/self/task");
+  if (!d) return tids;
+  while (const dirent* e = ::readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream comm(std::string("/proc/self/task/") + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "async") tids.push_back(std::atoi(e->d_name));
+  }
+  ::closedir(d);
+  return tids;
+}
 
 std::string Fabric::last_error() const {
   std::lock_guard lk(impl_->err_mu);

@@ -31,6 +31,7 @@
 #include "bcs/core.h"
 
 #include <poll.h>
+#include <sched.h>
 #include <sys/eventfd.h>
 #include <unistd.h>
 #include <ucp/api/ucp.h>
@@ -242,6 +243,19 @@ struct Fabric::Impl {
       if (st != UCS_OK) {
         ucp_config_release(config);
         return fail(error, ("NET_DEVICES=" + cfg.net_devices).c_str(), st);
+      }
+    }
+    // The worker's lock and UCX's async thread's lock as mutexes, not
+    // spinlocks (unless UCX_USE_MT_MUTEX says otherwise). The daemons run
+    // the async thread and their wake-up threads at SCHED_FIFO
+    // (daemons/common/sched_hint.h); one of them spinning on a lock held
+    // by a normal thread preempted on the same CPU holds that CPU until
+    // RT throttling stops it: periods of 48-104 ms in bench/strobe.sh.
+    if (!std::getenv("UCX_USE_MT_MUTEX")) {
+      st = ucp_config_modify(config, "USE_MT_MUTEX", "y");
+      if (st != UCS_OK) {
+        ucp_config_release(config);
+        return fail(error, "USE_MT_MUTEX=y", st);
       }
     }
     ucp_params_t params{};
@@ -514,6 +528,19 @@ struct Fabric::Impl {
     ::ppoll(fds, extra_fd ? 2 : 1, wait ? &ts : nullptr, nullptr);
   }
 
+  // How long this thread spins before it sleeps: cfg.spin, or nothing at
+  // real-time priority. The daemons put the threads that carry a slice's
+  // wake-ups at SCHED_FIFO so that they preempt a computing rank; a spin
+  // there would take the rank's CPU outright, and spinning under SCHED_FIFO
+  // brings the kernel's RT throttling (NOTES.md). One system call, paid
+  // only when the first look found nothing and the caller is about to wait.
+  std::chrono::nanoseconds spin_here() const {
+    // Without SCHED_RESET_ON_FORK, which the daemons set with it.
+    const int policy = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
+    return policy == SCHED_FIFO || policy == SCHED_RR ? std::chrono::nanoseconds::zero()
+                                                      : std::chrono::nanoseconds(cfg.spin);
+  }
+
   // The common blocking loop of test_event and compare_and_write: poll,
   // bounded spin, then sleep until `attempt()` succeeds, close() or timeout.
   template <class Attempt>
@@ -526,7 +553,7 @@ struct Fabric::Impl {
     std::optional<Clock::time_point> deadline;
     if (timeout) deadline = Clock::now() + *timeout;
 
-    const auto spin_end = Clock::now() + cfg.spin;
+    const auto spin_end = Clock::now() + spin_here();
     while (Clock::now() < spin_end) {
       progress();
       if (attempt()) return Status::ok;
@@ -676,7 +703,7 @@ struct Fabric::Impl {
     };
     const auto start = Clock::now();
     const auto deadline = start + limit.timeout;
-    const auto spin_end = start + cfg.spin;
+    const auto spin_end = start + spin_here();
     auto next_ask = start + kGiveUpPoll;
     bool gave_up = false;
     while (!all_done()) {

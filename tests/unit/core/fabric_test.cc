@@ -1,6 +1,7 @@
 // libbcs/core: xfer_and_signal / test_event / handlers between fabrics of one process.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cstring>
@@ -29,6 +30,18 @@ TEST(CoreFabric, CreateReportsSelfAndAddress) {
   EXPECT_EQ(f->self(), 42u);
   EXPECT_FALSE(f->address().empty());
   EXPECT_FALSE(f->connected(1));
+}
+
+// The daemons raise UCX's async thread, which each message from the
+// network wakes first (sched_hint.h). It must be found: a UCX that named
+// it otherwise would leave it at normal priority without a word.
+TEST(CoreFabric, FindsUcxsAsyncThreadThatCarriesItsWakeUps) {
+  auto a = make_fabric(1), b = make_fabric(2);
+  connect_all({a.get(), b.get()});
+  const auto tids = a->ucx_async_threads();
+  ASSERT_EQ(tids.size(), 1u) << "UCX runs one async thread per process";
+  EXPECT_NE(tids[0], static_cast<int>(gettid()));
+  EXPECT_EQ(b->ucx_async_threads(), tids) << "one thread for every worker of the process";
 }
 
 TEST(CoreFabric, XferToOneNode) {

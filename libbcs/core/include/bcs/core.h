@@ -87,7 +87,7 @@ struct FabricConfig {
   NodeId self = 0;
   // Spin (progressing the worker) this long before arming the UCX event fd
   // and sleeping. Bounded on purpose: the machine has fewer cores than
-  // ranks plus helpers.
+  // ranks plus helpers. A thread at real-time priority never spins.
   std::chrono::microseconds spin{10};
   // Network devices the worker may use and listen on (UCX's NET_DEVICES,
   // e.g. "lo" or "eth0"); empty: UCX's default (UCX_NET_DEVICES or every
@@ -172,6 +172,12 @@ class Fabric {
 
   // One non-blocking progress pass.
   void progress();
+  // Thread ids of UCX's async thread in this process (empty if it has none
+  // or it is not named as UCX 1.x names it). Every message from the network
+  // wakes that thread first (its event handler on the interface's fd), and
+  // it wakes the thread sleeping in test_event or compare_and_write: it is
+  // on the path of each wake-up, and the daemons schedule it as such.
+  std::vector<int> ucx_async_threads() const;
   // Makes every blocked test_event / compare_and_write return Status::closed.
   void close();
   std::string last_error() const;
