@@ -95,8 +95,9 @@ int main(int argc, char** argv) {
                  "spin this long before each strobe for an exact period (0: sleep only)")
       ->capture_default_str();
   app.add_flag("--no-realtime", no_realtime,
-               "leave the strobe sender at the default time slice (it asks for the shortest; it "
-               "never runs at real-time priority)");
+               "keep the strobe sender and UCX's async thread at normal priority (with the "
+               "shortest time slice; the strobe sender then spins before each strobe); by "
+               "default they run at SCHED_FIFO, without spinning, when the kernel permits");
   size_t emds_window = monitor::EmdsRecorder::kDefaultWindow;
   app.add_option("--emds-window", emds_window,
                  "slices whose statistics the Monitor service keeps (bcs stats, bcs monitor)")
@@ -209,7 +210,7 @@ int main(int argc, char** argv) {
   }
   cfg.liveness = std::chrono::nanoseconds(*lv);
   cfg.phase_watchdog = std::chrono::nanoseconds(*wd);
-  cfg.short_slice = !no_realtime;
+  cfg.realtime = !no_realtime;
   cfg.slice_ns = *sl;
   cfg.chunk_bytes = chunk == "auto" ? 0 : *ch;
   cfg.max_unexpected = max_unexpected;

@@ -33,11 +33,14 @@ struct Config {
   // held in their senders' rings (--max-unexpected; per job bcs run).
   uint64_t max_unexpected = 65536;
   // The strobe sender wakes this much before a slice starts and spins to
-  // the exact time (see strobe_sender.cc). 0: sleep only.
+  // the exact time (see strobe_sender.cc), unless it runs at real-time
+  // priority, where nothing spins. 0: sleep only.
   uint64_t strobe_spin_ns = 30'000;
-  // Give the strobe sender the shortest time slice (sched_hint.h); it never
-  // runs at real-time priority (--no-realtime: the default slice).
-  bool short_slice = true;
+  // The strobe sender and UCX's async thread, which carry the slices'
+  // wake-ups, run at SCHED_FIFO when the kernel permits (sched_hint.h),
+  // without spinning; otherwise, or with --no-realtime, at normal priority
+  // with the shortest time slice, and the strobe sender spins as above.
+  bool realtime = true;
   // The paper's fixed strobe for jobs that do not choose (--strobe fixed);
   // otherwise work-conserving (see strobe_sender.cc).
   bool fixed_strobe = false;
@@ -251,6 +254,7 @@ class Manager {
   std::mutex mu_;
   std::condition_variable cv_;
   bool stopping_ = false;
+  bool realtime_ = false;  // the strobe sender runs at SCHED_FIFO (its own thread only)
   uint32_t next_node_id_ = 1;
   uint64_t next_job_id_ = 1;
   uint64_t peers_gen_ = 0;

@@ -152,14 +152,14 @@ void Manager::strobe_sender() {
   // Default timer slack makes an absolute sleep ~70 us late; 1 ns slack
   // brings it to ~25 us (NOTES.md), which matters for 100-250 us slices.
   prctl(PR_SET_TIMERSLACK, 1);
-  // The slice clock must not queue behind other runnable threads (CFS can
-  // delay a woken thread by hundreds of microseconds on a busy core), and
-  // neither must its wake-up for the nodes' reports. EEVDF's shortest slice
-  // gives it an earlier deadline than a computing rank's, so it preempts
-  // one on waking. Not real-time priority: the sender spins (to the period,
-  // and the fabric's spin in each wait), and spinning under SCHED_FIFO
-  // brings the kernel's RT throttling and its stalls of 26-90 ms (NOTES.md).
-  if (cfg_.short_slice) sched_prefer_short_slice(kHelperSlice);
+  // The slice clock must not queue behind other runnable threads (a woken
+  // thread waited behind a computing rank for up to 1.8 ms here, even with
+  // EEVDF's shortest slice), and neither must its wake-up for the nodes'
+  // reports, nor UCX's async thread, which each report wakes first. At
+  // SCHED_FIFO they preempt a rank at once. Then nothing spins: not the
+  // sender before a strobe (pace.spin_ns) and not the fabric in a wait.
+  realtime_ = sched_join_wake_path(cfg_.realtime);
+  for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(cfg_.realtime, tid);
   for (;;) {
     std::shared_ptr<Job> j;
     {
@@ -270,9 +270,10 @@ bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core
 void Manager::run_slices(std::shared_ptr<Job> jp) {
   Job& j = *jp;
   const uint64_t slice_ns = j.slice_ns;
-  // Never spin for more than a quarter of the job's slice.
+  // Never spin for more than a quarter of the job's slice, nor at all at
+  // real-time priority.
   Pacing pace;
-  pace.spin_ns = std::min(cfg_.strobe_spin_ns, slice_ns / 4);
+  pace.spin_ns = realtime_ ? 0 : std::min(cfg_.strobe_spin_ns, slice_ns / 4);
   pace.adaptive = !j.fixed_strobe;
   pace.next = now_ns();
   const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
