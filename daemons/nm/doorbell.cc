@@ -16,8 +16,9 @@ constexpr uint64_t kDoorbellRecheckNs = 100'000'000;
 }  // namespace
 
 Doorbell::Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& epoch,
-                   const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing)
-    : fabric_(fabric), epoch_(epoch), parked_(parked), leasing_(leasing) {
+                   const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing,
+                   bool realtime)
+    : fabric_(fabric), epoch_(epoch), parked_(parked), leasing_(leasing), realtime_(realtime) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -46,7 +47,8 @@ void Doorbell::set_job(std::shared_ptr<NmJob> job) {
 
 void Doorbell::run() {
   pthread_setname_np(pthread_self(), "bcs-bell");
-  sched_prefer_short_slice(kHelperSlice);  // as the strobe receiver (Nic::run)
+  // Its wake-up (a rank that blocks or posts) starts a slice (sched_hint.h).
+  sched_join_wake_path(realtime_);
   for (;;) {
     std::shared_ptr<NmJob> j;
     {

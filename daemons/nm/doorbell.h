@@ -38,8 +38,9 @@ class Doorbell {
   // and watches the bell itself; the doorbell then sleeps on this word
   // instead, and the strobe receiver wakes it when the lease ends.
   // All three are written by the strobe receiver.
+  // `realtime`: as the strobe receiver (Nic), SCHED_FIFO when permitted.
   Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& epoch,
-           const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing);
+           const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing, bool realtime);
   ~Doorbell();
   Doorbell(const Doorbell&) = delete;
   Doorbell& operator=(const Doorbell&) = delete;
@@ -55,6 +56,7 @@ class Doorbell {
   const std::atomic<uint64_t>& epoch_;
   const std::atomic<uint64_t>& parked_;
   std::atomic<uint32_t>& leasing_;
+  const bool realtime_;
   std::mutex mu_;
   std::condition_variable cv_;
   std::shared_ptr<NmJob> job_;  // guarded by mu_

@@ -334,6 +334,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       // The NM raised its own fd limit for its ranks' pipes; a rank gets
       // the ordinary one back.
       if (g_rank_nofile.rlim_cur != RLIM_INFINITY) ::setrlimit(RLIMIT_NOFILE, &g_rank_nofile);
+      // The right to real-time priority that a service may give the node
+      // manager for its own threads (LimitRTPRIO=1, sched_hint.h) is not
+      // the rank's: a rank at SCHED_FIFO would hold a CPU against
+      // everyone. (Lowering a limit needs no privilege.)
+      const rlimit no_rt{0, 0};
+      ::setrlimit(RLIMIT_RTPRIO, &no_rt);
       if (!spec.cwd.empty() && ::chdir(spec.cwd.c_str()) != 0) {
         write_all_raw(2, cwd_err.c_str());
         ::_exit(126);
@@ -672,6 +678,20 @@ bool NmJob::rings_empty() {
       return false;
   }
   return true;
+}
+
+bool NmJob::a_rank_computes(uint64_t now_ns, uint64_t min_ns) {
+  bool computes = false;
+  for (auto& r : ranks_) {
+    const RankControl* c = view(*r).ctl;
+    const bool in_mpi =
+        c->waiting.load(std::memory_order_relaxed) != 0 ||
+        c->mpi_state.load(std::memory_order_relaxed) == static_cast<uint32_t>(MpiState::finalized);
+    // Every rank is looked at: each keeps its own watch.
+    computes = r->computing.look(in_mpi, c->head.load(std::memory_order_relaxed), now_ns, min_ns) ||
+               computes;
+  }
+  return computes;
 }
 
 }  // namespace bcs::nm

@@ -25,6 +25,7 @@
 #include "fd.h"
 #include "roles/ports.h"
 #include "roles/read_grants.h"
+#include "sched_hint.h"
 
 namespace bcs::nm {
 
@@ -122,6 +123,8 @@ struct LocalRank {
   // The ring head the buffer sender last read (what it held back included);
   // written by the strobe receiver, read by the doorbell.
   std::atomic<uint64_t> seen_head{0};
+  // Whether it computes (NmJob::a_rank_computes). Strobe receiver only.
+  ComputeWatch computing;
   // What RankControl::held_sends says (set_held_sends). Strobe receiver only.
   bool held_sends = false;
   // Drain notes written for it (segment.h, DrainNote): the NM's own count,
@@ -163,6 +166,11 @@ class NmJob {
   // Every local rank asleep in a blocking call or done with MPI (the
   // private layout, not the header's).
   bool all_blocked() { return segment_all_blocked(seg_.get(), layout_); }
+  // A local rank has been out of MPI, posting nothing, for at least
+  // `min_ns` by the looks at `now_ns` and before (ComputeWatch): the
+  // strobe receiver then needs real-time priority to get a CPU when it
+  // wakes (Nic::pick_priority). Strobe receiver only.
+  bool a_rank_computes(uint64_t now_ns, uint64_t min_ns);
   uint32_t blocked_count() { return segment_blocked_count(seg_.get(), layout_); }
   uint32_t nlocal_ranks() const { return layout_.nlocal; }
   // No local rank posted a descriptor since the buffer sender last read

@@ -85,7 +85,7 @@ std::string check_manager_user(const Endpoint& where, const std::optional<PeerCr
 
 int run_node(const std::string& manager, const Endpoint& where, const std::string& name,
              const std::string& token, const std::string& tls_ca, const std::string& net_devices,
-             std::chrono::nanoseconds liveness) {
+             std::chrono::nanoseconds liveness, bool realtime) {
   // Keepalive: a manager whose host hung is noticed within the liveness
   // timeout (a ping every 10 s, answered within the rest).
   grpc::ChannelArguments args;
@@ -186,7 +186,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           ctx.TryCancel();
           break;
         }
-        nic = std::make_unique<Nic>(*fabric, self, liveness);
+        nic = std::make_unique<Nic>(*fabric, self, liveness, realtime);
         nic_thread = std::thread([&] { nic->run(); });
         {
           auto send = [&up](const std::vector<monitor::LocalSliceRecord>& recs) {
@@ -379,6 +379,11 @@ int main(int argc, char** argv) {
   app.add_option("--tls-ca", tls_ca_file,
                  "verify the manager's TLS certificate against this CA (PEM; default: "
                  "$BCS_TLS_CA; none: plain TCP)");
+  bool no_realtime = false;
+  app.add_flag("--no-realtime", no_realtime,
+               "keep the strobe receiver, the doorbell and UCX's async thread at normal priority "
+               "(with the shortest time slice); by default they run at SCHED_FIFO, without "
+               "spinning, when the kernel permits");
   CLI11_PARSE(app, argc, argv);
   if (name.empty()) name = bcs::nm::hostname();
   const auto live_ns = bcs::parse_duration_ns(liveness);
@@ -452,5 +457,5 @@ int main(int argc, char** argv) {
     return 2;
   }
   return bcs::nm::run_node(manager, *where, name, *token, tls_ca, *devices,
-                           std::chrono::nanoseconds(*live_ns));
+                           std::chrono::nanoseconds(*live_ns), !no_realtime);
 }

@@ -65,8 +65,12 @@ void JobRanks::complete_status(int32_t r, uint32_t request, int32_t error, int32
 }
 
 // ------------------------------------------------------------ strobe receiver
-Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness)
-    : fabric_(fabric), self_(self), liveness_(liveness), doorbell_(fabric, epoch_, parked_, leasing_) {
+Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness, bool realtime)
+    : fabric_(fabric),
+      self_(self),
+      liveness_(liveness),
+      realtime_(realtime),
+      doorbell_(fabric, epoch_, parked_, leasing_, realtime) {
   if (const char* e = std::getenv("BCS_EMDS")) local_emds_ = std::string(e) != "off";
   // Remote reads are served from inside progress, whatever this node is
   // waiting for (two nodes may read from each other in one microphase).
@@ -158,10 +162,14 @@ void Nic::sync_job() {
 
 void Nic::run() {
   pthread_setname_np(pthread_self(), "bcs-sr");
-  // Its wake-up (a strobe, a rank's bell on a lease) starts every slice
-  // here, usually on a core a rank computes on (sched_hint.h).
-  sched_prefer_short_slice(kHelperSlice);
+  // UCX's async thread wakes this thread for each strobe and report of a
+  // peer (sched_hint.h): real time when permitted, always. This thread
+  // itself starts at normal priority with the short slice; pick_priority
+  // raises it while a rank computes.
+  sched_join_wake_path(false);
+  for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(realtime_, tid);
   for (;;) {
+    pick_priority();
     core::Message m;
     // The timeout only bounds how long a finished job's state lingers when no
     // strobes come; it is not a poll (test_event sleeps on the UCX event fd).
@@ -417,6 +425,36 @@ bool Nic::coll_posted_locally(std::vector<NmJob::PostedColl>& v) {
   return false;
 }
 
+// The strobe receiver's wake-up (a strobe, a bell) starts or carries every
+// slice. While a local rank computes, it wakes on a CPU that rank holds,
+// and at normal priority it waited behind it for most of the rank's step
+// even with the short slice (bench/strobe.sh's communicating job: periods'
+// p99 1.2-1.7 ms at 250 us slices; `perf sched`: 0.18 ms on average, up to
+// 1.8 ms). At SCHED_FIFO it preempts the rank at once. But while the ranks
+// only wait in MPI, real time costs: each wake-up then goes to the CPU
+// this thread last ran on, through an interrupt, instead of beside its
+// waker, and the 8-byte ping-pong took 46-50 instead of 39-46 us on one
+// node manager, 199-205 instead of 137-181 us on two. So real time only
+// around ranks that compute (sched_hint.h, RealtimeGate), switched when
+// that changes (a sched_setattr, about 1.2 us here).
+void Nic::pick_priority() {
+  if (!realtime_) return;
+  const uint64_t now = static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::nanoseconds>(
+          std::chrono::steady_clock::now().time_since_epoch())
+          .count());
+  const bool computes = st_ && st_->ranks.job()->a_rank_computes(now, kComputingNs);
+  const bool want = gate_.want(computes, now, [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
+  });
+  if (want == gate_.realtime()) return;
+  const bool rt = sched_join_wake_path(want);
+  gate_.applied(rt);
+  if (want && !rt) realtime_ = false;  // refused (no CAP_SYS_NICE): stay normal
+}
+
 bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all) {
   using clock = std::chrono::steady_clock;
   const auto& job = st_->ranks.job();
@@ -450,6 +488,7 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
     }
     const auto now = clock::now();
     if (now >= deadline) return false;
+    pick_priority();
     futex_wait(bell, seen,
                static_cast<uint64_t>(
                    std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count()));

@@ -30,6 +30,7 @@
 #include "bcs/core.h"
 #include "bcs/emds.h"
 #include "doorbell.h"
+#include "sched_hint.h"
 #include "job.h"
 #include "roles/buffer_receiver.h"
 #include "roles/buffer_sender.h"
@@ -133,8 +134,11 @@ class Nic : private Net {
  public:
   // `liveness`: how long a microphase waits for a peer's data before it
   // fails (a stopped or slow peer only delays the job until then).
+  // `realtime`: the doorbell and UCX's async thread run at SCHED_FIFO
+  // when the kernel permits, and the strobe receiver while a rank
+  // computes (sched_hint.h, pick_priority).
   Nic(core::Fabric& fabric, uint32_t self,
-      std::chrono::nanoseconds liveness = std::chrono::seconds(60));
+      std::chrono::nanoseconds liveness = std::chrono::seconds(60), bool realtime = true);
   ~Nic();
   // From the control thread: the job this node runs now (nullptr: none).
   void set_job(std::shared_ptr<NmJob> job);
@@ -191,6 +195,8 @@ class Nic : private Net {
   // Strobe::next_dem: runs the next slice's DEM into `f` after the hold.
   void run_next_dem(const wire::Strobe& s, wire::FusedReport& f);
   void sync_job();
+  // The strobe receiver's scheduling: see nic.cc.
+  void pick_priority();
 
   // DEM: with nothing to do on this node, arm the doorbell for posts.
   void park_if_idle(uint64_t slice, wire::Report& rep);
@@ -199,6 +205,12 @@ class Nic : private Net {
   core::Fabric& fabric_;
   const uint32_t self_;
   const std::chrono::nanoseconds liveness_;
+  bool realtime_;  // may go real time (false once the kernel refused)
+  RealtimeGate gate_;  // the strobe receiver's priority (pick_priority)
+  // How long a rank must have computed (NmJob::a_rank_computes) before
+  // the strobe receiver goes real time: ranks that only pass between two
+  // MPI calls (a ping-pong's) never do.
+  static constexpr uint64_t kComputingNs = 50'000;
   std::mutex job_mu_;
   std::shared_ptr<NmJob> pending_job_;  // guarded by job_mu_
   std::unique_ptr<NodeJobState> st_;    // strobe receiver thread only

@@ -137,6 +137,24 @@ TEST_F(Story, ARankGetsNoDaemonFdAndJunkOnTheDaemonsPortsHarmsNothing) {
   c.expect_alive_then_stop();
 }
 
+// A service may give the node manager the right to real-time priority for
+// its own threads (deploy/systemd: LimitRTPRIO=1, sched_hint.h). Its ranks
+// do not inherit it: a rank at SCHED_FIFO could hold a CPU against everyone.
+TEST_F(Story, ARankDoesNotInheritTheNodeManagersRightToRealTime) {
+  const std::string limit = "Max realtime priority +([0-9]+) +([0-9]+)";
+  auto self = bcs::test::run({"prlimit", "--rtprio=1:1", "grep", "realtime", "/proc/self/limits"}, 30s);
+  if (self.status != 0 || self.out.find("realtime") == std::string::npos)
+    GTEST_SKIP() << "cannot raise RLIMIT_RTPRIO here (no CAP_SYS_RESOURCE): " << describe(self);
+  ASSERT_THAT(self.out, testing::ContainsRegex("Max realtime priority +1 +1"))
+      << "prlimit did not give the right: the story would prove nothing";
+  auto r = bcs::test::run({"prlimit", "--rtprio=1:1", bin("bcs"), "run", "--timeout", "60s", "-n",
+                           "2", "grep", "realtime", "/proc/self/limits"},
+                          90s);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, testing::ContainsRegex(limit));
+  EXPECT_THAT(r.out, testing::Not(testing::ContainsRegex("Max realtime priority +[1-9]")));
+}
+
 // ----------------------------------------------------------- process tree
 TEST_F(Story, ADetachedGrandchildOfARankDiesWithTheJob) {
   auto r = bcs_run({"-n", "2", it_prog("it_escape")});
