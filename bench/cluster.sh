@@ -5,6 +5,7 @@
 #
 #   cluster_start K [MANAGER OPTIONS...]   sets $port; ${pids[0]} is bcs-mm,
 #                                          ${pids[1..K]} the node managers
+#                                          (started with $BCS_BENCH_NM_ARGS)
 #   cluster_stop
 pids=()
 cluster_stop() {
@@ -23,7 +24,8 @@ cluster_start() {
   port=$(head -1 "$tmp/port")
   [ -n "$port" ] || { echo "bcs-mm did not start" >&2; exit 1; }
   for n in $(seq "$nodes"); do
-    "$bin/bcs-nm" --manager "127.0.0.1:$port" --name "n$n" 2>/dev/null &
+    # shellcheck disable=SC2086 # BCS_BENCH_NM_ARGS: extra node manager options, split on spaces
+    "$bin/bcs-nm" --manager "127.0.0.1:$port" --name "n$n" ${BCS_BENCH_NM_ARGS:-} 2>/dev/null &
     pids+=($!)
   done
 }
