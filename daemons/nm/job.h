@@ -169,7 +169,9 @@ class NmJob {
   // A local rank has been out of MPI, posting nothing, for at least
   // `min_ns` by the looks at `now_ns` and before (ComputeWatch): the
   // strobe receiver then needs real-time priority to get a CPU when it
-  // wakes (Nic::pick_priority). Strobe receiver only.
+  // wakes (Nic::pick_priority). Never while the ranks are not bound, one
+  // to a CPU (more ranks than CPUs, or --bind-to none). Strobe receiver
+  // only.
   bool a_rank_computes(uint64_t now_ns, uint64_t min_ns);
   uint32_t blocked_count() { return segment_blocked_count(seg_.get(), layout_); }
   uint32_t nlocal_ranks() const { return layout_.nlocal; }
