@@ -19,8 +19,16 @@
 #include <grpcpp/grpcpp.h>
 #include <gtest/gtest.h>
 
+#include <dirent.h>
+#include <sched.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <thread>
 #include <string>
 #include <vector>
 
@@ -282,6 +290,81 @@ TEST_P(StrobeStory, AJobsChunkBudgetIsOneSliceOfCopyingUnlessChunkNamesIt) {
     EXPECT_EQ(busiest_slice_bytes(c), std::min<uint64_t>(j.chunk_bytes(), 64u << 20));
     c.expect_alive_then_stop();
   }
+}
+
+// The policy of node manager `nm`'s strobe receiver (its thread "bcs-sr"),
+// without SCHED_RESET_ON_FORK; -1 if it is not found.
+int strobe_receiver_policy(pid_t nm) {
+  const std::string dir = "/proc/" + std::to_string(nm) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return -1;
+  int policy = -1;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream comm(dir + "/" + e->d_name + "/comm");
+    std::string name;
+    if (std::getline(comm, name) && name == "bcs-sr") {
+      policy = sched_getscheduler(std::atoi(e->d_name));
+      if (policy >= 0) policy &= ~SCHED_RESET_ON_FORK;
+    }
+  }
+  closedir(d);
+  return policy;
+}
+
+// The strobe receiver goes to real-time priority while a rank computes, so
+// that its wake-up preempts the rank, and comes back to normal priority
+// once the ranks only communicate, where real time only costs
+// (docs/architecture.md, Pacing): when no rank computed for 20 ms, or
+// sooner when the ping-pong keeps it busy more than half the time (the
+// CPU guard; here that comes first, and without either the story fails).
+// The job tells when it computes and when it ping-pongs; the story looks
+// at every node manager's strobe receiver each time, then lets the job go
+// on (a file it waits for).
+TEST_P(StrobeStory, AComputingRankRaisesTheStrobeReceiverUntilTheRanksOnlyCommunicate) {
+  if (geteuid() != 0) GTEST_SKIP() << "real-time priority needs root here";
+  if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "2 ranks must be bound, one to a CPU";
+  Standing c(GetParam());
+  ASSERT_TRUE(c.up());
+  const std::string dir = "/tmp/bcs-it-rt-" + bcs::test::marker();
+  ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
+  const std::string go = dir + "/go", stop = dir + "/stop";
+  std::vector<pid_t> nms = c.pids();
+  nms.erase(nms.begin());  // the manager
+  // Every strobe receiver at `want`, looked at until a deadline.
+  auto all_at = [&](int want) {
+    const auto deadline = std::chrono::steady_clock::now() + 20s;
+    while (std::chrono::steady_clock::now() < deadline) {
+      if (std::all_of(nms.begin(), nms.end(),
+                      [&](pid_t p) { return strobe_receiver_policy(p) == want; }))
+        return true;
+      std::this_thread::sleep_for(1ms);
+    }
+    return false;
+  };
+  auto touch = [](const std::string& f) { std::ofstream(f) << "x"; };
+  bool computing = false, pinging = false, raised = false, lowered = false;
+  auto r = c.run({"-n", "2", "--nodes", nodes(), it_prog("it_computes"), go, stop},
+                 [&](const std::string& out) {
+                   if (!computing && out.find("computing") != std::string::npos) {
+                     computing = true;
+                     raised = all_at(SCHED_FIFO);
+                     touch(go);
+                   }
+                   if (!pinging && out.find("ping-ponging") != std::string::npos) {
+                     pinging = true;
+                     lowered = all_at(SCHED_OTHER);
+                     touch(stop);
+                   }
+                 });
+  std::remove(go.c_str());
+  std::remove(stop.c_str());
+  rmdir(dir.c_str());
+  ASSERT_EQ(r.status, 0) << describe(r);
+  ASSERT_TRUE(computing && pinging) << r.out;
+  EXPECT_TRUE(raised) << "a strobe receiver stayed at normal priority while its rank computed";
+  EXPECT_TRUE(lowered) << "a strobe receiver stayed at real time while the ranks only ping-ponged";
+  c.expect_alive_then_stop();
 }
 
 INSTANTIATE_TEST_SUITE_P(NodeManagers, StrobeStory, testing::Values(1, 2),
