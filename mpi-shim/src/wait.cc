@@ -150,6 +150,7 @@ int bcs_impl_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) 
     set_empty_status(st);
     return MPI_SUCCESS;
   }
+  req_settle_self(1, &request, false);  // an MPI_Buffer_iflush request
   Req& r = S().reqs[idx];
   if (!p2p_settle_then(r, mode == BCS_BLOCKING)) {  // an MPI_Isendrecv's send is still going
     *flag = 0;
@@ -160,10 +161,15 @@ int bcs_impl_Request_get_status(MPI_Request request, int* flag, MPI_Status* st) 
     copy_status(st, r.local_status);
     return MPI_SUCCESS;
   }
+  // A generalized request is done when it was completed (local_done,
+  // above): it has no BCS half, which the runtime would call done.
+  if (r.greq) {
+    *flag = 0;
+    return MPI_SUCCESS;
+  }
   int done = 0;
   bcs_msg_status_t b{};
   bcs_request_t breq = r.breq;
-  if (r.greq) mode = BCS_NONBLOCKING;  // the program completes it; nothing to wait for here
   *flag = 0;
   const int e = bcs_test(&breq, mode, &done, &b);
   if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(r.comm, fn, e);

@@ -47,6 +47,8 @@ static void generalized(void) {
   MPI_OK(MPI_Grequest_start(query, release, cancel_fn, &who, &q));
   MPI_OK(MPI_Test(&q, &flag, &st));
   CHECK(flag == 0, "generalized request complete before MPI_Grequest_complete");
+  MPI_OK(MPI_Request_get_status(q, &flag, &st));
+  CHECK(flag == 0, "MPI_Request_get_status: complete before MPI_Grequest_complete");
   MPI_OK(MPI_Cancel(&q));
   CHECK(cancelled_with == 0, "cancel function got complete = %d", cancelled_with);
   MPI_OK(MPI_Grequest_complete(q));
