@@ -506,6 +506,7 @@ MPI4_ADDED = {"MPI_Isendrecv", "MPI_Isendrecv_replace", "MPI_Comm_idup_with_info
         "Bcast", "Exscan", "Gather", "Gatherv", "Reduce", "Reduce_scatter",
         "Reduce_scatter_block", "Scan", "Scatter", "Scatterv", "Neighbor_allgather",
         "Neighbor_allgatherv", "Neighbor_alltoall", "Neighbor_alltoallv", "Neighbor_alltoallw")}
+MPI41_ADDED = {"MPI_Buffer_flush", "MPI_Buffer_iflush"}
 
 
 def write_coverage(funcs, path):
@@ -530,7 +531,8 @@ def write_coverage(funcs, path):
         "handler is `MPI_ERRORS_RETURN`.",
         "",
         "Beyond MPI-3.1 (`MPI_VERSION` stays 3): " +
-        ", ".join(f"`{n}`" for n in sorted(MPI4_ADDED)) + " from MPI-4.0.",
+        ", ".join(f"`{n}`" for n in sorted(MPI4_ADDED)) + " from MPI-4.0; " +
+        ", ".join(f"`{n}`" for n in sorted(MPI41_ADDED)) + " from MPI-4.1.",
         "",
         f"**{impl} of {total} functions implemented.**",
         "",

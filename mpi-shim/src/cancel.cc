@@ -106,7 +106,7 @@ int bcs_impl_Grequest_start(MPI_Grequest_query_function* query_fn,
   if (!query_fn) return raise_error(kNoComm, fn, MPI_ERR_ARG, "NULL query function");
   Req r;
   r.comm = kSelf;  // errors of a generalized request go to MPI_COMM_SELF's handler
-  r.greq = std::make_shared<Greq>(Greq{query_fn, free_fn, cancel_fn, extra_state});
+  r.greq = std::make_shared<Greq>(Greq{query_fn, free_fn, cancel_fn, extra_state, {}});
   *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }

@@ -67,6 +67,7 @@ int complete_all(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
                  MPI_Status* sts) {
   REQUIRE_RUNNING(fn);
   if (int e = check_requests(fn, n, reqs)) return e;
+  req_settle_self(n, reqs, mode == BCS_BLOCKING);
   Shim& s = S();
   std::vector<bcs_request_t> b(static_cast<size_t>(n), BCS_REQUEST_NULL);
   std::vector<bcs_msg_status_t> bs(static_cast<size_t>(n));
@@ -172,6 +173,7 @@ int complete_one(const char* fn, MPI_Request* req, bcs_mode_t mode, int* flag, M
   }
   const int idx = req_index(*req);
   if (idx < 0) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "invalid request handle 0x%x", *req);
+  req_settle_self(1, req, mode == BCS_BLOCKING);
   Shim& s = S();
   Req& r = s.reqs[idx];
   if (!p2p_settle_then(r, mode == BCS_BLOCKING)) {  // an MPI_Isendrecv's send is still going
@@ -223,6 +225,11 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
   // the runtime is asked about its send half first, and when that is the
   // one found done, about the rest again.
   for (;;) {
+    // The shim's own generalized requests are looked at, not waited for:
+    // while one is open the runtime is only polled (each poll that finds
+    // nothing yields), so that whichever request completes first returns.
+    const bool self_open = req_settle_self(n, reqs, false);
+    const bcs_mode_t m = self_open ? BCS_NONBLOCKING : mode;
     // Requests completed locally (MPI_PROC_NULL) are ready now.
     for (int i = 0; i < n; ++i) {
       if (reqs[i] == MPI_REQUEST_NULL) continue;
@@ -250,6 +257,7 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
       }
     if (open_greqs > 0 &&
         std::none_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
+      if (mode == BCS_BLOCKING && self_open) continue;
       if (mode == BCS_BLOCKING) return greq_never_completes(greq_comm, fn);
       if (flag) *flag = 0;
       *index = MPI_UNDEFINED;
@@ -258,9 +266,10 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
     int which = -1, done = 1;
     bcs_msg_status_t bst{};
     if (std::any_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-      const int e = bcs_testany(n, b.data(), mode, &which, &done, &bst);
+      const int e = bcs_testany(n, b.data(), m, &which, &done, &bst);
       if (e == BCS_ERR_ARG || e == BCS_ERR_NOT_INIT) return raise_bcs(kNoComm, fn, e);
     }
+    if (!done && mode == BCS_BLOCKING) continue;  // only polled: a request of the shim's is open
     if (flag) *flag = done;
     if (!done) {
       *index = MPI_UNDEFINED;
@@ -305,6 +314,26 @@ void p2p_status_from_bcs(const Req& r, const bcs_msg_status_t& b, MPI_Status* st
   status_from_bcs(r, b, st);
 }
 void p2p_finish_coll(const Req& r, int error, uint64_t bytes) { finish_coll(r, error, bytes); }
+
+bool req_settle_self(int n, const MPI_Request* reqs, bool wait) {
+  bool open = false;
+  for (int i = 0; i < n; ++i) {
+    if (reqs[i] == MPI_REQUEST_NULL) continue;
+    const int idx = req_index(reqs[i]);
+    if (idx < 0) continue;
+    const auto g = S().reqs[static_cast<size_t>(idx)].greq;
+    if (!g || !g->settle || S().reqs[static_cast<size_t>(idx)].local_done) continue;
+    // settle() completes other requests: the table may grow meanwhile.
+    if (!g->settle(wait)) {
+      open = true;
+      continue;
+    }
+    Req& r = S().reqs[static_cast<size_t>(idx)];
+    r.local_done = true;
+    set_empty_status(&r.local_status);
+  }
+  return open;
+}
 
 bool p2p_settle_then(Req& r, bool blocking) {
   if (r.then == BCS_REQUEST_NULL) return true;

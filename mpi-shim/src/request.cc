@@ -46,9 +46,13 @@ BsendState& bsend() {
 }
 
 // Releases the budget of buffered messages the runtime has sent.
-void bsend_reclaim(bool wait) {
+void bsend_reclaim(bool wait, uint64_t upto = UINT64_MAX) {
   auto& b = bsend();
   for (auto it = b.pending.begin(); it != b.pending.end();) {
+    if ((*it)->id > upto) {  // buffered after the flush that asks
+      ++it;
+      continue;
+    }
     int done = 0;
     p2p_complete_one("MPI_Bsend", &(*it)->req, wait, &done, MPI_STATUS_IGNORE);
     if (wait || done) {
@@ -398,7 +402,41 @@ int bcs_impl_Buffer_detach(void* buffer_addr, int* size) {
   bsend_reclaim(true);  // MPI: detach returns once every buffered message has gone
   *static_cast<void**>(buffer_addr) = b.buf;
   *size = b.size;
+  // Message numbers go on across attachments: a flush request (and an
+  // MPI_Ibsend's) names messages by them.
+  const uint64_t last = b.last_id;
   b = BsendState{};
+  b.last_id = last;
+  return MPI_SUCCESS;
+}
+
+// MPI 4.1: every message buffered so far has gone (the buffer stays
+// attached, its space free again).
+int bcs_impl_Buffer_flush(void) {
+  static const char fn[] = "MPI_Buffer_flush";
+  REQUIRE_RUNNING(fn);
+  bsend_reclaim(true);
+  return MPI_SUCCESS;
+}
+
+// The same, as a request: it completes once the messages buffered before
+// the call have gone (a receive they wait for may be posted after it).
+// One of the shim's own generalized requests (Greq::settle): the waits
+// look at it, and MPI_Cancel of it does nothing.
+int bcs_impl_Buffer_iflush(MPI_Request* request) {
+  static const char fn[] = "MPI_Buffer_iflush";
+  REQUIRE_RUNNING(fn);
+  if (!request) return raise_error(kNoComm, fn, MPI_ERR_REQUEST, "NULL request pointer");
+  const uint64_t upto = bsend().last_id;
+  Req r;
+  r.comm = kSelf;
+  r.greq = std::make_shared<Greq>();
+  r.greq->settle = [upto](bool wait) {
+    bsend_reclaim(wait, upto);
+    const auto& p = bsend().pending;
+    return std::none_of(p.begin(), p.end(), [&](const auto& m) { return m->id <= upto; });
+  };
+  *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }
 

@@ -169,6 +169,10 @@ struct Greq {
   MPI_Grequest_free_function* free = nullptr;
   MPI_Grequest_cancel_function* cancel = nullptr;
   void* extra = nullptr;
+  // Set for the shim's own generalized requests (MPI_Buffer_iflush), which
+  // complete themselves: true once done, waiting for it when asked. The
+  // program's never do (MPI_Grequest_complete).
+  std::function<bool(bool wait)> settle;
 };
 
 struct Req {
@@ -566,6 +570,9 @@ inline void req_fold_then(const Req& r, bcs_msg_status_t& b) {
 // and, once it is done, forgets it and keeps its outcome in the request.
 // True when the request has no send half pending.
 bool p2p_settle_then(Req& r, bool blocking);
+// The shim's own generalized requests among `reqs` (Greq::settle): each
+// one done is marked done, with an empty status. True if one is still open.
+bool req_settle_self(int n, const MPI_Request* reqs, bool wait);
 // Makes the send request `*send` the send half of the receive request
 // `recv` (MPI_Isendrecv); `*send` is released. `keep`: what the send reads
 // beyond its staging, kept until it is done.

@@ -8,6 +8,10 @@
    - buffered sends: Bsend / Ibsend / Bsend_init through an attached
      buffer, a message that does not fit gets MPI_ERR_BUFFER (and nothing
      is sent), Buffer_detach returns the buffer;
+   - MPI 4.1 flushes: MPI_Buffer_iflush completes under MPI_Wait,
+     MPI_Waitany (beside the receive its message waits for) and
+     MPI_Request_get_status once the receives are posted, MPI_Buffer_flush
+     returns once they are, and each time the whole buffer is free again;
    - MPI_Rsend / MPI_Irsend to a posted receive;
    - MPI_Sendrecv_replace around the ring with a strided datatype;
    - MPI_Request_get_status polled to completion, then MPI_Wait;
@@ -161,6 +165,51 @@ static void buffered(void) {
   free(buf);
 }
 
+static void flushed(void) {
+  enum { N = 25000 }; /* 100 KB: not an inline message */
+  int size = N * (int)sizeof(int) + MPI_BSEND_OVERHEAD;
+  int *out = malloc(sizeof(int) * N), *in = malloc(sizeof(int) * N);
+  char *buf = malloc((size_t)size);
+  MPI_OK(MPI_Buffer_attach(buf, size));
+  MPI_Request f, r[2];
+  int idx = -1, flag = 0;
+  for (int round = 0; round < 4; ++round) {
+    for (int i = 0; i < N; ++i) out[i] = val(wrank, 60 + round, i);
+    /* The buffer holds exactly one message: this one fits only if the
+       flush before freed all of it. */
+    MPI_OK(MPI_Bsend(out, N, MPI_INT, to, 60 + round, MPI_COMM_WORLD));
+    if (round == 3) {
+      MPI_OK(MPI_Recv(in, N, MPI_INT, from, 63, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      MPI_OK(MPI_Buffer_flush());
+    } else {
+      MPI_OK(MPI_Buffer_iflush(&f));
+      CHECK(f != MPI_REQUEST_NULL, "iflush gave no request");
+      MPI_OK(MPI_Irecv(in, N, MPI_INT, from, 60 + round, MPI_COMM_WORLD, &r[0]));
+      if (round == 0) {
+        MPI_OK(MPI_Wait(&r[0], MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Wait(&f, MPI_STATUS_IGNORE));
+      } else if (round == 1) {
+        r[1] = f;
+        for (int k = 0; k < 2; ++k) MPI_OK(MPI_Waitany(2, r, &idx, MPI_STATUS_IGNORE));
+        CHECK(r[0] == MPI_REQUEST_NULL && r[1] == MPI_REQUEST_NULL, "waitany left a request");
+      } else {
+        MPI_OK(MPI_Wait(&r[0], MPI_STATUS_IGNORE));
+        for (flag = 0; !flag;) MPI_OK(MPI_Request_get_status(f, &flag, MPI_STATUS_IGNORE));
+        MPI_OK(MPI_Wait(&f, MPI_STATUS_IGNORE));
+      }
+      CHECK(f == MPI_REQUEST_NULL || round == 1, "wait left the flush request");
+    }
+    for (int i = 0; i < N; ++i) CHECK(in[i] == val(from, 60 + round, i), "flush round %d [%d]", round, i);
+  }
+  MPI_OK(MPI_Buffer_flush()); /* nothing left: returns at once */
+  void *back = NULL;
+  int back_size = 0;
+  MPI_OK(MPI_Buffer_detach(&back, &back_size));
+  free(buf);
+  free(in);
+  free(out);
+}
+
 static void get_status(void) {
   /* MPI_Request_get_status leaves the request: poll it to completion, then
      MPI_Wait returns the same status and frees it. */
@@ -244,6 +293,7 @@ int main(int argc, char **argv) {
   persistent();
   some();
   buffered();
+  flushed();
   ready_and_replace();
   get_status();
   freed_receive();
