@@ -257,7 +257,12 @@ int complete_any(const char* fn, int n, MPI_Request* reqs, bcs_mode_t mode, int*
       }
     if (open_greqs > 0 &&
         std::none_of(b.begin(), b.end(), [](bcs_request_t x) { return x != BCS_REQUEST_NULL; })) {
-      if (mode == BCS_BLOCKING && self_open) continue;
+      // Only generalized requests are left, and the program's cannot
+      // complete meanwhile: wait for the shim's own.
+      if (mode == BCS_BLOCKING && self_open) {
+        req_settle_self(n, reqs, true);
+        continue;
+      }
       if (mode == BCS_BLOCKING) return greq_never_completes(greq_comm, fn);
       if (flag) *flag = 0;
       *index = MPI_UNDEFINED;
@@ -321,9 +326,10 @@ bool req_settle_self(int n, const MPI_Request* reqs, bool wait) {
     if (reqs[i] == MPI_REQUEST_NULL) continue;
     const int idx = req_index(reqs[i]);
     if (idx < 0) continue;
-    const auto g = S().reqs[static_cast<size_t>(idx)].greq;
-    if (!g || !g->settle || S().reqs[static_cast<size_t>(idx)].local_done) continue;
+    const Req& q = S().reqs[static_cast<size_t>(idx)];
+    if (!q.greq || !q.greq->settle || q.local_done) continue;  // the common case: nothing to do
     // settle() completes other requests: the table may grow meanwhile.
+    const auto g = q.greq;
     if (!g->settle(wait)) {
       open = true;
       continue;

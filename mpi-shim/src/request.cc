@@ -45,9 +45,11 @@ BsendState& bsend() {
   return b;
 }
 
-// Releases the budget of buffered messages the runtime has sent.
-void bsend_reclaim(bool wait, uint64_t upto = UINT64_MAX) {
+// Releases the budget of buffered messages the runtime has sent, of those
+// numbered up to `upto`. True when none of those is left.
+bool bsend_reclaim(bool wait, uint64_t upto = UINT64_MAX) {
   auto& b = bsend();
+  bool all_gone = true;
   for (auto it = b.pending.begin(); it != b.pending.end();) {
     if ((*it)->id > upto) {  // buffered after the flush that asks
       ++it;
@@ -59,9 +61,11 @@ void bsend_reclaim(bool wait, uint64_t upto = UINT64_MAX) {
       b.used -= (*it)->charge;
       it = b.pending.erase(it);
     } else {
+      all_gone = false;
       ++it;
     }
   }
+  return all_gone;
 }
 
 int bsend(const char* fn, const void* buf, int count, MPI_Datatype type, int dest, int tag,
@@ -431,11 +435,7 @@ int bcs_impl_Buffer_iflush(MPI_Request* request) {
   Req r;
   r.comm = kSelf;
   r.greq = std::make_shared<Greq>();
-  r.greq->settle = [upto](bool wait) {
-    bsend_reclaim(wait, upto);
-    const auto& p = bsend().pending;
-    return std::none_of(p.begin(), p.end(), [&](const auto& m) { return m->id <= upto; });
-  };
+  r.greq->settle = [upto](bool wait) { return bsend_reclaim(wait, upto); };
   *request = req_alloc(std::move(r));
   return MPI_SUCCESS;
 }
