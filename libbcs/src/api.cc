@@ -5,6 +5,7 @@
 // already travel inside the descriptor, so the user buffer is free at once).
 // Collectives are in coll.cc, the state and protocol both use in rank.h.
 #include "bcs/bcs.h"
+#include "bcs/shelf.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -250,6 +251,34 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
   return finish_blocking(idx, nullptr);
 }
 
+// A receive that took its message from the shelf: its status, as the node
+// manager would have completed it.
+bcs_status_t shelf_received(const bcs::ShelfTaken& t, size_t cap, bcs_msg_status_t* out) {
+  const uint64_t bytes = std::min<uint64_t>(t.len, cap);
+  if (st().observer) st().observer(0, t.src, t.pair_seq, bytes);
+  const bcs_status_t err = t.len > cap ? BCS_ERR_TRUNCATE : BCS_OK;
+  if (out) {
+    out->source = t.src;
+    out->tag = t.tag;
+    out->bytes = bytes;
+    out->error = err;
+    out->seq = t.pair_seq;
+    out->slice = st().header->job_slice.load(std::memory_order_relaxed);
+  }
+  return err;
+}
+
+void shelf_received_into(uint32_t idx, const bcs::ShelfTaken& t, size_t cap) {
+  RequestSlot& r = slot(idx);
+  r.error = t.len > cap ? bcs::bcs_err_truncate : 0;
+  r.source = t.src;
+  r.tag = t.tag;
+  r.bytes = std::min<uint64_t>(t.len, cap);
+  r.seq = t.pair_seq;
+  r.slice = st().header->job_slice.load(std::memory_order_relaxed);
+  r.state.store(static_cast<uint32_t>(ReqState::done), std::memory_order_release);
+}
+
 bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_t source,
                        int32_t tag, int32_t context, bcs_mode_t mode, bcs_request_t* req,
                        bcs_msg_status_t* out) {
@@ -258,8 +287,24 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
   if ((!buf && cap && !layout) || !valid_peer(source, true) || !valid_tag(tag, true) ||
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
+  // The message may be on the shelf already (segment.h, Shelf): a receive
+  // naming its source and tag into a contiguous buffer takes it there,
+  // without a slice, when no receive of ours is still open before it.
+  const bool shelf = source >= 0 && tag >= 0 && !layout && shelf_may_take();
+  bcs::ShelfTaken t;
+  if (shelf && mode == BCS_BLOCKING &&
+      bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t))
+    return shelf_received(t, cap, out);
   uint32_t idx;
   if (!alloc_slot(DescKind::recv, &idx)) return BCS_ERR_NO_RESOURCES;
+  // Non-blocking: the slot first, so that a message taken is never lost
+  // for want of one.
+  if (shelf && mode == BCS_NONBLOCKING &&
+      bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t)) {
+    shelf_received_into(idx, t, cap);
+    *req = static_cast<bcs_request_t>(idx);
+    return BCS_OK;
+  }
   Descriptor d = make_desc(DescKind::recv, context, source, tag);
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);

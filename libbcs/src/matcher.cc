@@ -88,6 +88,52 @@ void Matcher::PerRank::add_unexpected(SendDesc s) {
   ++unexpected_n;
 }
 
+// ------------------------------------------------------------ shelf
+
+void Matcher::shelf_candidates(int32_t rank, size_t max,
+                               const std::function<void(const SendDesc&)>& fn) const {
+  const auto pr = ranks_.find(rank);
+  if (pr == ranks_.end() || !max) return;
+  // Per key, the sends still to offer: a bucket's leading inline run.
+  struct Run {
+    std::deque<SendDesc>::const_iterator at, end;
+  };
+  std::vector<Run> runs;
+  for (const auto& [key, q] : pr->second.unexpected) {
+    if (q.front().is_inline) runs.push_back({q.begin(), q.end()});
+    if (runs.size() >= max) break;  // the first round alone fills the shelf
+  }
+  size_t n = 0;
+  while (!runs.empty()) {
+    size_t kept = 0;
+    for (Run& r : runs) {
+      fn(*r.at);
+      if (++n == max) return;
+      if (++r.at != r.end && r.at->is_inline) runs[kept++] = r;
+    }
+    runs.resize(kept);
+  }
+}
+
+bool Matcher::take_shelved(int32_t rank, int32_t context, int32_t src, int32_t tag,
+                           uint64_t pair_seq) {
+  const auto pr = ranks_.find(rank);
+  if (pr == ranks_.end()) return false;
+  PerRank& p = pr->second;
+  const auto b = p.unexpected.find({context, src, tag});
+  if (b == p.unexpected.end()) return false;
+  auto& q = b->second;
+  // The front, unless the rank took out of order (it may not, but a send
+  // it names is taken all the same: only its own messages are at stake).
+  const auto it = std::find_if(q.begin(), q.end(),
+                               [&](const SendDesc& s) { return s.pair_seq == pair_seq; });
+  if (it == q.end() || !it->is_inline) return false;
+  q.erase(it);
+  if (q.empty()) p.unexpected.erase(b);
+  --p.unexpected_n;
+  return true;
+}
+
 // ------------------------------------------------------------ MSM
 
 void Matcher::msm(uint64_t /*slice*/, const std::vector<RecvDesc>& local_posts,

@@ -120,6 +120,10 @@ struct State {
   int32_t coll_last_context = 0;
   CollContext* coll_last = nullptr;
   std::map<IprobeKey, uint32_t> iprobes;           // at most one outstanding per key
+  // Receives and probes posted to the node manager and not yet seen done:
+  // while one is open, a receive may not take from the unexpected shelf
+  // (segment.h, Shelf), since the node manager may still match it first.
+  std::vector<uint32_t> open_recvs;
   bcs_msg_observer_t observer = nullptr;           // bcs_set_msg_observer
   // Record and replay: a drain observer or a slice alarm is set (one branch
   // on the post and wait paths when neither is).
@@ -166,6 +170,20 @@ inline bool slot_done(uint32_t idx) {
   return true;
 }
 bool valid_request(bcs_request_t r);
+// Whether a receive may take from the shelf now: none of this rank's
+// receives or probes is still open (State::open_recvs).
+inline bool shelf_may_take() {
+  auto& v = st().open_recvs;
+  for (size_t i = 0; i < v.size();) {
+    if (slot(v[i]).state.load(std::memory_order_acquire) == static_cast<uint32_t>(ReqState::done)) {
+      v[i] = v.back();
+      v.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return v.empty();
+}
 bool alloc_slot(DescKind kind, uint32_t* idx);
 void release_slot(uint32_t idx);
 // Frees the slots of non-blocking probes the node manager has answered;

@@ -117,6 +117,18 @@ class Matcher {
   // Receives removed by a cancel descriptor before they matched.
   std::vector<RecvDesc> take_cancelled();
 
+  // The unexpected shelf (segment.h, Shelf): the sends `rank` could take
+  // without a slice. Per (context, source, tag), the leading run of inline
+  // sends, in send order; the keys take turns (each key's first, then each
+  // key's second, ...), so that a backlog from one source does not crowd
+  // out the others; at most `max` in all. Nothing is taken.
+  void shelf_candidates(int32_t rank, size_t max,
+                        const std::function<void(const SendDesc&)>& fn) const;
+  // The rank took this unexpected send from its shelf: it leaves matching.
+  // False when the matcher holds no such send (it never offers one it does
+  // not hold, so only a rank that lied about its shelf gets here).
+  bool take_shelved(int32_t rank, int32_t context, int32_t src, int32_t tag, uint64_t pair_seq);
+
   size_t unexpected_count() const;
   size_t unexpected_count(int32_t rank) const;  // sends waiting for `rank`
   size_t posted_count() const;

@@ -17,6 +17,7 @@
 //     RequestSlot[request_slots]
 //     DrainNote[ring_slots]     the slice schedule, for a recording rank
 //     landing[request_slots]    small receives, kLandingMax bytes each
+//     Shelf                     small unexpected messages offered to the rank
 #pragma once
 
 #include <algorithm>
@@ -29,13 +30,13 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 12;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 13;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
                                          // 7: landings for small receives; 8: mpi_pid;
                                          // 9: two DMA order slots; 10: DmaOrder::write;
                                          // 11: DmaOrder::split and ::second;
-                                         // 12: RankControl::held_sends
+                                         // 12: RankControl::held_sends; 13: the shelf
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -185,6 +186,53 @@ static_assert(sizeof(RequestSlot) == 64);
 // descriptors anyway (kInlineMax).
 constexpr size_t kLandingMax = 192;
 static_assert(kLandingMax % 64 == 0);
+
+// The unexpected shelf. A receive used to take a slice even when the
+// message it wanted had long arrived: the buffer receiver matches only in
+// the MSM. So after each MSM that concerns a rank, the buffer receiver puts
+// on the rank's shelf the small sends it holds for it that no receive took
+// yet: per (context, source, tag), the leading run of inline sends (their
+// senders are complete; nothing but the bytes is left to deliver), in send
+// order, up to kShelfSlots. A receive with a named source and tag, posted
+// while none of the rank's receives or probes is still open, takes the
+// first matching entry itself (a CAS on its `state`) and completes without
+// a slice: it is exactly the send the MSM would have given it, the
+// earliest of its (context, source, tag) (MPI's non-overtaking rule),
+// since everything earlier of that key is on the shelf or gone, and no
+// receive of the rank posted before it is still waiting to match.
+//
+// Each entry's `state` is (epoch << 2) | ShelfState, and the shelf's
+// `epoch` is even while its entries stand. To change them the node manager
+// makes the epoch odd, withdraws every offered entry (CAS offered ->
+// withdrawn; one it finds taken leaves matching as received), writes the
+// new entries with the next even epoch, and publishes that epoch last. It
+// does so before a MSM that may take one of the rank's messages (its new
+// receives or probes, sends or cancels to it), and offers again after.
+// The rank reads the epoch, then the entries; it takes an entry by a CAS
+// from the word it read, and gives up (the receive goes to the node
+// manager) at the first entry of another epoch or withdrawn: a shelf
+// changing under it might otherwise make it skip an earlier entry of the
+// key it wants. The rank writes nothing but taken words here; the node
+// manager trusts none of it (a word it did not write, other than its own
+// word taken, ends the rank).
+constexpr uint32_t kShelfSlots = 64;
+enum ShelfState : uint32_t { kShelfEmpty = 0, kShelfOffered = 1, kShelfTaken = 2, kShelfWithdrawn = 3 };
+struct alignas(64) ShelfEntry {
+  std::atomic<uint32_t> state;
+  uint32_t len;  // bytes, at most kInlineMax
+  int32_t src;   // world rank of the sender
+  int32_t context;
+  int32_t tag;
+  uint32_t reserved;
+  uint64_t pair_seq;  // the sender's number for this send (RequestSlot::seq)
+  uint8_t payload[kInlineMax];
+};
+static_assert(sizeof(ShelfEntry) == 256);
+struct Shelf {
+  alignas(64) std::atomic<uint32_t> epoch;
+  std::atomic<uint32_t> count;  // entries [0, count) are this epoch's
+  ShelfEntry entries[kShelfSlots];
+};
 
 // ------------------------------------------------------------- per rank
 enum class MpiState : uint32_t { none = 0, initialized = 1, finalized = 2 };
@@ -423,9 +471,10 @@ struct SegmentLayout {
   size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
   size_t drains_bytes() const { return align64(size_t{ring_slots} * sizeof(DrainNote)); }
   size_t landing_bytes() const { return size_t{request_slots} * kLandingMax; }
+  size_t shelf_bytes() const { return align64(sizeof(Shelf)); }
   size_t rank_area_bytes() const {
     return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes() + drains_bytes() +
-           landing_bytes();
+           landing_bytes() + shelf_bytes();
   }
   size_t total_bytes() const { return header_bytes() + size_t{nlocal} * rank_area_bytes(); }
 };
@@ -439,6 +488,7 @@ struct RankView {
   RequestSlot* requests = nullptr;
   DrainNote* drains = nullptr;  // ring_slots notes
   uint8_t* landing = nullptr;   // request_slots landings of kLandingMax bytes
+  Shelf* shelf = nullptr;
   uint32_t ring_slots = 0;
   uint32_t request_slots = 0;
 };
@@ -457,6 +507,7 @@ inline RankView segment_rank_view(void* base, uint32_t local_index, const Segmen
   v.requests = reinterpret_cast<RequestSlot*>(area + l.ring_bytes());
   v.drains = reinterpret_cast<DrainNote*>(area + l.ring_bytes() + l.requests_bytes());
   v.landing = area + l.ring_bytes() + l.requests_bytes() + l.drains_bytes();
+  v.shelf = reinterpret_cast<Shelf*>(v.landing + l.landing_bytes());
   v.ring_slots = l.ring_slots;
   v.request_slots = l.request_slots;
   return v;

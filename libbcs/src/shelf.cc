@@ -1,0 +1,99 @@
+// The unexpected shelf: see segment.h (Shelf) for the protocol and
+// shelf.h for the two sides.
+#include "bcs/shelf.h"
+
+#include <algorithm>
+#include <cstring>
+#include <string>
+
+
+namespace bcs {
+
+namespace {
+constexpr uint32_t kStateBits = 2;
+constexpr uint32_t kStateMask = (1u << kStateBits) - 1;
+constexpr uint32_t kEpochMask = ~0u >> kStateBits;
+
+uint32_t word(uint32_t epoch, ShelfState s) {
+  return ((epoch & kEpochMask) << kStateBits) | s;
+}
+}  // namespace
+
+bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* buf, size_t cap,
+                ShelfTaken* out) {
+  const uint32_t epoch = shelf->epoch.load(std::memory_order_acquire);
+  if (epoch & 1) return false;  // being rewritten
+  const uint32_t n = std::min(shelf->count.load(std::memory_order_acquire), kShelfSlots);
+  const uint32_t offered = word(epoch, kShelfOffered), taken = word(epoch, kShelfTaken);
+  for (uint32_t i = 0; i < n; ++i) {
+    ShelfEntry& e = shelf->entries[i];
+    uint32_t w = e.state.load(std::memory_order_acquire);
+    if (w == taken) continue;        // an earlier receive of ours
+    if (w != offered) return false;  // withdrawn, or another epoch's
+    if (e.src != src || e.context != context || e.tag != tag) continue;
+    // Copied before the CAS: if the node manager withdrew the entry (and
+    // rewrote it) meanwhile, the CAS fails and these bytes are dropped.
+    unsigned char bytes[kInlineMax];
+    ShelfTaken t;
+    t.src = src;
+    t.tag = tag;
+    t.len = std::min<uint32_t>(e.len, kInlineMax);
+    t.pair_seq = e.pair_seq;
+    std::memcpy(bytes, e.payload, t.len);
+    if (!e.state.compare_exchange_strong(w, taken, std::memory_order_acq_rel)) return false;
+    if (const size_t k = std::min<size_t>(t.len, cap)) std::memcpy(buf, bytes, k);
+    *out = t;
+    return true;
+  }
+  return false;
+}
+
+int ShelfKeeper::withdraw(Shelf* shelf, Matcher& m, int32_t rank, std::string* why) {
+  if (offers_.empty()) return 0;
+  // Odd: a rank that reads it now leaves the shelf alone.
+  shelf->epoch.store(generation_ | 1, std::memory_order_seq_cst);
+  int took = 0;
+  for (size_t i = 0; i < offers_.size(); ++i) {
+    const Offer& o = offers_[i];
+    uint32_t w = o.word;
+    if (shelf->entries[i].state.compare_exchange_strong(
+            w, (o.word & ~kStateMask) | kShelfWithdrawn, std::memory_order_acq_rel))
+      continue;
+    if (w != ((o.word & ~kStateMask) | kShelfTaken)) {
+      *why = "wrote " + std::to_string(w) + " into entry " + std::to_string(i) +
+             " of its unexpected shelf";
+      offers_.clear();
+      return -1;
+    }
+    // Received. The matcher holds it: nothing else takes the rank's
+    // messages between an offer and its withdrawal.
+    if (m.take_shelved(rank, o.context, o.src, o.tag, o.pair_seq)) ++took;
+  }
+  offers_.clear();
+  shelf->count.store(0, std::memory_order_release);
+  return took;
+}
+
+void ShelfKeeper::offer(Shelf* shelf, const Matcher& m, int32_t rank) {
+  offers_.clear();
+  generation_ = (generation_ + 2) & kEpochMask & ~1u;
+  // Odd while the entries are written (withdraw() left it odd when it
+  // withdrew anything; a first offer finds it even).
+  shelf->epoch.store(generation_ - 1, std::memory_order_seq_cst);
+  const uint32_t offered = word(generation_, kShelfOffered);
+  m.shelf_candidates(rank, kShelfSlots, [&](const SendDesc& s) {
+    ShelfEntry& e = shelf->entries[offers_.size()];
+    e.len = static_cast<uint32_t>(std::min<uint64_t>(s.len, kInlineMax));
+    e.src = s.src;
+    e.context = s.context;
+    e.tag = s.tag;
+    e.pair_seq = s.pair_seq;
+    std::memcpy(e.payload, s.payload.data(), std::min<size_t>(e.len, s.payload.size()));
+    e.state.store(offered, std::memory_order_release);
+    offers_.push_back({offered, s.context, s.src, s.tag, s.pair_seq});
+  });
+  shelf->count.store(static_cast<uint32_t>(offers_.size()), std::memory_order_release);
+  shelf->epoch.store(generation_, std::memory_order_release);
+}
+
+}  // namespace bcs
