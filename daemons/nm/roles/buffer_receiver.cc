@@ -4,7 +4,36 @@
 
 #include <spdlog/spdlog.h>
 
+#include <algorithm>
+#include <cstdlib>
+#include <string>
+
 namespace bcs::nm {
+
+BufferReceiver::BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected)
+    : self_(self), max_unexpected_(max_unexpected), scheduler_(chunk_budget) {
+  if (const char* e = std::getenv("BCS_SHELF"); e && std::string(e) == "off") shelf_ = false;
+}
+
+void BufferReceiver::withdraw_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched) {
+  for (int32_t r : touched) {
+    auto it = shelves_.find(r);
+    if (it == shelves_.end() || !it->second.offering()) continue;
+    std::string why;
+    const int took = it->second.withdraw(ranks.view_of(r).shelf, matcher_, r, &why);
+    if (took < 0) {
+      ranks.rank_corrupted(r, why);
+      continue;
+    }
+    shelf_taken_ += static_cast<uint64_t>(took);
+  }
+}
+
+void BufferReceiver::offer_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched) {
+  for (int32_t r : touched)
+    if (matcher_.unexpected_count(r) || shelves_.count(r))
+      shelves_[r].offer(ranks.view_of(r).shelf, matcher_, r);
+}
 
 wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& net) {
   wire::Report rep;
@@ -58,9 +87,25 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
     return rep;
   }
 
+  // The ranks whose messages this MSM may take or add to: their shelves
+  // are withdrawn first, so that what a rank took leaves matching before
+  // anything else can match it, and offered again after.
+  std::vector<int32_t> touched;
+  if (shelf_) {
+    for (const RecvDesc& r : local_posts_) touched.push_back(r.rank);
+    for (const SendDesc& x : sends) touched.push_back(x.dst);
+    for (const SendCancel& c : cancels) touched.push_back(c.dst);
+    std::sort(touched.begin(), touched.end());
+    touched.erase(std::unique(touched.begin(), touched.end()), touched.end());
+    touched.erase(std::remove_if(touched.begin(), touched.end(),
+                                 [&](int32_t r) { return !ranks->is_local(r); }),
+                  touched.end());
+    withdraw_shelves(*ranks, touched);
+  }
   matcher_.msm(s.slice, local_posts_, std::move(sends));
   local_posts_.clear();
   matcher_.cancel_sends(cancels);
+  if (shelf_) offer_shelves(*ranks, touched);
 
   for (const RecvDesc& c : matcher_.take_cancelled())
     ranks->complete_status(c.rank, c.request, bcs_err_cancelled, c.src, c.tag, 0, 0);

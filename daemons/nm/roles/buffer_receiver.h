@@ -6,9 +6,11 @@
 // its own); this role owns the exchange and the completions.
 #pragma once
 
+#include <map>
 #include <vector>
 
 #include "bcs/matcher.h"
+#include "bcs/shelf.h"
 #include "ports.h"
 #include "wire.h"
 
@@ -18,8 +20,8 @@ class BufferReceiver {
  public:
   // `max_unexpected`: sends that may wait for one local receiver before
   // the buffer senders hold back further sends to it (Report::full).
-  BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected = kMaxUnexpected)
-      : self_(self), max_unexpected_(max_unexpected), scheduler_(chunk_budget) {}
+  // BCS_SHELF=off in the node manager's environment: no unexpected shelf.
+  BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected = kMaxUnexpected);
   static constexpr uint64_t kMaxUnexpected = 65536;
 
   // From the buffer sender, during DEM.
@@ -36,8 +38,16 @@ class BufferReceiver {
   ChunkScheduler& scheduler() { return scheduler_; }
   // Local receivers with max_unexpected or more sends waiting, ascending.
   std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
+  // Receives that took their message from the shelf, found so far.
+  uint64_t shelf_taken() const { return shelf_taken_; }
 
  private:
+  // The unexpected shelves (segment.h, Shelf) of the ranks this MSM
+  // concerns: withdrawn before matching, offered again after. False: a
+  // rank wrote garbage there and was ended.
+  void withdraw_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched);
+  void offer_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched);
+
   const uint32_t self_;
   const uint64_t max_unexpected_;
   Matcher matcher_;
@@ -46,6 +56,9 @@ class BufferReceiver {
   std::vector<SendDesc> local_sends_;
   std::vector<SendCancel> local_cancels_;
   std::vector<Chunk> chunks_;
+  bool shelf_ = true;
+  std::map<int32_t, ShelfKeeper> shelves_;  // per local world rank
+  uint64_t shelf_taken_ = 0;
 };
 
 }  // namespace bcs::nm
