@@ -138,6 +138,11 @@ INSTANTIATE_TEST_SUITE_P(
         // 10,000 small sends posted before any receive, then more receives
         // than the request table holds: back-pressure, nothing lost.
         Case{"flood", 2, 1, {}}, Case{"flood", 2, 2, {}}, Case{"flood", 3, 2, {}},
+        // Receives of messages that already wait: taken from the unexpected
+        // shelf in send order per key, past large and synchronous sends,
+        // after a receive still open, truncated, racing a cancel.
+        Case{"shelf", 2, 1, {}}, Case{"shelf", 2, 2, {}}, Case{"shelf", 3, 2, {}},
+        Case{"shelf", 4, 4, {}},
         // More than 2 GiB in one message (a derived type of INT_MAX chars
         // plus a remainder), every byte checked: cross-memory, and to self.
         Case{"bigmsg", 2, 1, {}}, Case{"bigmsg", 1, 1, {}},

@@ -8,6 +8,7 @@
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <regex>
 #include <string>
 
@@ -75,6 +76,58 @@ TEST_P(FlowStory, TheDefaultBoundLeavesTenThousandUnexpectedSendsAlone) {
   auto r = bcs_run({"-n", "2", "--nodes", nodes(), prog("prog_flood"), "10000"});
   ASSERT_EQ(r.status, 0) << describe(r);
   EXPECT_THAT(r.out, HasSubstr("flood ok"));
+}
+
+TEST_P(FlowStory, ReceivesOfMessagesThatAlreadyWaitNeedNoSliceEach) {
+  // prog_shelf's first parts (tests/programs/shelf.c): 300 messages sent
+  // before a barrier, received after it one tag at a time, then 100 more by
+  // MPI_Irecv, a receive still open ahead of a later one, a truncation.
+  // Every value and every order is checked by the program. A blocking
+  // receive that goes through the node manager costs at least a slice (300
+  // and more here); one that takes its message from the unexpected shelf
+  // costs none. Counted: the job's slices, from its statistics.
+  bcs::test::TempDir dir{"bcs-shelf-test"};
+  ASSERT_FALSE(dir.path.empty());
+  const std::string jd = dir.path + "/job";
+  auto r = bcs_run({"-n", "2", "--nodes", nodes(), "--job-dir", jd, prog("prog_shelf"), "300", "0"},
+                   90s, {{"BCS_MDS", "summary"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("shelf ok"));
+  std::ifstream in(jd + "/slices.csv");
+  ASSERT_TRUE(in) << jd;
+  std::string line;
+  size_t slices = 0;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) ++slices;
+  EXPECT_GT(slices, 0u);
+  EXPECT_LT(slices, 150u);
+  // The same job with the shelf off (BCS_SHELF=off in the node managers'
+  // environment) takes a slice per receive: what the count above saves.
+  const std::string jd2 = dir.path + "/off";
+  r = bcs_run({"-n", "2", "--nodes", nodes(), "--job-dir", jd2, prog("prog_shelf"), "300", "0"},
+              90s, {{"BCS_MDS", "summary"}, {"BCS_SHELF", "off"}});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  std::ifstream in2(jd2 + "/slices.csv");
+  size_t off = 0;
+  std::getline(in2, line);
+  while (std::getline(in2, line)) ++off;
+  EXPECT_GE(off, 300u);
+}
+
+TEST_P(FlowStory, ACancelAndAReceiveOfTheSameMessageNeverBothWin) {
+  // prog_shelf's last part, 60 rounds: the sender cancels a small send
+  // just after a barrier while the receiver takes it (even rounds) or
+  // waits to hear how the cancel went (odd rounds). The program checks
+  // that exactly one wins, each round.
+  auto r = bcs_run({"-n", "2", "--nodes", nodes(), prog("prog_shelf"), "0", "60"}, 90s);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("shelf ok"));
+  // Odd rounds cancel (the receive comes after); even ones go either way.
+  std::smatch m;
+  ASSERT_TRUE(std::regex_search(r.out, m, std::regex(R"(cancel race: (\d+) received, (\d+) cancelled)")))
+      << r.out;
+  EXPECT_EQ(std::stoi(m[1]) + std::stoi(m[2]), 60) << r.out;
+  EXPECT_GE(std::stoi(m[2]), 30) << r.out;
 }
 
 INSTANTIATE_TEST_SUITE_P(NodeManagers, FlowStory, testing::Values(1, 2),
