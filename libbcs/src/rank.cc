@@ -38,8 +38,10 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
   r.slice = 0;
   r.landed = 0;
   r.kind = static_cast<uint32_t>(kind);
-  if (kind == DescKind::recv || kind == DescKind::probe || kind == DescKind::iprobe)
+  if (kind == DescKind::recv || kind == DescKind::probe || kind == DescKind::iprobe) {
+    shelf_may_take();  // drops what is no longer open, so the list stays short
     s.open_recvs.push_back(*idx);
+  }
   // The NM only looks at a slot after the descriptor naming it was published
   // by the ring's release store, so relaxed is enough here.
   r.state.store(static_cast<uint32_t>(ReqState::pending), std::memory_order_relaxed);
@@ -55,11 +57,6 @@ void release_slot(uint32_t idx) {
   }
   slot(idx).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
   st().free_slots.push_back(idx);
-  auto& open = st().open_recvs;
-  if (const auto it = std::find(open.begin(), open.end(), idx); it != open.end()) {
-    *it = open.back();
-    open.pop_back();
-  }
 }
 
 void take_landed(uint32_t idx) {

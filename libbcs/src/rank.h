@@ -171,18 +171,22 @@ inline bool slot_done(uint32_t idx) {
 }
 bool valid_request(bcs_request_t r);
 // Whether a receive may take from the shelf now: none of this rank's
-// receives or probes is still open (State::open_recvs).
+// receives or probes is still open (State::open_recvs). Entries leave from
+// the top only, once they no longer name an open receive or probe (done,
+// freed, or the slot reused for something else), so a call costs O(1)
+// however many receives a program keeps posted; one below an open entry
+// waits there until that one is done.
 inline bool shelf_may_take() {
   auto& v = st().open_recvs;
-  for (size_t i = 0; i < v.size();) {
-    if (slot(v[i]).state.load(std::memory_order_acquire) == static_cast<uint32_t>(ReqState::done)) {
-      v[i] = v.back();
-      v.pop_back();
-    } else {
-      ++i;
-    }
+  while (!v.empty()) {
+    const RequestSlot& r = slot(v.back());
+    const auto k = static_cast<DescKind>(r.kind);
+    if (r.state.load(std::memory_order_acquire) == static_cast<uint32_t>(ReqState::pending) &&
+        (k == DescKind::recv || k == DescKind::probe || k == DescKind::iprobe))
+      return false;
+    v.pop_back();
   }
-  return v.empty();
+  return true;
 }
 bool alloc_slot(DescKind kind, uint32_t* idx);
 void release_slot(uint32_t idx);
