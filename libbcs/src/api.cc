@@ -288,9 +288,9 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
   // The message may be on the shelf already (segment.h, Shelf): a receive
-  // naming its source and tag into a contiguous buffer takes it there,
-  // without a slice, when no receive of ours is still open before it.
-  const bool shelf = source >= 0 && tag >= 0 && !layout && shelf_may_take();
+  // naming its source into a contiguous buffer takes it there, without a
+  // slice, when no receive of ours is still open before it.
+  const bool shelf = source >= 0 && (tag >= 0 || tag == BCS_ANY_TAG) && !layout && shelf_may_take();
   bcs::ShelfTaken t;
   if (shelf && mode == BCS_BLOCKING &&
       bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t))
@@ -361,6 +361,21 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   if (!s.initialized) return BCS_ERR_NOT_INIT;
   if (!valid_peer(source, true) || !valid_tag(tag, true) || (mode == BCS_NONBLOCKING && !flag))
     return BCS_ERR_ARG;
+  // A message on the shelf is the one a receive posted now would get: the
+  // answer needs no slice (segment.h, Shelf).
+  bcs::ShelfTaken t;
+  if (source >= 0 && shelf_may_take() && bcs::shelf_peek(s.view.shelf, source, context, tag, &t)) {
+    if (flag) *flag = 1;
+    if (out) {
+      out->source = t.src;
+      out->tag = t.tag;
+      out->bytes = t.len;
+      out->error = BCS_OK;
+      out->seq = t.pair_seq;
+      out->slice = s.header->job_slice.load(std::memory_order_relaxed);
+    }
+    return BCS_OK;
+  }
   if (mode == BCS_BLOCKING) {
     uint32_t idx;
     if (!alloc_slot(DescKind::probe, &idx)) return BCS_ERR_NO_RESOURCES;

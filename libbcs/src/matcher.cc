@@ -90,29 +90,47 @@ void Matcher::PerRank::add_unexpected(SendDesc s) {
 
 // ------------------------------------------------------------ shelf
 
-void Matcher::shelf_candidates(int32_t rank, size_t max,
-                               const std::function<void(const SendDesc&)>& fn) const {
+Matcher::ShelfOffer Matcher::shelf_candidates(int32_t rank, size_t max) const {
+  ShelfOffer out;
   const auto pr = ranks_.find(rank);
-  if (pr == ranks_.end() || !max) return;
+  if (pr == ranks_.end()) return out;
+  const auto& buckets = pr->second.unexpected;
   // Per key, the sends still to offer: a bucket's leading inline run.
   struct Run {
     std::deque<SendDesc>::const_iterator at, end;
   };
   std::vector<Run> runs;
-  for (const auto& [key, q] : pr->second.unexpected) {
-    if (q.front().is_inline) runs.push_back({q.begin(), q.end()});
+  for (const auto& [key, q] : buckets) {
     if (runs.size() >= max) break;  // the first round alone fills the shelf
+    if (q.front().is_inline) runs.push_back({q.begin(), q.end()});
   }
-  size_t n = 0;
-  while (!runs.empty()) {
+  while (!runs.empty() && out.sends.size() < max) {
     size_t kept = 0;
     for (Run& r : runs) {
-      fn(*r.at);
-      if (++n == max) return;
+      if (out.sends.size() == max) break;
+      out.sends.push_back(&*r.at);
       if (++r.at != r.end && r.at->is_inline) runs[kept++] = r;
     }
     runs.resize(kept);
   }
+  // The cuts: per bucket, the first send not offered. Offers of a bucket
+  // are its first ones, so counting them finds it.
+  if (buckets.size() > kShelfCutKeys) {
+    for (const auto& [key, q] : buckets) out.cuts[{std::get<0>(key), std::get<1>(key)}] = 0;
+    return out;
+  }
+  std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> offered;
+  for (const SendDesc* d : out.sends) ++offered[{d->context, d->src, d->tag}];
+  for (const auto& [key, q] : buckets) {
+    const auto it = offered.find(key);
+    const size_t n = it == offered.end() ? 0 : it->second;
+    if (n == q.size()) continue;
+    const std::pair<int32_t, int32_t> cs{std::get<0>(key), std::get<1>(key)};
+    const uint64_t seq = q[n].pair_seq;
+    const auto c = out.cuts.find(cs);
+    if (c == out.cuts.end() || seq < c->second) out.cuts[cs] = seq;
+  }
+  return out;
 }
 
 bool Matcher::take_shelved(int32_t rank, int32_t context, int32_t src, int32_t tag,

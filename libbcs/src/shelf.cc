@@ -3,6 +3,7 @@
 #include "bcs/shelf.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
 #include <string>
 
@@ -19,33 +20,74 @@ uint32_t word(uint32_t epoch, ShelfState s) {
 }
 }  // namespace
 
-bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* buf, size_t cap,
-                ShelfTaken* out) {
+namespace {
+// The entry a receive (or probe) of (src, context, tag) would take, or
+// null: for a named tag the first of that key, for kAnyTag the one of
+// (context, src) with the lowest pair_seq, if it comes before every send
+// of (context, src) held but not offered. `*w`: its state word as read.
+ShelfEntry* shelf_find(Shelf* shelf, int32_t src, int32_t context, int32_t tag, uint32_t* w) {
   const uint32_t epoch = shelf->epoch.load(std::memory_order_acquire);
-  if (epoch & 1) return false;  // being rewritten
+  if (epoch & 1) return nullptr;  // being rewritten
   const uint32_t n = std::min(shelf->count.load(std::memory_order_acquire), kShelfSlots);
   const uint32_t offered = word(epoch, kShelfOffered), taken = word(epoch, kShelfTaken);
+  ShelfEntry* best = nullptr;
+  uint64_t best_seq = 0;
   for (uint32_t i = 0; i < n; ++i) {
     ShelfEntry& e = shelf->entries[i];
-    uint32_t w = e.state.load(std::memory_order_acquire);
-    if (w == taken) continue;        // an earlier receive of ours
-    if (w != offered) return false;  // withdrawn, or another epoch's
-    if (e.src != src || e.context != context || e.tag != tag) continue;
-    // Copied before the CAS: if the node manager withdrew the entry (and
-    // rewrote it) meanwhile, the CAS fails and these bytes are dropped.
-    unsigned char bytes[kInlineMax];
-    ShelfTaken t;
-    t.src = src;
-    t.tag = tag;
-    t.len = std::min<uint32_t>(e.len, kInlineMax);
-    t.pair_seq = e.pair_seq;
-    std::memcpy(bytes, e.payload, t.len);
-    if (!e.state.compare_exchange_strong(w, taken, std::memory_order_acq_rel)) return false;
-    if (const size_t k = std::min<size_t>(t.len, cap)) std::memcpy(buf, bytes, k);
-    *out = t;
-    return true;
+    const uint32_t s = e.state.load(std::memory_order_acquire);
+    if (s == taken) continue;        // an earlier receive of ours
+    if (s != offered) return nullptr;  // withdrawn, or another epoch's
+    if (e.src != src || e.context != context) continue;
+    if (tag != kAnyTag) {
+      if (e.tag != tag) continue;
+      *w = s;
+      return &e;
+    }
+    const uint64_t seq = e.pair_seq;
+    if (!best || seq < best_seq) {
+      best = &e;
+      best_seq = seq;
+      *w = s;
+    }
   }
-  return false;
+  return best && best_seq < best->src_cut ? best : nullptr;
+}
+}  // namespace
+
+bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* buf, size_t cap,
+                ShelfTaken* out) {
+  uint32_t w = 0;
+  ShelfEntry* e = shelf_find(shelf, src, context, tag, &w);
+  if (!e) return false;
+  // Copied before the CAS: if the node manager withdrew the entry (and
+  // rewrote it) meanwhile, the CAS fails and these bytes are dropped.
+  unsigned char bytes[kInlineMax];
+  ShelfTaken t;
+  t.src = src;
+  t.tag = e->tag;
+  t.len = std::min<uint32_t>(e->len, kInlineMax);
+  t.pair_seq = e->pair_seq;
+  std::memcpy(bytes, e->payload, t.len);
+  const uint32_t taken = (w & ~kStateMask) | kShelfTaken;
+  if (!e->state.compare_exchange_strong(w, taken, std::memory_order_acq_rel)) return false;
+  if (const size_t k = std::min<size_t>(t.len, cap)) std::memcpy(buf, bytes, k);
+  *out = t;
+  return true;
+}
+
+bool shelf_peek(Shelf* shelf, int32_t src, int32_t context, int32_t tag, ShelfTaken* out) {
+  uint32_t w = 0;
+  ShelfEntry* e = shelf_find(shelf, src, context, tag, &w);
+  if (!e) return false;
+  ShelfTaken t;
+  t.src = src;
+  t.tag = e->tag;
+  t.len = std::min<uint32_t>(e->len, kInlineMax);
+  t.pair_seq = e->pair_seq;
+  // Still the entry we read (not withdrawn and rewritten meanwhile).
+  if (e->state.load(std::memory_order_acquire) != w) return false;
+  *out = t;
+  return true;
 }
 
 int ShelfKeeper::withdraw(Shelf* shelf, Matcher& m, int32_t rank, std::string* why) {
@@ -81,17 +123,20 @@ void ShelfKeeper::offer(Shelf* shelf, const Matcher& m, int32_t rank) {
   // withdrew anything; a first offer finds it even).
   shelf->epoch.store(generation_ - 1, std::memory_order_seq_cst);
   const uint32_t offered = word(generation_, kShelfOffered);
-  m.shelf_candidates(rank, kShelfSlots, [&](const SendDesc& s) {
+  const Matcher::ShelfOffer o = m.shelf_candidates(rank, kShelfSlots);
+  for (const SendDesc* s : o.sends) {
     ShelfEntry& e = shelf->entries[offers_.size()];
-    e.len = static_cast<uint32_t>(std::min<uint64_t>(s.len, kInlineMax));
-    e.src = s.src;
-    e.context = s.context;
-    e.tag = s.tag;
-    e.pair_seq = s.pair_seq;
-    std::memcpy(e.payload, s.payload.data(), std::min<size_t>(e.len, s.payload.size()));
+    e.len = static_cast<uint32_t>(std::min<uint64_t>(s->len, kInlineMax));
+    e.src = s->src;
+    e.context = s->context;
+    e.tag = s->tag;
+    e.pair_seq = s->pair_seq;
+    const auto cut = o.cuts.find({s->context, s->src});
+    e.src_cut = cut == o.cuts.end() ? UINT64_MAX : cut->second;
+    std::memcpy(e.payload, s->payload.data(), std::min<size_t>(e.len, s->payload.size()));
     e.state.store(offered, std::memory_order_release);
-    offers_.push_back({offered, s.context, s.src, s.tag, s.pair_seq});
-  });
+    offers_.push_back({offered, s->context, s->src, s->tag, s->pair_seq});
+  }
   shelf->count.store(static_cast<uint32_t>(offers_.size()), std::memory_order_release);
   shelf->epoch.store(generation_, std::memory_order_release);
 }

@@ -11,12 +11,17 @@
       (non-overtaking), at its size.
    2. Non-blocking receives take from the shelf too: 100 small messages with
       tag 7, received by 100 MPI_Irecvs, in order.
-   3. A receive still open comes first: rank 0 posts MPI_Irecv(ANY_TAG)
-      before MPI_Recv(tag 8), with two tag-8 messages waiting. The first
-      must go to the MPI_Irecv, the second to the MPI_Recv.
+   3. A receive still open comes first: rank 0 posts MPI_Irecv(ANY_SOURCE,
+      tag 8), which only the node manager matches, before MPI_Recv(1, 8),
+      with two tag-8 messages waiting. The first must go to the MPI_Irecv,
+      the second to the MPI_Recv.
    4. Truncation: 16 bytes into an 8-byte MPI_Recv gives MPI_ERR_TRUNCATE
       and the first 8 bytes.
-   5. A cancel and a receive: R rounds of one small MPI_Isend (tag 100 +
+   5. MPI_ANY_TAG from rank 1: small tag 20, 64 KiB tag 21, small tag 20,
+      small tag 22 arrive in that order, whichever way each is received.
+   6. A probe (MPI_Iprobe of a tag, MPI_Probe of any tag) says what the
+      receive of its tag then gets, in send order.
+   7. A cancel and a receive: R rounds of one small MPI_Isend (tag 100 +
       round), cancelled by its sender just after a barrier, while rank 0
       receives it with MPI_Irecv (even rounds) or after it heard how the
       cancel went (odd rounds). Exactly one of them wins: the receive
@@ -96,7 +101,7 @@ static void open_receive_first(int rank) {
   if (rank == 0) {
     int x = 0, y = 0;
     MPI_Request q;
-    MPI_OK(MPI_Irecv(&x, 1, MPI_INT, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &q));
+    MPI_OK(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, &q));
     MPI_OK(MPI_Recv(&y, 1, MPI_INT, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
     CHECK(x == 1 && y == 2, "the open MPI_Irecv got %d, the later MPI_Recv %d (want 1, 2)", x, y);
@@ -118,6 +123,57 @@ static void truncation(int rank) {
     CHECK(in[0] == 11 && in[1] == 22 && in[2] == -1, "truncated: %d %d %d", in[0], in[1], in[2]);
     MPI_OK(MPI_Comm_set_errhandler(MPI_COMM_WORLD, MPI_ERRORS_ARE_FATAL));
   }
+}
+
+static void any_tag(int rank) {
+  static char big[BIG];
+  int v[4] = {1, 2, 3, 4};
+  MPI_Request q;
+  if (rank == 1) {
+    memcpy(big, &v[1], sizeof v[1]);
+    MPI_OK(MPI_Send(&v[0], 1, MPI_INT, 0, 20, MPI_COMM_WORLD));
+    MPI_OK(MPI_Isend(big, BIG, MPI_CHAR, 0, 21, MPI_COMM_WORLD, &q));
+    MPI_OK(MPI_Send(&v[2], 1, MPI_INT, 0, 20, MPI_COMM_WORLD));
+    MPI_OK(MPI_Send(&v[3], 1, MPI_INT, 0, 22, MPI_COMM_WORLD));
+  }
+  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) {
+    static char in[BIG];
+    const int tags[4] = {20, 21, 20, 22};
+    for (int i = 0; i < 4; ++i) {
+      MPI_Status s;
+      int got = 0;
+      MPI_OK(MPI_Recv(in, BIG, MPI_CHAR, 1, MPI_ANY_TAG, MPI_COMM_WORLD, &s));
+      memcpy(&got, in, sizeof got);
+      CHECK(got == v[i] && s.MPI_TAG == tags[i], "ANY_TAG receive %d got %d with tag %d", i, got,
+            s.MPI_TAG);
+    }
+  }
+  if (rank == 1) MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+}
+
+static void probe_then_receive(int rank) {
+  int v[10];
+  if (rank == 1)
+    for (int i = 0; i < 10; ++i) {
+      v[i] = 100 + i;
+      MPI_OK(MPI_Send(&v[i], 1, MPI_INT, 0, 30 + i % 2, MPI_COMM_WORLD));
+    }
+  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0)
+    for (int i = 0; i < 10; ++i) {
+      MPI_Status s;
+      int flag = 0, count = 0, got = 0;
+      if (i % 2) {
+        MPI_OK(MPI_Probe(1, MPI_ANY_TAG, MPI_COMM_WORLD, &s));
+      } else {
+        while (!flag) MPI_OK(MPI_Iprobe(1, 30, MPI_COMM_WORLD, &flag, &s));
+      }
+      MPI_OK(MPI_Get_count(&s, MPI_INT, &count));
+      CHECK(count == 1 && s.MPI_TAG == 30 + i % 2, "probe %d: %d ints, tag %d", i, count, s.MPI_TAG);
+      MPI_OK(MPI_Recv(&got, 1, MPI_INT, 1, s.MPI_TAG, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
+      CHECK(got == 100 + i, "probe %d, then a receive of its tag: got %d", i, got);
+    }
 }
 
 static void cancel_race(int rank, int rounds) {
@@ -168,6 +224,8 @@ int main(int argc, char **argv) {
   nonblocking(rank);
   open_receive_first(rank);
   truncation(rank);
+  any_tag(rank);
+  probe_then_receive(rank);
   cancel_race(rank, (int)arg_long(argc, argv, 2, 20));
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("shelf ok (%d ranks, %d messages)\n", size, n);

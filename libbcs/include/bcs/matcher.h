@@ -121,9 +121,19 @@ class Matcher {
   // without a slice. Per (context, source, tag), the leading run of inline
   // sends, in send order; the keys take turns (each key's first, then each
   // key's second, ...), so that a backlog from one source does not crowd
-  // out the others; at most `max` in all. Nothing is taken.
-  void shelf_candidates(int32_t rank, size_t max,
-                        const std::function<void(const SendDesc&)>& fn) const;
+  // out the others; at most `max` in all. And per (context, source), the
+  // lowest pair sequence number of a send held but not offered (`cuts`;
+  // absent: every one is offered): a receive of any tag from that source
+  // may take the earliest offered only if it comes before that. With more
+  // than kShelfCutKeys keys the cuts are not worked out and every (context,
+  // source) gets 0. Nothing is taken; the pointers are valid until the
+  // matcher changes.
+  struct ShelfOffer {
+    std::vector<const SendDesc*> sends;
+    std::map<std::pair<int32_t, int32_t>, uint64_t> cuts;  // (context, src) -> pair_seq
+  };
+  static constexpr size_t kShelfCutKeys = 4096;
+  ShelfOffer shelf_candidates(int32_t rank, size_t max) const;
   // The rank took this unexpected send from its shelf: it leaves matching.
   // False when the matcher holds no such send (it never offers one it does
   // not hold, so only a rank that lied about its shelf gets here).

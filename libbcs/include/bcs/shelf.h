@@ -25,13 +25,17 @@ struct ShelfTaken {
   uint64_t pair_seq = 0;
 };
 
-// The rank's side: takes the first offered entry of exactly (context, src,
-// tag) and copies min(len, cap) of its bytes to `buf`. False: there is none
-// (or the node manager withdrew it meanwhile), and the receive goes to the
-// node manager as usual; `buf` is untouched then. The caller must have no
-// receive or probe of its own still open (see segment.h).
+// The rank's side: takes the entry a receive of (context, src, tag) gets -
+// the first of that key, or for tag kAnyTag the earliest of (context, src)
+// if nothing held but not offered comes before it - and copies min(len,
+// cap) of its bytes to `buf`. False: there is none (or the node manager
+// withdrew it meanwhile), and the receive goes to the node manager as
+// usual; `buf` is untouched then. The caller must have no receive or probe
+// of its own still open (see segment.h).
 bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* buf, size_t cap,
                 ShelfTaken* out);
+// A probe's side: what shelf_take would take, without taking it.
+bool shelf_peek(Shelf* shelf, int32_t src, int32_t context, int32_t tag, ShelfTaken* out);
 
 // The node manager's side of one rank's shelf. Not thread-safe: the buffer
 // receiver's thread owns it.

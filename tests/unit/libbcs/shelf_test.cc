@@ -179,6 +179,46 @@ TEST_F(ShelfTest, AWordMarkedTakenThatWasNeverOfferedTakesNothing) {
   EXPECT_EQ(keeper_.withdraw(shelf_.get(), matcher_, kRank, &why), -1);
 }
 
+TEST_F(ShelfTest, AnyTagTakesTheSourcesEarliestIfNothingHeldBackComesBeforeIt) {
+  // Tag 5: #1, #4; tag 7: #2, then the large #3 (not offered), so (0, 1)'s
+  // cut is 3.
+  hold({small(5, 1, 10), small(7, 2, 20), large(7, 3), small(5, 4, 40)});
+  ShelfTaken t;
+  EXPECT_EQ(take(kAnyTag, 0, &t), 10);
+  EXPECT_EQ(t.tag, 5);
+  EXPECT_EQ(take(kAnyTag, 0, &t), 20);
+  EXPECT_EQ(t.tag, 7);
+  // #4 is next on the shelf, but the large #3 comes before it.
+  EXPECT_EQ(take(kAnyTag), -1);
+  EXPECT_FALSE(shelf_peek(shelf_.get(), kSrc, 0, kAnyTag, &t));
+  // A receive of tag 5 may: #3 is not of its key.
+  ASSERT_TRUE(shelf_peek(shelf_.get(), kSrc, 0, 5, &t));
+  EXPECT_EQ(t.pair_seq, 4u);
+  EXPECT_EQ(take(5), 40);
+}
+
+TEST_F(ShelfTest, AProbeSaysWhatTheReceiveWouldTakeAndTakesNothing) {
+  hold({small(7, 1, 10), small(5, 2, 20)});
+  ShelfTaken t;
+  ASSERT_TRUE(shelf_peek(shelf_.get(), kSrc, 0, kAnyTag, &t));
+  EXPECT_EQ(t.tag, 7);
+  EXPECT_EQ(t.pair_seq, 1u);
+  ASSERT_TRUE(shelf_peek(shelf_.get(), kSrc, 0, 5, &t));
+  EXPECT_EQ(t.pair_seq, 2u);
+  EXPECT_EQ(take(kAnyTag), 10);
+  EXPECT_EQ(take(kAnyTag), 20);
+  EXPECT_FALSE(shelf_peek(shelf_.get(), kSrc, 0, kAnyTag, &t));
+}
+
+TEST_F(ShelfTest, WithTooManyKeysAnyTagGoesToTheNodeManager) {
+  std::vector<SendDesc> v;
+  for (int i = 0; i <= static_cast<int>(Matcher::kShelfCutKeys); ++i)
+    v.push_back(small(i, static_cast<uint64_t>(i) + 1, i));
+  hold(v);
+  EXPECT_EQ(take(kAnyTag), -1);
+  EXPECT_EQ(take(0), 0);  // a named tag still takes
+}
+
 TEST_F(ShelfTest, ANewShelfOffersNothing) {
   EXPECT_EQ(take(5), -1);
   keeper_.offer(shelf_.get(), matcher_, kRank);
