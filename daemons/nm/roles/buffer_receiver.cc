@@ -23,6 +23,8 @@ void BufferReceiver::withdraw_shelves(LocalRanks& ranks, const std::vector<int32
     const int took = it->second.withdraw(ranks.view_of(r).shelf, matcher_, r, &why);
     if (took < 0) {
       ranks.rank_corrupted(r, why);
+      shelves_.erase(it);
+      shelf_bad_.push_back(r);  // never offered to again: it is being ended
       continue;
     }
     shelf_taken_ += static_cast<uint64_t>(took);
@@ -31,7 +33,8 @@ void BufferReceiver::withdraw_shelves(LocalRanks& ranks, const std::vector<int32
 
 void BufferReceiver::offer_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched) {
   for (int32_t r : touched)
-    if (matcher_.unexpected_count(r) || shelves_.count(r))
+    if ((matcher_.unexpected_count(r) || shelves_.count(r)) &&
+        std::find(shelf_bad_.begin(), shelf_bad_.end(), r) == shelf_bad_.end())
       shelves_[r].offer(ranks.view_of(r).shelf, matcher_, r);
 }
 
@@ -90,7 +93,8 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
   // The ranks whose messages this MSM may take or add to: their shelves
   // are withdrawn first, so that what a rank took leaves matching before
   // anything else can match it, and offered again after.
-  std::vector<int32_t> touched;
+  std::vector<int32_t>& touched = touched_;
+  touched.clear();
   if (shelf_) {
     for (const RecvDesc& r : local_posts_) touched.push_back(r.rank);
     for (const SendDesc& x : sends) touched.push_back(x.dst);

@@ -38,7 +38,8 @@ class BufferReceiver {
   ChunkScheduler& scheduler() { return scheduler_; }
   // Local receivers with max_unexpected or more sends waiting, ascending.
   std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
-  // Receives that took their message from the shelf, found so far.
+  // Receives that took their message from the shelf, found so far (at the
+  // withdrawals).
   uint64_t shelf_taken() const { return shelf_taken_; }
 
  private:
@@ -58,6 +59,8 @@ class BufferReceiver {
   std::vector<Chunk> chunks_;
   bool shelf_ = true;
   std::map<int32_t, ShelfKeeper> shelves_;  // per local world rank
+  std::vector<int32_t> shelf_bad_;          // ranks that wrote garbage there
+  std::vector<int32_t> touched_;            // this MSM's (kept: no allocation per slice)
   uint64_t shelf_taken_ = 0;
 };
 
