@@ -78,11 +78,19 @@ SendDesc Matcher::PerRank::take_unexpected(Bucket b) {
 
 void Matcher::PerRank::add_unexpected(SendDesc s) {
   auto& q = unexpected[{s.context, s.src, s.tag}];
-  // Keep canonical order even if a caller hands in an older slice late; in
-  // the normal case this is an append.
+  // Sends come in canonical order (each MSM's sorted, later slices later),
+  // so numbering them as they come numbers them in that order, unless a
+  // caller hands in an older slice late.
+  if (unexpected_n == 0) arrivals_out_of_order = false;
+  const auto key = std::make_tuple(s.slice, s.src, s.pair_seq);
+  if (unexpected_n != 0 && key < last_arrival) arrivals_out_of_order = true;
+  last_arrival = key;
+  s.arrival = ++next_arrival;
+  // Keep canonical order even then; in the normal case this is an append.
   if (q.empty() || !canonical_less(s, q.back())) {
     q.push_back(std::move(s));
   } else {
+    arrivals_out_of_order = true;
     q.insert(std::upper_bound(q.begin(), q.end(), s, canonical_less), std::move(s));
   }
   ++unexpected_n;
@@ -113,22 +121,28 @@ Matcher::ShelfOffer Matcher::shelf_candidates(int32_t rank, size_t max) const {
     }
     runs.resize(kept);
   }
-  // The cuts: per bucket, the first send not offered. Offers of a bucket
-  // are its first ones, so counting them finds it.
-  if (buckets.size() > kShelfCutKeys) {
-    for (const auto& [key, q] : buckets) out.cuts[{std::get<0>(key), std::get<1>(key)}] = 0;
+  // The cuts: per bucket, the first send not offered (offers of a bucket
+  // are its first ones, so counting them finds it), folded into the three
+  // keys a wildcard receive may have.
+  if (buckets.size() > kShelfCutKeys || pr->second.arrivals_out_of_order) {
+    out.no_wildcards = true;
     return out;
   }
   std::map<std::tuple<int32_t, int32_t, int32_t>, size_t> offered;
   for (const SendDesc* d : out.sends) ++offered[{d->context, d->src, d->tag}];
+  auto lower = [](auto& cuts, const auto& k, uint64_t v) {
+    const auto it = cuts.find(k);
+    if (it == cuts.end() || v < it->second) cuts[k] = v;
+  };
   for (const auto& [key, q] : buckets) {
     const auto it = offered.find(key);
     const size_t n = it == offered.end() ? 0 : it->second;
     if (n == q.size()) continue;
-    const std::pair<int32_t, int32_t> cs{std::get<0>(key), std::get<1>(key)};
-    const uint64_t seq = q[n].pair_seq;
-    const auto c = out.cuts.find(cs);
-    if (c == out.cuts.end() || seq < c->second) out.cuts[cs] = seq;
+    const auto [context, src, tag] = key;
+    const uint64_t a = q[n].arrival;
+    lower(out.src_cuts, std::make_pair(context, src), a);
+    lower(out.tag_cuts, std::make_pair(context, tag), a);
+    lower(out.context_cuts, context, a);
   }
   return out;
 }

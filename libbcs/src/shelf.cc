@@ -22,35 +22,42 @@ uint32_t word(uint32_t epoch, ShelfState s) {
 
 namespace {
 // The entry a receive (or probe) of (src, context, tag) would take, or
-// null: for a named tag the first of that key, for kAnyTag the one of
-// (context, src) with the lowest pair_seq, if it comes before every send
-// of (context, src) held but not offered. `*w`: its state word as read.
+// null. Named source and tag: the first entry of that key (a key's entries
+// are in send order). A wildcard: the entry with the lowest arrival among
+// those it accepts, if it comes before every send it would accept that is
+// held but not offered (the cut of its key). `*w`: its state word as read.
 ShelfEntry* shelf_find(Shelf* shelf, int32_t src, int32_t context, int32_t tag, uint32_t* w) {
   const uint32_t epoch = shelf->epoch.load(std::memory_order_acquire);
   if (epoch & 1) return nullptr;  // being rewritten
   const uint32_t n = std::min(shelf->count.load(std::memory_order_acquire), kShelfSlots);
   const uint32_t offered = word(epoch, kShelfOffered), taken = word(epoch, kShelfTaken);
+  const bool exact = src != kAnySource && tag != kAnyTag;
   ShelfEntry* best = nullptr;
-  uint64_t best_seq = 0;
+  uint64_t best_arrival = 0;
   for (uint32_t i = 0; i < n; ++i) {
     ShelfEntry& e = shelf->entries[i];
     const uint32_t s = e.state.load(std::memory_order_acquire);
-    if (s == taken) continue;        // an earlier receive of ours
+    if (s == taken) continue;          // an earlier receive of ours
     if (s != offered) return nullptr;  // withdrawn, or another epoch's
-    if (e.src != src || e.context != context) continue;
-    if (tag != kAnyTag) {
-      if (e.tag != tag) continue;
+    if (e.context != context || (src != kAnySource && e.src != src) ||
+        (tag != kAnyTag && e.tag != tag))
+      continue;
+    if (exact) {
       *w = s;
       return &e;
     }
-    const uint64_t seq = e.pair_seq;
-    if (!best || seq < best_seq) {
+    const uint64_t a = e.arrival;
+    if (!best || a < best_arrival) {
       best = &e;
-      best_seq = seq;
+      best_arrival = a;
       *w = s;
     }
   }
-  return best && best_seq < best->src_cut ? best : nullptr;
+  if (!best) return nullptr;
+  const uint64_t cut = src != kAnySource ? best->src_cut
+                       : tag != kAnyTag  ? best->tag_cut
+                                         : best->context_cut;
+  return best_arrival < cut ? best : nullptr;
 }
 }  // namespace
 
@@ -63,7 +70,7 @@ bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* b
   // rewrote it) meanwhile, the CAS fails and these bytes are dropped.
   unsigned char bytes[kInlineMax];
   ShelfTaken t;
-  t.src = src;
+  t.src = e->src;
   t.tag = e->tag;
   t.len = std::min<uint32_t>(e->len, kInlineMax);
   t.pair_seq = e->pair_seq;
@@ -80,7 +87,7 @@ bool shelf_peek(Shelf* shelf, int32_t src, int32_t context, int32_t tag, ShelfTa
   ShelfEntry* e = shelf_find(shelf, src, context, tag, &w);
   if (!e) return false;
   ShelfTaken t;
-  t.src = src;
+  t.src = e->src;
   t.tag = e->tag;
   t.len = std::min<uint32_t>(e->len, kInlineMax);
   t.pair_seq = e->pair_seq;
@@ -131,8 +138,15 @@ void ShelfKeeper::offer(Shelf* shelf, const Matcher& m, int32_t rank) {
     e.context = s->context;
     e.tag = s->tag;
     e.pair_seq = s->pair_seq;
-    const auto cut = o.cuts.find({s->context, s->src});
-    e.src_cut = cut == o.cuts.end() ? UINT64_MAX : cut->second;
+    e.arrival = s->arrival;
+    auto cut = [&](const auto& cuts, const auto& k) -> uint64_t {
+      if (o.no_wildcards) return 0;
+      const auto it = cuts.find(k);
+      return it == cuts.end() ? UINT64_MAX : it->second;
+    };
+    e.src_cut = cut(o.src_cuts, std::make_pair(s->context, s->src));
+    e.tag_cut = cut(o.tag_cuts, std::make_pair(s->context, s->tag));
+    e.context_cut = cut(o.context_cuts, s->context);
     std::memcpy(e.payload, s->payload.data(), std::min<size_t>(e.len, s->payload.size()));
     e.state.store(offered, std::memory_order_release);
     offers_.push_back({offered, s->context, s->src, s->tag, s->pair_seq});

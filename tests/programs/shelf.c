@@ -11,17 +11,20 @@
       (non-overtaking), at its size.
    2. Non-blocking receives take from the shelf too: 100 small messages with
       tag 7, received by 100 MPI_Irecvs, in order.
-   3. A receive still open comes first: rank 0 posts MPI_Irecv(ANY_SOURCE,
-      tag 8), which only the node manager matches, before MPI_Recv(1, 8),
-      with two tag-8 messages waiting. The first must go to the MPI_Irecv,
-      the second to the MPI_Recv.
+   3. A receive still open comes first: rank 0 posts an MPI_Irecv(1, 8) into
+      a strided datatype, which only the node manager matches, before
+      MPI_Recv(1, 8), with two tag-8 messages waiting. The first must go to
+      the MPI_Irecv, the second to the MPI_Recv.
    4. Truncation: 16 bytes into an 8-byte MPI_Recv gives MPI_ERR_TRUNCATE
       and the first 8 bytes.
    5. MPI_ANY_TAG from rank 1: small tag 20, 64 KiB tag 21, small tag 20,
       small tag 22 arrive in that order, whichever way each is received.
    6. A probe (MPI_Iprobe of a tag, MPI_Probe of any tag) says what the
       receive of its tag then gets, in send order.
-   7. A cancel and a receive: R rounds of one small MPI_Isend (tag 100 +
+   7. MPI_ANY_SOURCE (tag 40, or any tag every other time): each rank but 0
+      sends three, rank 1's second one 64 KiB; each source's arrive in its
+      order.
+   8. A cancel and a receive: R rounds of one small MPI_Isend (tag 100 +
       round), cancelled by its sender just after a barrier, while rank 0
       receives it with MPI_Irecv (even rounds) or after it heard how the
       cancel went (odd rounds). Exactly one of them wins: the receive
@@ -32,6 +35,7 @@
 #include "prog_common.h"
 
 #define BIG 65536
+#define MAX_RANKS 64
 
 static void order_per_key(int rank, int n) {
   int *small = malloc(sizeof(int) * (size_t)(n + 1));
@@ -99,12 +103,17 @@ static void open_receive_first(int rank) {
   }
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) {
-    int x = 0, y = 0;
+    int x[3] = {0, 0, 0}, y = 0;
     MPI_Request q;
-    MPI_OK(MPI_Irecv(&x, 1, MPI_INT, MPI_ANY_SOURCE, 8, MPI_COMM_WORLD, &q));
+    MPI_Datatype strided;
+    MPI_OK(MPI_Type_vector(2, 1, 2, MPI_INT, &strided));
+    MPI_OK(MPI_Type_commit(&strided));
+    MPI_OK(MPI_Irecv(x, 1, strided, 1, 8, MPI_COMM_WORLD, &q));
     MPI_OK(MPI_Recv(&y, 1, MPI_INT, 1, 8, MPI_COMM_WORLD, MPI_STATUS_IGNORE));
     MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
-    CHECK(x == 1 && y == 2, "the open MPI_Irecv got %d, the later MPI_Recv %d (want 1, 2)", x, y);
+    CHECK(x[0] == 1 && y == 2, "the open MPI_Irecv got %d, the later MPI_Recv %d (want 1, 2)", x[0],
+          y);
+    MPI_OK(MPI_Type_free(&strided));
   }
 }
 
@@ -176,6 +185,42 @@ static void probe_then_receive(int rank) {
     }
 }
 
+static void any_source(int rank, int size) {
+  static char big[BIG];
+  int v[3] = {1, 2, 3};
+  MPI_Request q = MPI_REQUEST_NULL;
+  if (rank > 0) {
+    /* Rank 1: small, 64 KiB, small; the others: two small ones. */
+    MPI_OK(MPI_Send(&v[0], 1, MPI_INT, 0, 40, MPI_COMM_WORLD));
+    if (rank == 1) {
+      memcpy(big, &v[1], sizeof v[1]);
+      MPI_OK(MPI_Isend(big, BIG, MPI_CHAR, 0, 40, MPI_COMM_WORLD, &q));
+    } else {
+      MPI_OK(MPI_Send(&v[1], 1, MPI_INT, 0, 40, MPI_COMM_WORLD));
+    }
+    MPI_OK(MPI_Send(&v[2], 1, MPI_INT, 0, 40, MPI_COMM_WORLD));
+  }
+  MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
+  if (rank == 0) {
+    static char in[BIG];
+    int next[MAX_RANKS];
+    CHECK(size <= MAX_RANKS, "at most %d ranks", MAX_RANKS);
+    for (int r = 0; r < size; ++r) next[r] = 1;
+    for (int i = 0; i < 3 * (size - 1); ++i) {
+      MPI_Status s;
+      int got = 0;
+      MPI_OK(MPI_Recv(in, BIG, MPI_CHAR, MPI_ANY_SOURCE, i % 2 ? MPI_ANY_TAG : 40, MPI_COMM_WORLD,
+                      &s));
+      memcpy(&got, in, sizeof got);
+      CHECK(s.MPI_SOURCE > 0 && s.MPI_SOURCE < size && got == next[s.MPI_SOURCE],
+            "any-source receive %d: %d from %d, want %d from it (overtaken)", i, got, s.MPI_SOURCE,
+            s.MPI_SOURCE > 0 && s.MPI_SOURCE < size ? next[s.MPI_SOURCE] : -1);
+      ++next[s.MPI_SOURCE];
+    }
+  }
+  MPI_OK(MPI_Wait(&q, MPI_STATUS_IGNORE));
+}
+
 static void cancel_race(int rank, int rounds) {
   int received = 0, cancelled = 0;
   for (int r = 0; r < rounds; ++r) {
@@ -226,6 +271,7 @@ int main(int argc, char **argv) {
   truncation(rank);
   any_tag(rank);
   probe_then_receive(rank);
+  any_source(rank, size);
   cancel_race(rank, (int)arg_long(argc, argv, 2, 20));
   MPI_OK(MPI_Barrier(MPI_COMM_WORLD));
   if (rank == 0) printf("shelf ok (%d ranks, %d messages)\n", size, n);

@@ -40,6 +40,10 @@ struct SendDesc {
   uint32_t pid = 0;
   bool is_inline = false;
   std::vector<uint8_t> payload;  // inline bytes (len of them)
+  // Set by the matcher when the send becomes unexpected: its place in its
+  // receiver's unexpected messages, in canonical order (the unexpected
+  // shelf's wildcards compare these).
+  uint64_t arrival = 0;
 };
 
 // A receive or probe descriptor of a local rank.
@@ -121,16 +125,20 @@ class Matcher {
   // without a slice. Per (context, source, tag), the leading run of inline
   // sends, in send order; the keys take turns (each key's first, then each
   // key's second, ...), so that a backlog from one source does not crowd
-  // out the others; at most `max` in all. And per (context, source), the
-  // lowest pair sequence number of a send held but not offered (`cuts`;
-  // absent: every one is offered): a receive of any tag from that source
-  // may take the earliest offered only if it comes before that. With more
-  // than kShelfCutKeys keys the cuts are not worked out and every (context,
-  // source) gets 0. Nothing is taken; the pointers are valid until the
-  // matcher changes.
+  // out the others; at most `max` in all. And the cuts: the lowest
+  // `arrival` of a send held but not offered, per (context, source), per
+  // (context, tag) and per context (absent: none), so that a wildcard
+  // receive takes the earliest offered send it accepts only if no send
+  // held back comes before it. With more than kShelfCutKeys keys, or
+  // arrivals out of canonical order (a slice handed in late), the cuts are
+  // 0 and wildcards go to the node manager. Nothing is taken; the pointers
+  // are valid until the matcher changes.
   struct ShelfOffer {
     std::vector<const SendDesc*> sends;
-    std::map<std::pair<int32_t, int32_t>, uint64_t> cuts;  // (context, src) -> pair_seq
+    std::map<std::pair<int32_t, int32_t>, uint64_t> src_cuts;  // (context, src)
+    std::map<std::pair<int32_t, int32_t>, uint64_t> tag_cuts;  // (context, tag)
+    std::map<int32_t, uint64_t> context_cuts;
+    bool no_wildcards = false;  // every cut is 0
   };
   static constexpr size_t kShelfCutKeys = 4096;
   ShelfOffer shelf_candidates(int32_t rank, size_t max) const;
@@ -169,6 +177,9 @@ class Matcher {
     std::deque<RecvDesc> probes;     // pending blocking probes, post order
     uint64_t next_order = 0;
     size_t unexpected_n = 0;
+    uint64_t next_arrival = 0;
+    std::tuple<uint64_t, int32_t, uint64_t> last_arrival{};  // (slice, src, pair_seq)
+    bool arrivals_out_of_order = false;  // until the unexpected messages run out
     using Bucket = std::map<Key, std::deque<SendDesc>>::iterator;
     // The bucket whose front is the earliest unexpected send `r` accepts,
     // or unexpected.end().

@@ -200,9 +200,10 @@ static_assert(kLandingMax % 64 == 0);
 // earliest of its (context, source, tag) (MPI's non-overtaking rule),
 // since everything earlier of that key is on the shelf or gone, and no
 // receive of the rank posted before it is still waiting to match. A
-// receive of any tag from a named source takes the earliest entry of its
-// (context, source) if nothing held but not offered comes before it
-// (`src_cut`), and a probe answers from the shelf by the same rules.
+// wildcard receive (any tag, any source, or both) takes the earliest entry
+// it accepts if nothing held but not offered that it would accept comes
+// before it (the cuts), and a probe answers from the shelf by the same
+// rules.
 //
 // Each entry's `state` is (epoch << 2) | ShelfState, and the shelf's
 // `epoch` is even while its entries stand. To change them the node manager
@@ -228,11 +229,14 @@ struct alignas(64) ShelfEntry {
   int32_t tag;
   uint32_t reserved;
   uint64_t pair_seq;  // the sender's number for this send (RequestSlot::seq)
-  // The lowest pair_seq of a send from (context, src) that the node manager
-  // holds for this rank but did not offer (UINT64_MAX: none). A receive of
-  // any tag from src takes the earliest entry of (context, src) only if it
-  // comes before that.
-  uint64_t src_cut;
+  // Wildcards. `arrival` numbers the rank's unexpected sends in the
+  // matcher's canonical order. The cuts are the lowest arrival of a send the
+  // node manager holds for this rank but did not offer, of this entry's
+  // (context, src), (context, tag) and context (UINT64_MAX: none; 0: no
+  // wildcard may use the shelf). A wildcard receive takes the earliest
+  // offered entry it accepts only if it comes before the cut of its key.
+  uint64_t arrival;
+  uint64_t src_cut, tag_cut, context_cut;
   uint8_t payload[kInlineMax];
 };
 static_assert(sizeof(ShelfEntry) == 256);

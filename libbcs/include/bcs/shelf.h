@@ -26,9 +26,10 @@ struct ShelfTaken {
 };
 
 // The rank's side: takes the entry a receive of (context, src, tag) gets -
-// the first of that key, or for tag kAnyTag the earliest of (context, src)
-// if nothing held but not offered comes before it - and copies min(len,
-// cap) of its bytes to `buf`. False: there is none (or the node manager
+// the first of that key, or for a wildcard (src kAnySource, tag kAnyTag,
+// or both) the earliest it accepts if nothing it would accept that is held
+// but not offered comes before it - and copies min(len, cap) of its bytes
+// to `buf`. False: there is none (or the node manager
 // withdrew it meanwhile), and the receive goes to the node manager as
 // usual; `buf` is untouched then. The caller must have no receive or probe
 // of its own still open (see segment.h).

@@ -210,6 +210,55 @@ TEST_F(ShelfTest, AProbeSaysWhatTheReceiveWouldTakeAndTakesNothing) {
   EXPECT_FALSE(shelf_peek(shelf_.get(), kSrc, 0, kAnyTag, &t));
 }
 
+// Any source: the earliest in the matcher's canonical order (slice, source,
+// number) among the entries a receive accepts, if nothing it would accept
+// is held back before it.
+TEST_F(ShelfTest, AnySourceTakesTheEarliestArrivalItAcceptsIfNothingHeldBackComesBeforeIt) {
+  auto from = [](int32_t src, int32_t tag, uint64_t seq, uint64_t slice, int32_t v) {
+    SendDesc s = small(tag, seq, v);
+    s.src = src;
+    s.slice = slice;
+    return s;
+  };
+  SendDesc big = large(5, 1);
+  big.src = 3;
+  big.slice = 2;
+  // Slice 1: 2#1 (tag 5), 1#1 (tag 6); slice 2: 3#1 (tag 5, large);
+  // slice 3: 1#2 (tag 5).
+  hold({from(2, 5, 1, 1, 21), from(1, 6, 1, 1, 11), big, from(1, 5, 2, 3, 12)});
+  auto any = [&](int32_t tag) {
+    int32_t v = -1;
+    ShelfTaken t;
+    return shelf_take(shelf_.get(), kAnySource, 0, tag, &v, sizeof v, &t) ? v : -1;
+  };
+  // Canonical order within slice 1 is by source: 1#1 before 2#1.
+  EXPECT_EQ(any(kAnyTag), 11);
+  EXPECT_EQ(any(5), 21);
+  // 1#2 (tag 5) comes after the large 3#1 (tag 5), which only the node
+  // manager delivers: neither any-source tag 5 nor any-source any-tag may
+  // take it, but a receive from source 1 may.
+  EXPECT_EQ(any(5), -1);
+  EXPECT_EQ(any(kAnyTag), -1);
+  ShelfTaken t;
+  ASSERT_TRUE(shelf_peek(shelf_.get(), 1, 0, kAnyTag, &t));
+  EXPECT_EQ(t.src, 1);
+  EXPECT_EQ(t.pair_seq, 2u);
+}
+
+TEST_F(ShelfTest, SendsHandedInOutOfOrderKeepWildcardsAway) {
+  SendDesc late = small(5, 1, 10);
+  late.slice = 1;
+  SendDesc early = small(6, 2, 20);
+  early.slice = 2;
+  hold({early});
+  matcher_.msm(2, {}, {late});  // an older slice, late
+  std::string why;
+  ASSERT_GE(keeper_.withdraw(shelf_.get(), matcher_, kRank, &why), 0);
+  keeper_.offer(shelf_.get(), matcher_, kRank);
+  EXPECT_EQ(take(kAnyTag), -1);
+  EXPECT_EQ(take(5), 10);  // named keys still take
+}
+
 TEST_F(ShelfTest, WithTooManyKeysAnyTagGoesToTheNodeManager) {
   std::vector<SendDesc> v;
   for (int i = 0; i <= static_cast<int>(Matcher::kShelfCutKeys); ++i)
