@@ -251,6 +251,15 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
   return finish_blocking(idx, nullptr);
 }
 
+// A message taken from the shelf may be one an answered non-blocking probe
+// still names (bcs_probe keeps the node manager's last answer per key for
+// the next call): those answers are out of date now, and one returned later
+// would send the program after a message it already has. (Every probe is
+// done when a receive may take from the shelf, so these are all of them.)
+void forget_probe_answers() {
+  if (!st().iprobes.empty()) drop_answered_iprobes();
+}
+
 // A receive that took its message from the shelf: its status, as the node
 // manager would have completed it.
 bcs_status_t shelf_received(const bcs::ShelfTaken& t, size_t cap, bcs_msg_status_t* out) {
@@ -288,19 +297,22 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
   // The message may be on the shelf already (segment.h, Shelf): a receive
-  // naming its source into a contiguous buffer takes it there, without a
-  // slice, when no receive of ours is still open before it.
-  const bool shelf = source >= 0 && (tag >= 0 || tag == BCS_ANY_TAG) && !layout && shelf_may_take();
+  // into a contiguous buffer takes it there, without a slice, when no
+  // receive of ours is still open before it.
+  const bool shelf = !layout && shelf_may_take();
   bcs::ShelfTaken t;
   if (shelf && mode == BCS_BLOCKING &&
-      bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t))
+      bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t)) {
+    forget_probe_answers();
     return shelf_received(t, cap, out);
+  }
   uint32_t idx;
   if (!alloc_slot(DescKind::recv, &idx)) return BCS_ERR_NO_RESOURCES;
   // Non-blocking: the slot first, so that a message taken is never lost
   // for want of one.
   if (shelf && mode == BCS_NONBLOCKING &&
       bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t)) {
+    forget_probe_answers();
     shelf_received_into(idx, t, cap);
     *req = static_cast<bcs_request_t>(idx);
     return BCS_OK;
@@ -364,7 +376,8 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   // A message on the shelf is the one a receive posted now would get: the
   // answer needs no slice (segment.h, Shelf).
   bcs::ShelfTaken t;
-  if (source >= 0 && shelf_may_take() && bcs::shelf_peek(s.view.shelf, source, context, tag, &t)) {
+  if (shelf_may_take() && bcs::shelf_peek(s.view.shelf, source, context, tag, &t)) {
+    forget_probe_answers();
     if (flag) *flag = 1;
     if (out) {
       out->source = t.src;

@@ -26,6 +26,7 @@
 
 #include "bcs/bcs.h"
 #include "bcs/segment.h"
+#include "bcs/shelf.h"
 #include "api_fixture.h"
 #include "fake_nm.h"
 
@@ -468,6 +469,46 @@ TEST_F(ApiTest, IprobeKeepsOneOutstandingAndReportsTheLastAnswer) {
       EXPECT_EQ(d.kind, DescKind::iprobe);
     }
   }
+}
+
+// A receive that takes its message from the unexpected shelf makes the
+// answers of earlier non-blocking probes out of date: one that said
+// "found" must not say it again for a message the program already has (a
+// replay story's MPI_Iprobe loop then waited forever for it).
+TEST_F(ApiTest, AReceiveFromTheShelfForgetsWhatEarlierProbesFound) {
+  attach(1);
+  int flag = 0;
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  const int32_t v = 77;
+  ASSERT_EQ(bcs_send(&v, sizeof v, 0, 5, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->step();  // the probe's answer: found
+  // The node manager's buffer receiver offers the send on the shelf.
+  Matcher m;
+  SendDesc s;
+  s.src = 0;
+  s.dst = 0;
+  s.tag = 5;
+  s.context = kContextWorld;
+  s.pair_seq = 1;
+  s.slice = 1;
+  s.len = sizeof v;
+  s.is_inline = true;
+  s.payload.resize(sizeof v);
+  std::memcpy(s.payload.data(), &v, sizeof v);
+  m.msm(1, {}, {s});
+  ShelfKeeper keeper;
+  keeper.offer(view_.shelf, m, 0);
+  int32_t got = 0;
+  ASSERT_EQ(bcs_recv(&got, sizeof got, 0, 5, kContextWorld, BCS_BLOCKING, nullptr, &st), BCS_OK);
+  EXPECT_EQ(got, v);
+  EXPECT_EQ(view_.shelf->count.load(), 1u);
+  // Nothing waits now: the probe asks again instead of repeating "found".
+  const uint64_t before = posted();
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(posted(), before + 1);
 }
 
 // Each polled key keeps a slot for its next answer, but answered probes of
