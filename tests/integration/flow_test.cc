@@ -79,28 +79,6 @@ TEST_P(FlowStory, TheDefaultBoundLeavesTenThousandUnexpectedSendsAlone) {
   EXPECT_THAT(r.out, HasSubstr("flood ok"));
 }
 
-// The sum of a column of a job directory's slices.csv (the node managers'
-// per-slice statistics).
-uint64_t slices_column_sum(const std::string& job_dir, const std::string& col) {
-  std::ifstream in(job_dir + "/slices.csv");
-  std::string line;
-  if (!std::getline(in, line)) return 0;
-  size_t idx = 0, p = 0;
-  for (;; ++idx) {
-    const size_t q = line.find(',', p);
-    if (line.substr(p, q - p) == col) break;
-    if (q == std::string::npos) return 0;
-    p = q + 1;
-  }
-  uint64_t sum = 0;
-  while (std::getline(in, line)) {
-    size_t at = 0;
-    for (size_t i = 0; i < idx; ++i) at = line.find(',', at) + 1;
-    sum += std::stoull(line.substr(at, line.find(',', at) - at));
-  }
-  return sum;
-}
-
 TEST_P(FlowStory, ReceivesOfMessagesThatAlreadyWaitNeedNoDescriptorEach) {
   // prog_shelf (tests/programs/shelf.c) without its cancel rounds: 300
   // messages sent before a barrier and received after it one tag at a time,
@@ -125,7 +103,9 @@ TEST_P(FlowStory, ReceivesOfMessagesThatAlreadyWaitNeedNoDescriptorEach) {
                      90s, env);
     ASSERT_EQ(r.status, 0) << describe(r);
     EXPECT_THAT(r.out, HasSubstr("shelf ok"));
-    drained[off] = slices_column_sum(jd, "descriptors");
+    const auto n = bcs::test::csv_column_sum(jd + "/slices.csv", "descriptors");
+    ASSERT_TRUE(n) << jd;
+    drained[off] = *n;
     ASSERT_GT(drained[off], 300u) << jd;  // 300 sends at least
   }
   EXPECT_GE(drained[1], drained[0] + 300) << "shelf on " << drained[0] << ", off " << drained[1];

@@ -456,6 +456,26 @@ void Story::expect_nothing_left_now() {
   EXPECT_TRUE(left.empty()) << left.size() << " process(es) still alive when bcs returned";
 }
 
+std::optional<uint64_t> csv_column_sum(const std::string& path, const std::string& col) {
+  std::ifstream in(path);
+  std::string line;
+  if (!std::getline(in, line)) return std::nullopt;
+  size_t idx = 0;
+  for (size_t p = 0;; ++idx) {
+    const size_t q = line.find(',', p);
+    if (line.substr(p, q == std::string::npos ? std::string::npos : q - p) == col) break;
+    if (q == std::string::npos) return std::nullopt;
+    p = q + 1;
+  }
+  uint64_t sum = 0;
+  while (std::getline(in, line)) {
+    size_t p = 0;
+    for (size_t i = 0; i < idx; ++i) p = line.find(',', p) + 1;
+    sum += std::stoull(line.substr(p, line.find(',', p) - p));
+  }
+  return sum;
+}
+
 TempDir::TempDir(const char* prefix) {
   std::string t = std::string("/tmp/") + prefix + "-XXXXXX";
   if (::mkdtemp(t.data())) path = t;

@@ -14,6 +14,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,11 @@ std::string blocker();
 size_t count(const std::string& s, const std::string& what);
 // If `out` holds "rank R pid P blocking", sends `sig` to P and returns true.
 bool kill_announced_rank(const std::string& out, int rank, int sig);
+// The sum of column `col` of a CSV file with a header line (a job
+// directory's slices.csv or node-NAME.csv); nullopt if the file or the
+// column is not there.
+std::optional<uint64_t> csv_column_sum(const std::string& path, const std::string& col);
+
 // A new directory under /tmp ("/tmp/PREFIX-XXXXXX"), removed with all it
 // holds however the test ends (an early ASSERT returns at once). `path` is
 // empty if it could not be made.

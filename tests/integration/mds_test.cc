@@ -82,26 +82,9 @@ int yama_scope() {
 }
 
 uint64_t column_sum(const std::string& path, const std::string& col) {
-  std::ifstream in(path);
-  std::string line;
-  std::getline(in, line);
-  size_t idx = 0, k = 0;
-  bool found = false;
-  for (size_t p = 0, q; (q = line.find(',', p)), true; p = q + 1, ++k) {
-    if (line.substr(p, q == std::string::npos ? std::string::npos : q - p) == col) {
-      idx = k;
-      found = true;
-    }
-    if (q == std::string::npos) break;
-  }
-  EXPECT_TRUE(found) << col << " in " << path;
-  uint64_t sum = 0;
-  while (std::getline(in, line)) {
-    size_t p = 0;
-    for (size_t i = 0; i < idx; ++i) p = line.find(',', p) + 1;
-    sum += std::stoull(line.substr(p, line.find(',', p) - p));
-  }
-  return sum;
+  const auto sum = bcs::test::csv_column_sum(path, col);
+  EXPECT_TRUE(sum) << col << " in " << path;
+  return sum.value_or(0);
 }
 
 TEST_F(MdsStory, EveryCallIsCountedAndTheDistributionsAddUpToTheRunTime) {
