@@ -147,7 +147,9 @@ void ShelfKeeper::offer(Shelf* shelf, const Matcher& m, int32_t rank) {
     e.src_cut = cut(o.src_cuts, std::make_pair(s->context, s->src));
     e.tag_cut = cut(o.tag_cuts, std::make_pair(s->context, s->tag));
     e.context_cut = cut(o.context_cuts, s->context);
-    std::memcpy(e.payload, s->payload.data(), std::min<size_t>(e.len, s->payload.size()));
+    // An empty message has no bytes (and its vector no storage to copy from).
+    if (const size_t k = std::min<size_t>(e.len, s->payload.size()))
+      std::memcpy(e.payload, s->payload.data(), k);
     e.state.store(offered, std::memory_order_release);
     offers_.push_back({offered, s->context, s->src, s->tag, s->pair_seq});
   }

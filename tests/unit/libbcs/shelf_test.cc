@@ -268,6 +268,21 @@ TEST_F(ShelfTest, WithTooManyKeysAnyTagGoesToTheNodeManager) {
   EXPECT_EQ(take(0), 0);  // a named tag still takes
 }
 
+// Found by fuzz_ring under UBSan: an empty message's payload vector has no
+// storage, and copying "nothing" from its null data() was undefined.
+TEST_F(ShelfTest, AnEmptyMessageIsOfferedAndTakenToo) {
+  SendDesc s = small(5, 1, 0);
+  s.len = 0;
+  s.payload.clear();
+  s.payload.shrink_to_fit();
+  hold({s});
+  ShelfTaken t;
+  int32_t v = -1;
+  ASSERT_TRUE(shelf_take(shelf_.get(), kSrc, 0, 5, &v, sizeof v, &t));
+  EXPECT_EQ(t.len, 0u);
+  EXPECT_EQ(v, -1);  // nothing written
+}
+
 TEST_F(ShelfTest, ANewShelfOffersNothing) {
   EXPECT_EQ(take(5), -1);
   keeper_.offer(shelf_.get(), matcher_, kRank);
