@@ -251,13 +251,32 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
   return finish_blocking(idx, nullptr);
 }
 
-// A message taken from the shelf may be one an answered non-blocking probe
-// still names (bcs_probe keeps the node manager's last answer per key for
-// the next call): those answers are out of date now, and one returned later
-// would send the program after a message it already has. (Every probe is
-// done when a receive may take from the shelf, so these are all of them.)
-void forget_probe_answers() {
-  if (!st().iprobes.empty()) drop_answered_iprobes();
+// bcs_probe keeps the node manager's answer to a non-blocking probe for the
+// next call of that key. A receive that could take the message it names
+// makes that answer out of date, whether it is in yet or still to come (the
+// node manager answers a probe posted before the receive as it stood before
+// it): handed out later, "found" would send the program after a message it
+// already has, and a blocking receive would wait for it forever. So a
+// receive, or a probe answered from the shelf, forgets the answers of the
+// probes whose key overlaps its own; one not in yet is freed when it comes.
+void forget_probe_answers(int32_t source, int32_t tag, int32_t context) {
+  auto& s = st();
+  for (auto it = s.iprobes.begin(); it != s.iprobes.end();) {
+    const IprobeKey& k = it->first;
+    const bool overlap =
+        k.context == context &&
+        (k.source == BCS_ANY_SOURCE || source == BCS_ANY_SOURCE || k.source == source) &&
+        (k.tag == BCS_ANY_TAG || tag == BCS_ANY_TAG || k.tag == tag);
+    if (!overlap) {
+      ++it;
+      continue;
+    }
+    if (slot_done(it->second))
+      release_slot(it->second);
+    else
+      s.forgotten.push_back(it->second);
+    it = s.iprobes.erase(it);
+  }
 }
 
 // A receive that took its message from the shelf: its status, as the node
@@ -296,23 +315,21 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
   if ((!buf && cap && !layout) || !valid_peer(source, true) || !valid_tag(tag, true) ||
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
+  if (!st().iprobes.empty()) forget_probe_answers(source, tag, context);
   // The message may be on the shelf already (segment.h, Shelf): a receive
   // into a contiguous buffer takes it there, without a slice, when no
   // receive of ours is still open before it.
   const bool shelf = !layout && shelf_may_take();
   bcs::ShelfTaken t;
   if (shelf && mode == BCS_BLOCKING &&
-      bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t)) {
-    forget_probe_answers();
+      bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t))
     return shelf_received(t, cap, out);
-  }
   uint32_t idx;
   if (!alloc_slot(DescKind::recv, &idx)) return BCS_ERR_NO_RESOURCES;
   // Non-blocking: the slot first, so that a message taken is never lost
   // for want of one.
   if (shelf && mode == BCS_NONBLOCKING &&
       bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t)) {
-    forget_probe_answers();
     shelf_received_into(idx, t, cap);
     *req = static_cast<bcs_request_t>(idx);
     return BCS_OK;
@@ -377,7 +394,7 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   // answer needs no slice (segment.h, Shelf).
   bcs::ShelfTaken t;
   if (shelf_may_take() && bcs::shelf_peek(s.view.shelf, source, context, tag, &t)) {
-    forget_probe_answers();
+    forget_probe_answers(source, tag, context);
     if (flag) *flag = 1;
     if (out) {
       out->source = t.src;

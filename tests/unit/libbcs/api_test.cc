@@ -511,6 +511,37 @@ TEST_F(ApiTest, AReceiveFromTheShelfForgetsWhatEarlierProbesFound) {
   EXPECT_EQ(posted(), before + 1);
 }
 
+// The same without the shelf: a probe's kept "found" goes out of date once
+// a receive that could take its message is posted, wherever the receive
+// gets it from.
+TEST_F(ApiTest, AReceivePostedAfterAProbeWasAnsweredForgetsThatAnswer) {
+  attach(1);
+  int flag = 0;
+  bcs_msg_status_t st{};
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  ASSERT_EQ(bcs_probe(0, 6, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  const int32_t a = 1, b = 2;
+  ASSERT_EQ(bcs_send(&a, sizeof a, 0, 5, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  ASSERT_EQ(bcs_send(&b, sizeof b, 0, 6, kContextWorld, BCS_BLOCKING, nullptr), BCS_OK);
+  nm_->step();  // both probes' answer: found
+  int32_t got = 0;
+  bcs_request_t r = BCS_REQUEST_NULL;
+  ASSERT_EQ(bcs_recv(&got, sizeof got, 0, 5, kContextWorld, BCS_NONBLOCKING, &r, nullptr), BCS_OK);
+  nm_->step();
+  ASSERT_EQ(bcs_test(&r, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+  EXPECT_EQ(got, a);
+  // Tag 5's answer named the message just received: asked again.
+  const uint64_t before = posted();
+  ASSERT_EQ(bcs_probe(0, 5, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 0);
+  EXPECT_EQ(posted(), before + 1);
+  // Tag 6's still stands: the receive could not have taken its message.
+  ASSERT_EQ(bcs_probe(0, 6, kContextWorld, BCS_NONBLOCKING, &flag, &st), BCS_OK);
+  EXPECT_EQ(flag, 1);
+  EXPECT_EQ(st.tag, 6);
+}
+
 // Each polled key keeps a slot for its next answer, but answered probes of
 // other keys give theirs back when the table is full: probing many distinct
 // tags never starves sends and receives.
