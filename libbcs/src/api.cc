@@ -279,31 +279,38 @@ void forget_probe_answers(int32_t source, int32_t tag, int32_t context) {
   }
 }
 
-// A receive that took its message from the shelf: its status, as the node
-// manager would have completed it.
-bcs_status_t shelf_received(const bcs::ShelfTaken& t, size_t cap, bcs_msg_status_t* out) {
-  const uint64_t bytes = std::min<uint64_t>(t.len, cap);
-  if (st().observer) st().observer(0, t.src, t.pair_seq, bytes);
-  const bcs_status_t err = t.len > cap ? BCS_ERR_TRUNCATE : BCS_OK;
-  if (out) {
-    out->source = t.src;
-    out->tag = t.tag;
-    out->bytes = bytes;
-    out->error = err;
-    out->seq = t.pair_seq;
-    out->slice = st().header->job_slice.load(std::memory_order_relaxed);
-  }
-  return err;
+// What the node manager would have said of a receive with `cap` bytes of
+// room that got the shelf's message `t` (a probe: cap = t.len).
+bcs_msg_status_t shelf_status(const bcs::ShelfTaken& t, uint64_t cap) {
+  bcs_msg_status_t m{};
+  m.source = t.src;
+  m.tag = t.tag;
+  m.bytes = std::min<uint64_t>(t.len, cap);
+  m.error = t.len > cap ? BCS_ERR_TRUNCATE : BCS_OK;
+  m.seq = t.pair_seq;
+  m.slice = st().header->job_slice.load(std::memory_order_relaxed);
+  return m;
 }
 
+// A blocking receive that took its message from the shelf.
+bcs_status_t shelf_received(const bcs::ShelfTaken& t, size_t cap, bcs_msg_status_t* out) {
+  const bcs_msg_status_t m = shelf_status(t, cap);
+  if (st().observer) st().observer(0, m.source, m.seq, m.bytes);
+  if (out) *out = m;
+  return static_cast<bcs_status_t>(m.error);
+}
+
+// A non-blocking one: its request slot, completed (release_slot tells the
+// observer).
 void shelf_received_into(uint32_t idx, const bcs::ShelfTaken& t, size_t cap) {
+  const bcs_msg_status_t m = shelf_status(t, cap);
   RequestSlot& r = slot(idx);
-  r.error = t.len > cap ? bcs::bcs_err_truncate : 0;
-  r.source = t.src;
-  r.tag = t.tag;
-  r.bytes = std::min<uint64_t>(t.len, cap);
-  r.seq = t.pair_seq;
-  r.slice = st().header->job_slice.load(std::memory_order_relaxed);
+  r.error = m.error;
+  r.source = m.source;
+  r.tag = m.tag;
+  r.bytes = m.bytes;
+  r.seq = m.seq;
+  r.slice = m.slice;
   r.state.store(static_cast<uint32_t>(ReqState::done), std::memory_order_release);
 }
 
@@ -396,14 +403,7 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   if (shelf_may_take() && bcs::shelf_peek(s.view.shelf, source, context, tag, &t)) {
     forget_probe_answers(source, tag, context);
     if (flag) *flag = 1;
-    if (out) {
-      out->source = t.src;
-      out->tag = t.tag;
-      out->bytes = t.len;
-      out->error = BCS_OK;
-      out->seq = t.pair_seq;
-      out->slice = s.header->job_slice.load(std::memory_order_relaxed);
-    }
+    if (out) *out = shelf_status(t, t.len);
     return BCS_OK;
   }
   if (mode == BCS_BLOCKING) {

@@ -7,7 +7,6 @@
 #include <cstring>
 #include <string>
 
-
 namespace bcs {
 
 namespace {
@@ -18,9 +17,7 @@ constexpr uint32_t kEpochMask = ~0u >> kStateBits;
 uint32_t word(uint32_t epoch, ShelfState s) {
   return ((epoch & kEpochMask) << kStateBits) | s;
 }
-}  // namespace
 
-namespace {
 // The entry a receive (or probe) of (src, context, tag) would take, or
 // null. Named source and tag: the first entry of that key (a key's entries
 // are in send order). A wildcard: the entry with the lowest arrival among

@@ -32,10 +32,18 @@ void BufferReceiver::withdraw_shelves(LocalRanks& ranks, const std::vector<int32
 }
 
 void BufferReceiver::offer_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched) {
-  for (int32_t r : touched)
-    if ((matcher_.unexpected_count(r) || shelves_.count(r)) &&
-        std::find(shelf_bad_.begin(), shelf_bad_.end(), r) == shelf_bad_.end())
-      shelves_[r].offer(ranks.view_of(r).shelf, matcher_, r);
+  for (int32_t r : touched) {
+    auto it = shelves_.find(r);
+    if (it == shelves_.end()) {
+      // A first offer only for a rank with something to offer, and never
+      // to one that wrote garbage there (it is being ended).
+      if (!matcher_.unexpected_count(r) ||
+          std::find(shelf_bad_.begin(), shelf_bad_.end(), r) != shelf_bad_.end())
+        continue;
+      it = shelves_.emplace(r, ShelfKeeper{}).first;
+    }
+    it->second.offer(ranks.view_of(r).shelf, matcher_, r);
+  }
 }
 
 wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& net) {

@@ -44,8 +44,8 @@ class BufferReceiver {
 
  private:
   // The unexpected shelves (segment.h, Shelf) of the ranks this MSM
-  // concerns: withdrawn before matching, offered again after. False: a
-  // rank wrote garbage there and was ended.
+  // concerns: withdrawn before matching (a rank that wrote garbage there
+  // is ended, and not offered to again), offered again after.
   void withdraw_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched);
   void offer_shelves(LocalRanks& ranks, const std::vector<int32_t>& touched);
 
