@@ -136,8 +136,13 @@ void empty_status(bcs_msg_status_t* out) {
 
 // A polling caller (MPI_Test / MPI_Iprobe loops) found nothing: give the CPU
 // to the node manager, which may share it with us.
+// A node with nothing to do sleeps through the periods (kNmBellOnWork): a
+// poll is what its period's slice would serve, so it rings first.
 void polled_nothing() {
-  if (st().slice_hooks) run_slice_hooks();
+  auto& s = st();
+  if (s.slice_hooks) run_slice_hooks();
+  if (s.header->nm_flags.load(std::memory_order_relaxed) & bcs::kNmBellOnWork)
+    bcs::segment_ring_bell(&s.header->bell);
   sched_yield();
 }
 
@@ -192,6 +197,27 @@ bool send_to_waiting(const Descriptor& d) {
   return c && c->waiting.load(std::memory_order_relaxed);
 }
 
+// A post that a period's slice would serve while the node sleeps through
+// the periods (kNmBellOnWork): a transfer to start or a synchronous send
+// to match, a receive or probe that may take a send the node holds, a
+// non-blocking probe, a cancel. An inline send is complete already, and
+// a receive with nothing held for it waits for a send, whose poster or
+// this rank's wait or poll starts the slice.
+bool wakes_idle_node(const Descriptor& d) {
+  switch (d.kind) {
+    case DescKind::send:
+      return !(d.flags & bcs::kDescInline);
+    case DescKind::recv:
+    case DescKind::probe:
+      return st().view.ctl->held_sends.load(std::memory_order_relaxed) != 0;
+    case DescKind::coll:
+    case DescKind::comm:
+      return false;  // their own bells (kNmBellOnPost), or a wait's
+    default:
+      return true;
+  }
+}
+
 // Whether every other local member of the collective context `d` is posted
 // on has posted collective d.seq there or a later one (bcs_coll has just
 // made the context the last one). Members that post at once (woken by one
@@ -236,10 +262,12 @@ void post(Descriptor& d, bool goes_on) {
   // A parked strobe (nothing to do anywhere) wakes only when rung, and so
   // does a node on its lease for a send to one of its ranks that waits
   // (the send may be what that rank waits for) or for the last local post
-  // of a collective its members go on computing with. The NM
+  // of a collective its members go on computing with, or for work a
+  // period's slice would do while it sleeps through the periods. The NM
   // sets the flag, then re-reads the rings; we publish the head, then read
   // the flag: with both fences one of us sees the other.
-  // (Or, with kNmAsymmetricFence, the NM's membarrier stands in for ours.)
+  // (Or, with kNmAsymmetricFence, the NM's membarrier stands in for ours;
+  // kNmBellOnWork gets none, as a ring missed costs a few periods at most.)
   if (s.post_fence)
     std::atomic_thread_fence(std::memory_order_seq_cst);
   else
@@ -247,7 +275,8 @@ void post(Descriptor& d, bool goes_on) {
   const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
   if ((nm & bcs::kNmParked) ||
       ((nm & bcs::kNmBellOnPost) &&
-       (d.kind == DescKind::coll ? goes_on && last_local_post(d) : send_to_waiting(d)))) {
+       (d.kind == DescKind::coll ? goes_on && last_local_post(d) : send_to_waiting(d))) ||
+      ((nm & bcs::kNmBellOnWork) && wakes_idle_node(d))) {
     bcs::segment_ring_bell(&s.header->bell);
     // The node manager just woken is usually placed on this CPU, beside
     // its waker (to the kernel in this VM a halted vCPU looks busy, so an

@@ -30,13 +30,14 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 13;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 14;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
                                          // 7: landings for small receives; 8: mpi_pid;
                                          // 9: two DMA order slots; 10: DmaOrder::write;
                                          // 11: DmaOrder::split and ::second;
-                                         // 12: RankControl::held_sends; 13: the shelf
+                                         // 12: RankControl::held_sends; 13: the shelf;
+                                         // 14: kNmBellOnWork
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -420,6 +421,21 @@ constexpr uint32_t kNmBellOnPost = 4;      // ring after posting a send to a loc
 constexpr uint32_t kNmBellOnAnyBlock = 8;  // ring when blocking, last or not, if a
                                            // send to the rank or a collective of its
                                            // is posted (segment_slice_for_waiter)
+// A node on its lease with nothing to do (nothing posted, nothing in flight,
+// no collective in its rounds) does not wake at each period's end to look
+// for posts that a period's slice would serve: it sleeps until a bell, for
+// at most kNmBellOnWorkPeriods periods, and asks for a ring instead after a
+// post that such a slice would serve: a send that is not inline (a transfer
+// to start, or a synchronous send to match), a receive or probe while the
+// node holds sends to the rank (RankControl::held_sends), a non-blocking
+// probe, a cancel, and a poll that found nothing. The node then keeps the
+// period again until the next slice. A ring missed in a race with the flag
+// costs at most those periods: the node looks at the rings when it wakes.
+// Inline sends, other receives, collectives and communicators need no slice
+// before a rank blocks or polls (which starts one), or their own bells
+// (kNmBellOnPost).
+constexpr uint32_t kNmBellOnWork = 32;
+constexpr uint32_t kNmBellOnWorkPeriods = 8;
 // The node manager follows every raise of kNmParked and kNmBellOnPost with
 // membarrier(MEMBARRIER_CMD_GLOBAL_EXPEDITED) before it reads the rings
 // again, so a rank registered for that (segment_membarrier_register) reads

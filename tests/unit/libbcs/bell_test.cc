@@ -1,0 +1,163 @@
+// Which calls ring the node manager's doorbell (SegmentHeader::bell), and
+// when (segment.h, kNm*): the rank side against a fake segment.
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "bcs/bcs.h"
+#include "bcs/segment.h"
+#include "api_fixture.h"
+#include "fake_nm.h"
+
+namespace bcs::apitest {
+namespace {
+
+// Whether thread `tid` of this process sleeps (state S: in the futex, past
+// its decision to ring).
+bool thread_sleeps(pid_t tid) {
+  FILE* f = std::fopen(("/proc/self/task/" + std::to_string(tid) + "/stat").c_str(), "r");
+  if (!f) return false;
+  char buf[512] = {};
+  const size_t n = std::fread(buf, 1, sizeof buf - 1, f);
+  std::fclose(f);
+  const char* paren = std::strrchr(buf, ')');
+  return n > 0 && paren && paren[1] == ' ' && paren[2] == 'S';
+}
+
+// On a node's lease (kNmBellOnAnyBlock) a rank that starts waiting rings
+// only if the node would start a slice for it: here when a send to it is
+// already posted, or the node holds one it took from a ring before
+// (RankControl::held_sends), or every local rank is blocked; not while its
+// peer still computes with nothing posted to it (a halo's first rank done).
+TEST_F(ApiTest, AWaitRingsALeasedNodeOnlyWhenASliceIsOwedToIt) {
+  seg_ = std::make_unique<FakeSegment>(2, 2, 64, 64);
+  SegmentHeader* h = seg_->header();
+  RankView self = seg_->view(0), peer = seg_->view(1);
+  seg_->export_env(0, 0);
+  ASSERT_EQ(bcs_init(), BCS_OK);
+  h->nm_flags.store(kNmBellOnBlock | kNmBellOnAnyBlock);
+  const pid_t me = static_cast<pid_t>(syscall(SYS_gettid));
+  // Blocks in a receive from rank 1; `nm` plays the node: it waits until
+  // the rank sleeps (or rings), notes whether it rang, completes it.
+  auto recv_rings = [&](bool expect_ring) {
+    const uint32_t bell = h->bell.load();
+    bool rang = false;
+    std::thread nm([&] {
+      while (!self.ctl->waiting.load() || !thread_sleeps(me)) {
+        if (expect_ring && h->bell.load() != bell) break;
+        std::this_thread::yield();
+      }
+      rang = h->bell.load() != bell;
+      const uint64_t head = self.ctl->head.load();
+      request_complete(self, self.ring[(head - 1) & (self.ring_slots - 1)].request, bcs_err_none, 1,
+                       0, 0, 0, 1, 1);
+    });
+    int v = 0;
+    EXPECT_EQ(bcs_recv(&v, sizeof v, 1, 0, kContextWorld, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+    nm.join();
+    return rang;
+  };
+  EXPECT_FALSE(recv_rings(false)) << "rank 1 computes and has posted nothing to rank 0";
+  Descriptor d{};
+  d.kind = DescKind::send;
+  d.peer = 0;
+  ASSERT_TRUE(ring_try_post(peer, d));
+  EXPECT_TRUE(recv_rings(true)) << "rank 1's send to rank 0 waits in its ring";
+  ring_drain(peer, [](const Descriptor&) {});
+  EXPECT_FALSE(recv_rings(false)) << "the node took that send";
+  self.ctl->held_sends.store(1);
+  EXPECT_TRUE(recv_rings(true)) << "the node holds sends to rank 0 that no receive took";
+  self.ctl->held_sends.store(0);
+  peer.ctl->waiting.store(1);
+  EXPECT_TRUE(recv_rings(true)) << "rank 1 is blocked too";
+  peer.ctl->waiting.store(0);
+  h->nm_flags.store(0);
+  ASSERT_EQ(bcs_finalize(), BCS_OK);
+  seg_.reset();
+  clear_env();
+}
+
+// A node on its lease with nothing to do sleeps through the periods
+// (kNmBellOnWork) and asks for a ring after work a period's slice would do:
+// a send that is not inline (a transfer to start), a synchronous send (to
+// be matched), a receive while the node holds sends to the rank, a
+// non-blocking probe, a cancel, a poll that found nothing. Not an inline
+// send (complete already) or a receive with nothing held for it: their
+// slice comes when a rank blocks or polls.
+TEST_F(ApiTest, ANodeSleepingThroughThePeriodsIsRungOnlyForWorkASliceWouldDo) {
+  attach(2);
+  SegmentHeader* h = seg_->header();
+  std::vector<uint8_t> big(kInlineMax + 1, 7);
+  int v = 0;
+  bcs_request_t r = -1;
+  // Posts with `flags` up, then says whether the bell rang.
+  auto rings = [&](uint32_t flags, auto&& call) {
+    h->nm_flags.store(flags);
+    const uint32_t bell = h->bell.load();
+    call();
+    h->nm_flags.store(0);
+    return h->bell.load() != bell;
+  };
+  for (const uint32_t flags : {kNmBellOnWork, 0u}) {
+    const bool on = flags != 0;
+    SCOPED_TRACE(on ? "kNmBellOnWork" : "no flag");
+    EXPECT_FALSE(rings(flags, [&] {
+      EXPECT_EQ(bcs_send(&v, sizeof v, 1, 0, kContextWorld, BCS_NONBLOCKING, &r), BCS_OK);
+    })) << "an inline send";
+    EXPECT_EQ(rings(flags, [&] {
+                EXPECT_EQ(bcs_send(big.data(), big.size(), 1, 0, kContextWorld, BCS_NONBLOCKING,
+                                   &r),
+                          BCS_OK);
+              }),
+              on)
+        << "a send past the inline size";
+    EXPECT_EQ(rings(flags, [&] {
+                EXPECT_EQ(bcs_ssend(&v, sizeof v, 1, 0, kContextWorld, BCS_NONBLOCKING, &r),
+                          BCS_OK);
+              }),
+              on)
+        << "a synchronous send";
+    EXPECT_FALSE(rings(flags, [&] {
+      EXPECT_EQ(bcs_recv(&v, sizeof v, 1, 1, kContextWorld, BCS_NONBLOCKING, &r, nullptr),
+                BCS_OK);
+    })) << "a receive, nothing held for it";
+    int flag = 1;
+    EXPECT_EQ(rings(flags,
+                    [&] {
+                      EXPECT_EQ(bcs_test(&r, BCS_NONBLOCKING, &flag, nullptr), BCS_OK);
+                      EXPECT_EQ(flag, 0);
+                    }),
+              on)
+        << "a poll that found nothing";
+    EXPECT_EQ(rings(flags, [&] { EXPECT_EQ(bcs_cancel(r), BCS_OK); }), on) << "a cancel";
+    view_.ctl->held_sends.store(1);
+    EXPECT_EQ(rings(flags,
+                    [&] {
+                      EXPECT_EQ(bcs_recv(&v, sizeof v, 1, 2, kContextWorld, BCS_NONBLOCKING, &r,
+                                         nullptr),
+                                BCS_OK);
+                    }),
+              on)
+        << "a receive while the node holds sends to the rank";
+    view_.ctl->held_sends.store(0);
+    EXPECT_EQ(rings(flags,
+                    [&] {
+                      EXPECT_EQ(bcs_probe(1, 3, kContextWorld, BCS_NONBLOCKING, &flag, nullptr),
+                                BCS_OK);
+                    }),
+              on)
+        << "a non-blocking probe";
+    ring_drain(view_, [](const Descriptor&) {});
+  }
+}
+
+}  // namespace
+}  // namespace bcs::apitest
