@@ -281,6 +281,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
       if (job) {
         job->set_nm_flag(kNmBellOnPost, false);
         job->set_nm_flag(kNmBellOnAnyBlock, false);
+        job->set_nm_flag(kNmBellOnWork, false);
       }
       if (leasing.load(std::memory_order_relaxed)) {
         leasing.store(0, std::memory_order_seq_cst);
@@ -318,11 +319,22 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     // slice with nothing to do: a rank computing between communications no
     // longer shares its core with a round trip per period. The period is
     // the job's.
-    const uint64_t slice_ns = st_->ranks.job()->spec().slice_ns;
+    const auto& job = st_->ranks.job();
+    const uint64_t slice_ns = job->spec().slice_ns;
     const std::chrono::nanoseconds period(slice_ns ? slice_ns : s.lease_ns);
     auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
     uint32_t skipped = 0;
     bool blocked = false, posted = false, go = false;
+    // With nothing to do, the node does not wake at each period's end only
+    // to find nothing posted: it sleeps through the periods (at most
+    // kNmBellOnWorkPeriods at a time) and the ranks ring for work a
+    // period's slice would do (kNmBellOnWork). In bench/halo.c a step is
+    // longer than a period, and that wake-up came in the middle of a
+    // rank's computation, on its CPU, every step.
+    // A ring that wakes the node from such a sleep (a poll, say) keeps it
+    // on the period until the next slice, so that a polling rank does not
+    // ring it awake at every poll.
+    bool sleeping = idle_sleep_ && set_bell_on_work(true), rung_awake = false;
     // The lease ends at a period's end, the first after its time ran out,
     // not within a period: within it, a post that should start the next
     // slice at once rings only a node on its lease (the ranks ring for
@@ -330,14 +342,45 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     // the period's end. It ends at once when a rank is gone: the job is
     // ending, and the manager decides what comes next.
     for (;;) {
-      bool all = false;
-      if (wait_slice_start(period_end, &all)) {
+      bool all = false, rung = false;
+      auto until = period_end;
+      if (sleeping) {
+        // To a period's end, so that a lease still ends at one.
+        for (uint32_t i = 1; i < kNmBellOnWorkPeriods && until < deadline; ++i) until += period;
+      }
+      const bool start = wait_on_bell(until, true, &all, sleeping ? &rung : nullptr);
+      const auto now = clock::now();
+      // Each period that ended while the node slept passed with nothing to do.
+      while (sleeping && period_end <= now && skipped < wire::kMaxLeaseSkipped) {
+        ++skipped;
+        period_end += period;
+      }
+      if (start) {
         go = true;
         blocked = all;
         posted = !all;
         break;
       }
-      if (st_->ranks.job()->rank_gone()) break;
+      if (job->rank_gone()) break;
+      if (sleeping) {
+        if (rung) {
+          // A post or a poll for this slice: back to the period, whose
+          // end starts it (or a block, or a send to a waiting rank).
+          sleeping = set_bell_on_work(false);
+          rung_awake = true;
+          continue;
+        }
+        if (!node_idle()) {
+          // A post that missed the flag: the slice of the period's end the
+          // node woke at (counted above as passed).
+          sleeping = set_bell_on_work(false);
+          if (skipped) --skipped;
+          go = true;
+          break;
+        }
+        if (now >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
+        continue;
+      }
       if (!node_idle()) {
         go = true;
         break;
@@ -345,7 +388,11 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
       ++skipped;  // a period with nothing to do
       if (clock::now() >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
       period_end += period;
+      // Busy when the slice ended (a collective finishing its rounds, a
+      // post just after it), idle now.
+      if (idle_sleep_ && !rung_awake) sleeping = set_bell_on_work(true);
     }
+    if (sleeping) set_bell_on_work(false);
     if (!go) {
       f.skipped = skipped;
       break;
@@ -358,6 +405,28 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     m.job_blocked = blocked;  // every rank of this one-node job is, or not
   }
   return f;
+}
+
+// Raises kNmBellOnWork (true when the node may sleep through the periods:
+// nothing to do, looked at after the flag is up, so that a post before it
+// shows in the rings) or lowers it (false).
+bool Nic::set_bell_on_work(bool on) {
+  const auto& job = st_->ranks.job();
+  if (!on) {
+    job->set_nm_flag(kNmBellOnWork, false);
+    return false;
+  }
+  // Ranks that never ring (no kNmBellOnBlock) could not wake it.
+  if (!job->nm_flag(kNmBellOnBlock) || !node_idle()) return false;
+  job->set_nm_flag(kNmBellOnWork, true);
+  if (node_idle()) return true;
+  job->set_nm_flag(kNmBellOnWork, false);
+  return false;
+}
+
+bool Nic::idle_sleep_enabled() {
+  const char* e = std::getenv("BCS_IDLE_SLEEP");
+  return !(e && std::string_view(e) == "off");
 }
 
 bool Nic::node_idle() {
@@ -455,7 +524,8 @@ void Nic::pick_priority() {
   if (want && !rt) realtime_ = false;  // refused (no CAP_SYS_NICE): stay normal
 }
 
-bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all) {
+bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all,
+                       bool* rung) {
   using clock = std::chrono::steady_clock;
   const auto& job = st_->ranks.job();
   // Ranks ring only when asked to (a fixed strobe never leases or holds).
@@ -486,12 +556,14 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
       posted_colls_.clear();
       if (job->scan_posted(&posted_colls_) || coll_posted_locally(posted_colls_)) return true;
     }
+    if (rung && *rung) return false;  // asked for it (kNmBellOnWork): looked at, nothing to start
     const auto now = clock::now();
     if (now >= deadline) return false;
     pick_priority();
     futex_wait(bell, seen,
                static_cast<uint64_t>(
                    std::chrono::duration_cast<std::chrono::nanoseconds>(deadline - now).count()));
+    if (rung) *rung = bell->load(std::memory_order_seq_cst) != seen;
   }
 }
 

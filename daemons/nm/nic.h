@@ -179,7 +179,14 @@ class Nic : private Net {
   // Both: sleeps on the job's bell until every rank is blocked (*all) or,
   // with `posts`, a send to a waiting rank or a collective's last local
   // post came; false at `deadline`.
-  bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all);
+  // With `rung`: also false, *rung true, after a ring that starts nothing.
+  bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all,
+                    bool* rung = nullptr);
+  // kNmBellOnWork up (true if the node may sleep through the periods) or down.
+  bool set_bell_on_work(bool on);
+  // BCS_IDLE_SLEEP=off in the environment keeps the period (for comparisons).
+  const bool idle_sleep_ = idle_sleep_enabled();
+  static bool idle_sleep_enabled();
   // Within a lease: nothing posted, nothing in flight, no collective in its
   // rounds; the next slice would have nothing to do.
   bool node_idle();
