@@ -106,6 +106,26 @@ uint64_t busiest_slice_bytes(const Standing& c) {
   return most;
 }
 
+// How many times node manager `nm`'s strobe receiver (its thread "bcs-sr")
+// was put on a CPU: each wake-up is one (the third field of schedstat).
+uint64_t strobe_receiver_runs(pid_t nm) {
+  const std::string dir = "/proc/" + std::to_string(nm) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (!d) return 0;
+  uint64_t runs = 0;
+  while (const dirent* e = readdir(d)) {
+    if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
+    std::ifstream comm(dir + "/" + e->d_name + "/comm");
+    std::string name;
+    if (!std::getline(comm, name) || name != "bcs-sr") continue;
+    std::ifstream stat(dir + "/" + e->d_name + "/schedstat");
+    uint64_t on_cpu = 0, waited = 0, n = 0;
+    if (stat >> on_cpu >> waited >> n) runs += n;
+  }
+  closedir(d);
+  return runs;
+}
+
 // Parameter: how many node managers (1: fused slices; 2: microphase by
 // microphase).
 class StrobeStory : public bcs::test::Story, public testing::WithParamInterface<int> {
@@ -145,6 +165,64 @@ TEST_P(StrobeStory, ShortComputeGapsCostNoSlices) {
     // Two node managers have no lease: the manager strobes those periods
     // (the gap is too short to park).
     EXPECT_EQ(p.leased, 0u);
+  }
+  c.expect_alive_then_stop();
+}
+
+// ... and without waking for them: a node with nothing to do sleeps
+// through the periods until a rank rings (kNmBellOnWork), where it used to
+// wake at each period's end to find nothing posted. Rank 1 computes 10 ms
+// (20 periods) before each of its 20 sends to rank 0, which waits for it.
+// Each period the node woke for would be one run of its strobe receiver;
+// the story counts the runs over the job and asks for fewer than half the
+// periods skipped. (With BCS_IDLE_SLEEP=off in the node manager's
+// environment it fails: 424-432 runs for 368-376 periods skipped, in three
+// runs, against 80-83 runs for 375-377 with it.)
+TEST_P(StrobeStory, ANodeWithNothingToDoSleepsThroughThePeriods) {
+  if (GetParam() != 1) GTEST_SKIP() << "a node's own pacing: one node manager";
+  Standing c(1, {"--emds-window", kWindow});
+  ASSERT_TRUE(c.up());
+  const pid_t nm = c.pids().at(1);
+  const uint64_t runs_before = strobe_receiver_runs(nm);
+  auto r = c.run({"-n", "2", it_prog("it_idle"), "0.01", "20", "post"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const uint64_t runs = strobe_receiver_runs(nm) - runs_before;
+  const Pace p = pace_of(c);
+  EXPECT_GT(p.skipped, 200u) << p.strobed << " slices strobed";
+  EXPECT_LT(2 * runs, p.skipped) << runs << " runs of the strobe receiver, " << p.skipped
+                                 << " periods skipped, " << p.strobed << " slices";
+  c.expect_alive_then_stop();
+}
+
+// What a period's slice did for a node that has nothing else to do, it
+// still does while the node sleeps through the periods: the ranks ring for
+// it. With 20 ms slices, (a) rank 1 posts a 256 KiB MPI_Irecv and computes,
+// rank 0 posts the MPI_Isend 6 ms later and computes 60 ms: the message
+// moves at the period's end (the send rang), and rank 1's first MPI_Test
+// finds it; (b) rank 0 polls an MPI_Irecv with MPI_Test while rank 1 sends
+// and goes on computing: the poll rang, and the message comes in before
+// rank 1 stops. Without those rings (checked, three runs of each) 5 of 10
+// rounds are served so, those where the node's lease ends (every 100 ms)
+// and the manager's strobe comes at the period's end instead; with them,
+// 10 of 10.
+TEST_P(StrobeStory, WorkPostedWhileTheNodeSleepsIsDoneAtThePeriodsEnd) {
+  if (GetParam() != 1) GTEST_SKIP() << "a node's own pacing: one node manager";
+  Standing c(1, {"--emds-window", kWindow});
+  ASSERT_TRUE(c.up());
+  const int rounds = 10;
+  for (const std::string mode : {"large", "poll"}) {
+    SCOPED_TRACE(mode);
+    auto r = c.run({"--slice", "20ms", "-n", "2", it_prog("it_idle"), "0.06",
+                    std::to_string(rounds), mode});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const std::string what =
+        mode == "large" ? "moved while computing: " : "polled in while computing: ";
+    const auto at = r.out.find(what);
+    ASSERT_NE(at, std::string::npos) << describe(r);
+    int n = -1, of = -1;
+    ASSERT_EQ(std::sscanf(r.out.c_str() + at + what.size(), "%d of %d", &n, &of), 2);
+    EXPECT_EQ(of, rounds);
+    EXPECT_GE(n, rounds - 2) << describe(r);
   }
   c.expect_alive_then_stop();
 }
