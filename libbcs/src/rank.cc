@@ -135,9 +135,9 @@ void empty_status(bcs_msg_status_t* out) {
 }
 
 // A polling caller (MPI_Test / MPI_Iprobe loops) found nothing: give the CPU
-// to the node manager, which may share it with us.
-// A node with nothing to do sleeps through the periods (kNmBellOnWork): a
-// poll is what its period's slice would serve, so it rings first.
+// to the node manager, which may share it with us. A node that sleeps
+// through the periods (kNmBellOnWork) is rung first: a poll is what its
+// period's slice would have served.
 void polled_nothing() {
   auto& s = st();
   if (s.slice_hooks) run_slice_hooks();
