@@ -28,6 +28,10 @@ steps=$((secs * 400))
 repeat=${BCS_BENCH_REPEAT:-5}
 printf '# achieved slice period with 2 node managers, %ss per run, median (min-max) of %s runs\n' \
   "$secs" "$repeat"
+# How long an idle vCPU of a guest polls before it halts: a strobe that
+# wakes a halted vCPU comes that much later (docs/architecture.md, Pacing).
+poll=/sys/module/haltpoll/parameters/guest_halt_poll_ns
+[ -r "$poll" ] && printf '# guest halt polling: %s ns (haltpoll.guest_halt_poll_ns)\n' "$(cat "$poll")"
 printf '%8s %5s %8s %9s %22s %24s %10s %10s\n' target job slices p50_us p99_us max_us p99/target \
   max/target
 for slice in 100 250 500; do
