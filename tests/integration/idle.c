@@ -16,14 +16,15 @@
  * With argv[3] "large" (2 ranks): each round rank 1 posts an MPI_Irecv of
  * 256 KiB, meets rank 0 at a barrier (so that the runtime has it) and
  * computes; rank 0 computes a tenth of the time, posts the MPI_Isend and
- * computes the whole time. Then each tests its request once,
- * waits for it, and rank 1 checks the bytes. Rank 1 says in how many
- * rounds its test found the message there: moved while both computed.
+ * computes the whole time. Then each tests its request once, waits for
+ * it, and rank 1 checks the bytes. Rank 1 says in how many rounds its
+ * test found the message there: moved while both computed.
  * With argv[3] "poll" (2 ranks): each round rank 0 posts an MPI_Irecv of 8
  * bytes, meets rank 1 at a barrier and calls MPI_Test until it completes;
- * rank 1 computes a tenth of the time, sends, and computes the whole time. Rank 0 says in how many
- * rounds its poll found the message before rank 1 stopped computing (rank
- * 1 sends the CLOCK_MONOTONIC time it stopped; both ranks are on one host). */
+ * rank 1 computes a tenth of the time, sends, and computes the whole
+ * time. Rank 0 says in how many rounds its poll found the message before
+ * rank 1 stopped computing (rank 1 sends the CLOCK_MONOTONIC time it
+ * stopped; both ranks are on one host). */
 #include <mpi.h>
 #include <stdio.h>
 #include <stdlib.h>
