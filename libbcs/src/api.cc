@@ -241,7 +241,7 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
     d.flags = bcs::kDescLayout;
     put_layout(&d, layout);
   }
-  post(d);
+  post(d, mode == BCS_NONBLOCKING);
   // Inline: the bytes are in the ring, the user buffer is reusable now.
   if (inl) complete_locally(idx, len);
   if (mode == BCS_NONBLOCKING) {
@@ -352,7 +352,7 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
     d.flags = bcs::kDescLayout;
     put_layout(&d, layout);
   }
-  post(d);
+  post(d, mode == BCS_NONBLOCKING);
   if (mode == BCS_NONBLOCKING) {
     *req = static_cast<bcs_request_t>(idx);
     return BCS_OK;
@@ -451,7 +451,7 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   if (!alloc_slot(DescKind::iprobe, &idx)) return BCS_ERR_NO_RESOURCES;
   Descriptor d = make_desc(DescKind::iprobe, context, source, tag);
   d.request = idx;
-  post(d);
+  post(d, true);
   s.iprobes.emplace(key, idx);
   polled_nothing();
   return BCS_OK;
@@ -468,7 +468,7 @@ bcs_status_t bcs_cancel(bcs_request_t req) {
   Descriptor d = make_desc(DescKind::cancel, 0, send ? s.slot_info[req].send_dest : 0, 0);
   d.request = static_cast<uint32_t>(req);
   if (send) d.flags = bcs::kDescCancelSend;
-  post(d);
+  post(d, true);
   return BCS_OK;
 }
 
@@ -523,7 +523,7 @@ bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket) 
   d.request = idx;
   d.addr = seq;
   d.flags = bcs::kDescCancelSend | bcs::kDescCancelInline;
-  post(d);
+  post(d, true);
   *ticket = static_cast<bcs_request_t>(idx);
   return BCS_OK;
 }

@@ -273,10 +273,12 @@ void post(Descriptor& d, bool goes_on) {
   else
     std::atomic_signal_fence(std::memory_order_seq_cst);  // the compiler keeps the order
   const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
+  const bool work = (nm & bcs::kNmBellOnWork) && wakes_idle_node(d);
+  if (work && !goes_on) s.work_owed = true;  // finish_blocking's wait rings
   if ((nm & bcs::kNmParked) ||
       ((nm & bcs::kNmBellOnPost) &&
        (d.kind == DescKind::coll ? goes_on && last_local_post(d) : send_to_waiting(d))) ||
-      ((nm & bcs::kNmBellOnWork) && wakes_idle_node(d))) {
+      (work && goes_on)) {
     bcs::segment_ring_bell(&s.header->bell);
     // The node manager just woken is usually placed on this CPU, beside
     // its waker (to the kernel in this VM a halted vCPU looks busy, so an

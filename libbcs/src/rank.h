@@ -131,6 +131,10 @@ struct State {
   // How long a wait may spin while another local rank computes (0: never);
   // see wait_until.
   uint64_t wait_spin_ns = 0;
+  // The last post was one a node sleeping through the periods wants to
+  // hear of (kNmBellOnWork) and its caller waits for it now: the wait
+  // rings instead of the post, one wake-up of the node, not two.
+  bool work_owed = false;
   bcs_drain_observer_t drain_observer = nullptr;   // bcs_set_drain_observer
   uint64_t drain_tail = 0;                         // drain notes handed over
   uint64_t alarm_slice = 0;                        // bcs_set_slice_alarm
@@ -217,9 +221,15 @@ bool dma_order_posted(const bcs::RankControl* ctl);
 // ring: the rank rings then, not on every wait. A rank that waits for a
 // peer still computing (a halo exchange's first rank done) used to wake the
 // node for nothing, on a core a rank computes on: a third of the node's
-// wake-ups in bench/halo.c. Returns whether it rang.
-inline bool ring_if_blocked() {
+// wake-ups in bench/halo.c. `owed`: the call's own post asked for a ring
+// (State::work_owed), which this wait makes instead. Returns whether it
+// rang.
+inline bool ring_if_blocked(bool owed = false) {
   auto& s = st();
+  if (owed) {
+    bcs::segment_ring_bell(&s.header->bell);
+    return true;
+  }
   const uint32_t nm = s.header->nm_flags.load(std::memory_order_relaxed);
   if (!(nm & (bcs::kNmBellOnBlock | bcs::kNmBellOnAnyBlock))) return false;
   if (bcs::segment_all_blocked(s.map.base(), s.layout) ||
@@ -270,9 +280,10 @@ void wait_until(Pred ready) {
   // waiting and rang if that started a slice, so the first sleep below
   // need not ring again.
   bool rang = false;
+  bool owed = std::exchange(s.work_owed, false);
   if (s.wait_spin_ns && !ready()) {
     ctl->waiting.store(1, std::memory_order_seq_cst);
-    const bool rang_now = ring_if_blocked();
+    const bool rang_now = ring_if_blocked(std::exchange(owed, false));
     timespec t0{}, t{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint32_t i = 0; !rang_now && !ready() && !dma_order_posted(ctl); ++i) {
@@ -296,7 +307,7 @@ void wait_until(Pred ready) {
       ctl->waiting.store(0, std::memory_order_relaxed);
       break;
     }
-    if (!std::exchange(rang, false)) ring_if_blocked();
+    if (!std::exchange(rang, false)) ring_if_blocked(std::exchange(owed, false));
     // Looked at after `waiting` is set: an order posted later bumps
     // wake_seq past `seen`, so the sleep below returns at once.
     if (dma_order_posted(ctl)) {
@@ -321,10 +332,11 @@ void wait_until(Pred ready) {
 // to the node manager, which may share it with us.
 void polled_nothing();
 // Posts `d`, sleeping while the ring is full (the NM frees slots at every
-// strobe and wakes waiting ranks). Nothing is ever dropped. `goes_on`: a
-// collective whose caller does not wait for it now (non-blocking, or
-// completed by the rank itself), whose last local post rings on a lease
-// (a caller that blocks rings then anyway).
+// strobe and wakes waiting ranks). Nothing is ever dropped. `goes_on`: the
+// caller does not wait for it now (non-blocking, or a collective completed
+// by the rank itself). Such a collective's last local post rings on a
+// lease, and so does, while the node sleeps through the periods, a post
+// that a slice would serve; a caller that blocks rings from its wait.
 void post(Descriptor& d, bool goes_on = false);
 inline Descriptor make_desc(DescKind kind, int32_t context, int32_t peer, int32_t tag) {
   Descriptor d;

@@ -159,5 +159,54 @@ TEST_F(ApiTest, ANodeSleepingThroughThePeriodsIsRungOnlyForWorkASliceWouldDo) {
   }
 }
 
+// A call that blocks right after its post (MPI_Recv, a large MPI_Send)
+// rings such a node once, from its wait, not from the post and again from
+// the wait: each ring is a wake-up of the node.
+TEST_F(ApiTest, ABlockingCallRingsASleepingNodeOnceFromItsWait) {
+  seg_ = std::make_unique<FakeSegment>(2, 2, 64, 64);
+  SegmentHeader* h = seg_->header();
+  RankView self = seg_->view(0);
+  seg_->export_env(0, 0);
+  ASSERT_EQ(bcs_init(), BCS_OK);
+  h->nm_flags.store(kNmBellOnBlock | kNmBellOnAnyBlock | kNmBellOnWork);
+  const pid_t me = static_cast<pid_t>(syscall(SYS_gettid));
+  // `call` blocks; `nm` waits until the rank sleeps, counts the rings,
+  // completes the request the rank posted last.
+  auto rings = [&](auto&& call) {
+    const uint32_t bell = h->bell.load();
+    uint32_t rang = 0;
+    std::thread nm([&] {
+      while (!self.ctl->waiting.load() || !thread_sleeps(me)) std::this_thread::yield();
+      rang = h->bell.load() - bell;
+      const uint64_t head = self.ctl->head.load();
+      request_complete(self, self.ring[(head - 1) & (self.ring_slots - 1)].request, bcs_err_none, 1,
+                       0, 0, 0, 1, 1);
+    });
+    call();
+    nm.join();
+    return rang;
+  };
+  self.ctl->held_sends.store(1);
+  int v = 0;
+  EXPECT_EQ(rings([&] {
+              EXPECT_EQ(bcs_recv(&v, sizeof v, 1, 0, kContextWorld, BCS_BLOCKING, nullptr, nullptr),
+                        BCS_OK);
+            }),
+            1u)
+      << "a blocking receive while the node holds sends to the rank";
+  self.ctl->held_sends.store(0);
+  std::vector<uint8_t> big(kInlineMax + 1, 7);
+  EXPECT_EQ(rings([&] {
+              EXPECT_EQ(bcs_send(big.data(), big.size(), 1, 0, kContextWorld, BCS_BLOCKING, nullptr),
+                        BCS_OK);
+            }),
+            1u)
+      << "a blocking send past the inline size";
+  h->nm_flags.store(0);
+  ASSERT_EQ(bcs_finalize(), BCS_OK);
+  seg_.reset();
+  clear_env();
+}
+
 }  // namespace
 }  // namespace bcs::apitest
