@@ -304,14 +304,7 @@ bcs_status_t shelf_received(const bcs::ShelfTaken& t, size_t cap, bcs_msg_status
 // observer).
 void shelf_received_into(uint32_t idx, const bcs::ShelfTaken& t, size_t cap) {
   const bcs_msg_status_t m = shelf_status(t, cap);
-  RequestSlot& r = slot(idx);
-  r.error = m.error;
-  r.source = m.source;
-  r.tag = m.tag;
-  r.bytes = m.bytes;
-  r.seq = m.seq;
-  r.slice = m.slice;
-  r.state.store(static_cast<uint32_t>(ReqState::done), std::memory_order_release);
+  bcs::request_complete(st().view, idx, m.error, m.source, m.tag, m.bytes, 0, m.seq, m.slice);
 }
 
 bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_t source,

@@ -56,6 +56,16 @@ ShelfEntry* shelf_find(Shelf* shelf, int32_t src, int32_t context, int32_t tag, 
                                          : best->context_cut;
   return best_arrival < cut ? best : nullptr;
 }
+
+// What a receive that takes `e` gets, as read now.
+ShelfTaken taken_of(const ShelfEntry& e) {
+  ShelfTaken t;
+  t.src = e.src;
+  t.tag = e.tag;
+  t.len = std::min<uint32_t>(e.len, kInlineMax);
+  t.pair_seq = e.pair_seq;
+  return t;
+}
 }  // namespace
 
 bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* buf, size_t cap,
@@ -66,11 +76,7 @@ bool shelf_take(Shelf* shelf, int32_t src, int32_t context, int32_t tag, void* b
   // Copied before the CAS: if the node manager withdrew the entry (and
   // rewrote it) meanwhile, the CAS fails and these bytes are dropped.
   unsigned char bytes[kInlineMax];
-  ShelfTaken t;
-  t.src = e->src;
-  t.tag = e->tag;
-  t.len = std::min<uint32_t>(e->len, kInlineMax);
-  t.pair_seq = e->pair_seq;
+  const ShelfTaken t = taken_of(*e);
   std::memcpy(bytes, e->payload, t.len);
   const uint32_t taken = (w & ~kStateMask) | kShelfTaken;
   if (!e->state.compare_exchange_strong(w, taken, std::memory_order_acq_rel)) return false;
@@ -83,11 +89,7 @@ bool shelf_peek(Shelf* shelf, int32_t src, int32_t context, int32_t tag, ShelfTa
   uint32_t w = 0;
   ShelfEntry* e = shelf_find(shelf, src, context, tag, &w);
   if (!e) return false;
-  ShelfTaken t;
-  t.src = e->src;
-  t.tag = e->tag;
-  t.len = std::min<uint32_t>(e->len, kInlineMax);
-  t.pair_seq = e->pair_seq;
+  const ShelfTaken t = taken_of(*e);
   // Still the entry we read (not withdrawn and rewritten meanwhile).
   if (e->state.load(std::memory_order_acquire) != w) return false;
   *out = t;
