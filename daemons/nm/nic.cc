@@ -216,7 +216,10 @@ void Nic::run() {
       doorbell_dozing_ = false;
       futex_wake_all(&leasing_);
     }
-    auto enc = f.parts.size() > 1 || strobe.fused ? wire::encode(f) : wire::encode(rep);
+    // A microstrobe that asks for the next DEM gets a fused report, with
+    // one part only when this one failed (the manager decodes it so).
+    auto enc = f.parts.size() > 1 || strobe.fused || strobe.next_dem ? wire::encode(f)
+                                                                     : wire::encode(rep);
     fabric_.var_set(wire::kVarPhase, done, {0}, enc);
   }
 }
