@@ -72,12 +72,13 @@ SendDesc Matcher::PerRank::take_unexpected(Bucket b) {
   SendDesc s = std::move(b->second.front());
   b->second.pop_front();
   if (b->second.empty()) unexpected.erase(b);  // keeps wildcard scans short
-  --unexpected_n;
+  count_out(s);
   return s;
 }
 
 void Matcher::PerRank::add_unexpected(SendDesc s) {
   auto& q = unexpected[{s.context, s.src, s.tag}];
+  const bool moves = !s.is_inline;
   // Sends come in canonical order (each MSM's sorted, later slices later),
   // so numbering them as they come numbers them in that order, unless a
   // caller hands in an older slice late.
@@ -94,6 +95,7 @@ void Matcher::PerRank::add_unexpected(SendDesc s) {
     q.insert(std::upper_bound(q.begin(), q.end(), s, canonical_less), std::move(s));
   }
   ++unexpected_n;
+  if (moves) ++moving_n;
 }
 
 // ------------------------------------------------------------ shelf
@@ -160,9 +162,9 @@ bool Matcher::take_shelved(int32_t rank, int32_t context, int32_t src, int32_t t
   const auto it = std::find_if(q.begin(), q.end(),
                                [&](const SendDesc& s) { return s.pair_seq == pair_seq; });
   if (it == q.end() || !it->is_inline) return false;
+  p.count_out(*it);
   q.erase(it);
   if (q.empty()) p.unexpected.erase(b);
-  --p.unexpected_n;
   return true;
 }
 
@@ -284,9 +286,9 @@ void Matcher::cancel_sends(const std::vector<SendCancel>& cancels) {
                (c.is_inline ? x.pair_seq == c.pair_seq : x.request == c.request);
       });
       if (s == q.end()) continue;
+      pr.count_out(*s);
       m->send = std::move(*s);
       q.erase(s);
-      --pr.unexpected_n;
       if (q.empty()) pr.unexpected.erase(b);
       return true;
     }
@@ -351,6 +353,12 @@ std::vector<ProbeResult> Matcher::take_probe_results() { return std::exchange(pr
 size_t Matcher::unexpected_count() const {
   size_t n = 0;
   for (const auto& [rank, pr] : ranks_) n += pr.unexpected_n;
+  return n;
+}
+
+size_t Matcher::unexpected_moving() const {
+  size_t n = 0;
+  for (const auto& [rank, pr] : ranks_) n += pr.moving_n;
   return n;
 }
 

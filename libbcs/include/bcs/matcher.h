@@ -149,6 +149,10 @@ class Matcher {
 
   size_t unexpected_count() const;
   size_t unexpected_count(int32_t rank) const;  // sends waiting for `rank`
+  // Unexpected sends that are not inline: a receive that matches one makes
+  // a transfer that moves data (the others are delivered from their
+  // descriptors).
+  size_t unexpected_moving() const;
   size_t posted_count() const;
 
  private:
@@ -177,6 +181,7 @@ class Matcher {
     std::deque<RecvDesc> probes;     // pending blocking probes, post order
     uint64_t next_order = 0;
     size_t unexpected_n = 0;
+    size_t moving_n = 0;  // of them, not inline
     uint64_t next_arrival = 0;
     std::tuple<uint64_t, int32_t, uint64_t> last_arrival{};  // (slice, src, pair_seq)
     bool arrivals_out_of_order = false;  // until the unexpected messages run out
@@ -186,6 +191,11 @@ class Matcher {
     Bucket find_unexpected(const RecvDesc& r);
     void add_unexpected(SendDesc s);
     SendDesc take_unexpected(Bucket b);
+    // Every way a send leaves the unexpected messages comes through here.
+    void count_out(const SendDesc& s) {
+      --unexpected_n;
+      if (!s.is_inline) --moving_n;
+    }
   };
   std::map<int32_t, PerRank> ranks_;
   std::vector<Match> matches_;

@@ -317,6 +317,26 @@ TEST(MatcherTest, CancelledSendLeavesMatchingAndBecomesACancelledMatch) {
   EXPECT_TRUE(m.take_matches().empty());
 }
 
+// Unexpected sends that are not inline would move data once matched; the
+// count follows every way a send leaves the unexpected messages.
+TEST(MatcherTest, UnexpectedSendsThatAreNotInlineAreCountedUntilTheyLeave) {
+  Matcher m;
+  SendDesc small = send(0, 1, 3, 3, 0, 8);
+  small.is_inline = true;
+  small.payload.assign(8, 1);
+  m.msm(1, {}, {send(0, 1, 3, 1, 0, 1 << 20), send(0, 1, 3, 2, 0, 4096), small});
+  EXPECT_EQ(m.unexpected_count(), 3u);
+  EXPECT_EQ(m.unexpected_moving(), 2u);
+  m.cancel_sends({SendCancel{0, 1, 1}});
+  EXPECT_EQ(m.unexpected_moving(), 1u) << "cancelled";
+  m.msm(2, {recv(1, 0, 3, 42, 1)}, {});
+  EXPECT_EQ(m.unexpected_moving(), 0u) << "matched";
+  EXPECT_EQ(m.unexpected_count(), 1u) << "the inline one waits";
+  m.msm(3, {recv(1, 0, 3, 43, 1)}, {});
+  EXPECT_EQ(m.unexpected_count(), 0u);
+  EXPECT_EQ(m.unexpected_moving(), 0u);
+}
+
 TEST(MatcherTest, NewRecvsTakeOldUnexpectedBeforeSameSliceSends) {
   Matcher m;
   m.msm(1, {}, {send(0, 1, 3, 1, 0)});
