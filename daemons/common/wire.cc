@@ -112,8 +112,10 @@ std::vector<uint8_t> encode(const Report& x) {
   put_levels(w, x.coll);
   w.put(x.transfers_pending);
   w.put(x.held);
+  w.put(x.moving);
   w.put(x.matches);
   w.put(x.chunks);
+  w.put(x.delivered);
   put_i32s(w, x.full);
   put_u32s(w, x.gets_to);
   w.put(x.bytes);
@@ -138,8 +140,10 @@ Report decode_report(std::span<const uint8_t> b) {
   x.coll = get_levels(r);
   x.transfers_pending = r.get<uint32_t>();
   x.held = r.get<uint32_t>();
+  x.moving = r.get<uint32_t>();
   x.matches = r.get<uint32_t>();
   x.chunks = r.get<uint32_t>();
+  x.delivered = r.get<uint32_t>();
   x.full = get_i32s(r);
   x.gets_to = get_u32s(r);
   x.bytes = r.get<uint64_t>();

@@ -180,13 +180,19 @@ struct Report {
   std::vector<CollLevel> coll;           // collectives, per context with local members
   uint32_t transfers_pending = 0;        // matched transfers not fully moved yet
   uint32_t held = 0;                     // sends held in rings (their receivers are full)
+  // Sends that would move data in a P2P once matched: those drained now
+  // that are not inline, send cancels, and sends not inline that wait
+  // unmatched at this node. With none anywhere and no transfer pending,
+  // the MSM delivers all it matches itself (DmaHelper::deliver_inline).
+  uint32_t moving = 0;
   // MSM
   uint32_t matches = 0;
   uint32_t chunks = 0;            // chunks scheduled for this slice's P2P
+  uint32_t delivered = 0;         // inline messages delivered in the MSM itself
   std::vector<int32_t> full;      // local receivers at their unexpected-send limit
   std::vector<uint32_t> gets_to;  // remote reads it will send, index = node id
   // P2P
-  uint64_t bytes = 0;  // bytes moved into local receivers (BBM/RM: bytes written by collectives)
+  uint64_t bytes = 0;  // bytes moved into local receivers (MSM: delivered inline; BBM/RM: bytes written by collectives)
   // BBM / RM
   uint32_t collectives = 0;  // collectives completed on this node
   // Any microphase, read by the strobe sender from the last one of a slice:

@@ -17,6 +17,7 @@ DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
     p.drained += rep.drained;
     p.coll_drained += rep.coll_drained;
     p.pending += rep.transfers_pending;
+    p.may_move = p.may_move || rep.moving || rep.transfers_pending;
     for (size_t n = 0; n < rep.batches_to.size() && n <= max_node; ++n)
       p.expect_batches[n] += rep.batches_to[n];
     for (const auto& l : rep.coll) {

@@ -21,6 +21,10 @@ struct DemPlan {
   uint32_t coll_drained = 0;   // collective descriptors, all nodes
   uint32_t pending = 0;        // matched transfers still being chunked
   bool run_msm = false;        // something to match or to chunk
+  // The MSM may schedule chunks for a P2P: a transfer is pending, or a
+  // send that is not inline may be matched (Report::moving). Otherwise
+  // the MSM is the slice's last microphase unless a collective is due.
+  bool may_move = false;
   std::vector<uint32_t> expect_batches;       // per node: descriptor batches it receives
   std::vector<wire::CollRelease> coll_release;  // per context: released up to
   bool run_bbm = false;        // a released collective is a BBM kind

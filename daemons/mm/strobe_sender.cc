@@ -382,7 +382,10 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
             rec.held += r.held;
             all_parked = all_parked && r.parked;
             break;
-          case Phase::msm: rec.chunks += r.chunks; break;
+          case Phase::msm:
+            rec.chunks += r.chunks + r.delivered;
+            rec.bytes += r.bytes;
+            break;
           case Phase::p2p: rec.bytes += r.bytes; break;
           case Phase::bbm:
           case Phase::rm:
@@ -518,9 +521,26 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       s.coll_release = dem.coll_release;
       nothing_to_do = dem.drained == 0 && dem.coll_drained == 0 && !dem.run_msm && !dem.run_bbm &&
                       !dem.run_rm && dem.coll_release.empty();
+      // The slice's last microstrobe lets the nodes hold their reports until
+      // their ranks block (Nic::hold_report), up to shortly before the
+      // period ends, so the report doubles as the doorbell.
+      auto last_of_slice = [&] {
+        if (!pace.adaptive) return;
+        const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
+        s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
+        // With a hold, the nodes also run the next slice's DEM when it ends.
+        s.next_dem = s.hold_ns > 0;
+        s.held.clear();
+        if (s.next_dem)
+          for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());
+      };
       // MSM: only if something was posted or transfers are still being chunked.
       uint32_t chunks = 0;
       if (dem.run_msm) {
+        // Nothing it matches moves data in a P2P (the nodes deliver inline
+        // messages in the MSM): the MSM ends the slice.
+        const bool msm_last = !dem.may_move && !dem.run_bbm && !dem.run_rm;
+        if (msm_last) last_of_slice();
         if (!microphase(Phase::msm)) break;
         // A node names only its own ranks as full.
         for (size_t i = 0; ok && i < reps.size(); ++i) {
@@ -538,20 +558,20 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         MsmPlan msm = plan_after_msm(reps, max_node);
         s.expect_gets = std::move(msm.expect_gets);
         chunks = msm.chunks;
+        if (msm_last && chunks) {
+          // The nodes said nothing would move; one did not keep its word
+          // (its bytes are input), and the slice cannot go on past the
+          // next DEM its nodes already ran.
+          for (size_t i = 0; i < reps.size(); ++i)
+            if (reps[i].chunks) {
+              fail_node(snap[i].node, s.slice, Phase::msm,
+                        "malformed report: chunks scheduled after a DEM that announced none");
+              break;
+            }
+          ok = false;
+          break;
+        }
       }
-      // The slice's last microstrobe lets the nodes hold their reports until
-      // their ranks block (Nic::hold_report), up to shortly before the
-      // period ends, so the report doubles as the doorbell.
-      auto last_of_slice = [&] {
-        if (!pace.adaptive) return;
-        const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
-        s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
-        // With a hold, the nodes also run the next slice's DEM when it ends.
-        s.next_dem = s.hold_ns > 0;
-        s.held.clear();
-        if (s.next_dem)
-          for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());
-      };
       // P2P: only if the MSM scheduled chunks somewhere.
       if (chunks) {
         if (!dem.run_bbm && !dem.run_rm) last_of_slice();

@@ -639,7 +639,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
     a.descriptors = r.drained + r.coll_drained;
     a.coll_descriptors = r.coll_drained;
     a.matches = r.matches;
-    a.chunks = r.chunks;
+    a.chunks = r.chunks + r.delivered;
     a.bytes = r.bytes;
     a.collectives = r.collectives;
     const auto& job = st_->ranks.job();
@@ -678,6 +678,7 @@ wire::Report Nic::run_roles(const wire::Strobe& s) {
       st->ranks.job()->begin_slice(s.slice);
       auto rep = st->bs.run(s.slice, st->ranks, *this, st->br, st->coll);
       rep.transfers_pending = static_cast<uint32_t>(st->br.scheduler().in_flight());
+      rep.moving += static_cast<uint32_t>(st->br.unexpected_moving());
       if (s.may_park) park_if_idle(s.slice, rep);
       return rep;
     }
@@ -686,7 +687,11 @@ wire::Report Nic::run_roles(const wire::Strobe& s) {
         BufferReceiver drain(self_, 1);
         return drain.run(s, nullptr, *this);
       }
-      return st->br.run(s, &st->ranks, *this);
+      {
+        wire::Report rep = st->br.run(s, &st->ranks, *this);
+        DmaHelper::deliver_inline(st->ranks, st->br, rep);
+        return rep;
+      }
     case Phase::p2p:
       if (!st) {
         DmaHelper idle(self_);

@@ -259,7 +259,8 @@ TEST_P(StrobeStory, WhenEveryRankIsBlockedTheNextSliceStartsAtOnce) {
     EXPECT_GT(p.leased, 200u) << p.strobed << " slices, " << p.early << " early";
   } else {
     EXPECT_EQ(p.leased, 0u) << "a job on two node managers has no lease";
-    // Each message's last microphase (P2P) lets the nodes hold their
+    // Each message's last microphase (its MSM: 8 bytes are delivered
+    // there, DmaHelper::deliver_inline) lets the nodes hold their
     // reports until their ranks block (up to the period's end, ~5 ms): the
     // reports say "all blocked" themselves, and most slices start with no
     // doorbell message at all.
@@ -337,6 +338,47 @@ TEST_P(StrobeStory, PerJobFixedStrobeNeverStartsEarly) {
   const Pace p = pace_of(c);
   EXPECT_EQ(p.early, 0u);
   EXPECT_EQ(p.skipped, 0u);
+  c.expect_alive_then_stop();
+}
+
+// A slice whose matches are all inline messages (up to kInlineMax bytes,
+// which travel inside their descriptors) ends with its MSM: the receiving
+// node delivers them there, and no P2P runs, so two node managers save a
+// round trip per message. Larger messages still move in a P2P.
+TEST_P(StrobeStory, ASliceThatMatchesOnlyInlineMessagesEndsWithItsMsm) {
+  Standing c(GetParam(), {"--emds-window", kWindow});
+  ASSERT_TRUE(c.up());
+  // Slices that moved messages, and of them those that ran a P2P.
+  struct Moved {
+    uint64_t slices = 0, p2p = 0;
+  };
+  auto moved_since = [&](uint64_t after) {
+    Moved m;
+    const pb::SlicesReply rep = slices_of(c);
+    for (const auto& s : rep.slices())
+      if (s.slice() > after && s.chunks() > 0) {
+        m.slices++;
+        m.p2p += s.p2p_ns() > 0;
+      }
+    return m;
+  };
+  auto last_slice = [&] {
+    uint64_t last = 0;
+    const pb::SlicesReply rep = slices_of(c);
+    for (const auto& s : rep.slices()) last = std::max<uint64_t>(last, s.slice());
+    return last;
+  };
+  auto r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "100", "8"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const Moved small = moved_since(0);
+  // 200 messages of 8 bytes (and the ping-pong's own few).
+  EXPECT_GE(small.slices, 100u);
+  EXPECT_EQ(small.p2p, 0u) << small.slices << " slices moved messages";
+  const uint64_t before = last_slice();
+  r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "50", "65536"});
+  ASSERT_EQ(r.status, 0) << describe(r);
+  const Moved large = moved_since(before);
+  EXPECT_GE(large.p2p, 100u) << large.slices << " slices moved messages";
   c.expect_alive_then_stop();
 }
 

@@ -36,6 +36,8 @@ class BufferReceiver {
   // For the DMA helper: this slice's chunks, and the transfers they belong to.
   std::vector<Chunk>& chunks() { return chunks_; }
   ChunkScheduler& scheduler() { return scheduler_; }
+  // Sends waiting here unmatched that would move data once matched.
+  size_t unexpected_moving() const { return matcher_.unexpected_moving(); }
   // Local receivers with max_unexpected or more sends waiting, ascending.
   std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
   // Receives that took their message from the shelf, found so far (at the

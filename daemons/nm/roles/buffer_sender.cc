@@ -54,7 +54,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
   wire::Report rep;
   const uint32_t nnodes = ranks.nnodes();
   std::vector<wire::DescBatch> batches(nnodes);
-  uint32_t drained = 0, coll_drained = 0;
+  uint32_t drained = 0, coll_drained = 0, moving = 0;
 
   for (int32_t me : ranks.local_ranks()) {
     RankView v = ranks.view_of(me);
@@ -125,6 +125,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           s.addr = d.addr;
           s.request = d.request;
           s.is_inline = (d.flags & kDescInline) != 0;
+          if (!s.is_inline) ++moving;
           if (s.is_inline) s.payload.assign(d.payload, d.payload + d.inline_len);
           if (!s.is_inline && (d.flags & kDescLayout) && !layout_of(d, d.len, &s.layout)) return;
           const uint32_t node = ranks.node_of(d.peer);
@@ -172,6 +173,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
             if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
               return corrupted(d, "cancel of a send to invalid rank " + std::to_string(d.peer));
             SendCancel c{me, d.peer, d.request};
+            ++moving;  // answered through a chunk (P2P)
             // An inline send's cancel names the send by its number (which
             // may be anything: one not found is answered "too late") and
             // brings its own slot for the answer.
@@ -281,6 +283,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
   // Collectives alone do not need the MSM.
   rep.drained = drained - coll_drained;
   rep.coll_drained = coll_drained;
+  rep.moving = moving;
   return rep;
 }
 

@@ -120,14 +120,8 @@ wire::Report DmaHelper::run(const wire::Strobe& strobe, LocalRanks* ranks, Net& 
     const Chunk& c = chunks[ci];
     const Match& m = *c.match;
     if (m.send.is_inline) {
-      int32_t err = 0;
-      // Whole into a contiguous buffer: into the receive's landing, which
-      // the rank copies from (segment.h); else into the buffer.
-      const bool whole = c.offset == 0 && c.last && !m.recv.layout && !m.cancelled;
-      if (c.len && !(whole && job.land(m.recv.rank, m.recv.request, m.send.payload.data(), c.len)))
-        err = write_recv(m, c.offset, m.send.payload.data() + c.offset, c.len);
+      land_inline(job, c);
       rep.bytes += c.len;
-      finish_chunk(c, err);
     } else if (m.cancelled && job.is_local(m.send.src)) {
       job.complete_status(m.send.src, m.send.request, m.cancel_late ? 0 : bcs_err_cancelled,
                           m.send.src, m.send.tag, 0, 0);
@@ -337,6 +331,48 @@ bool DmaHelper::landed(int32_t to, uint32_t pid, uint64_t src, uint64_t dst,
         len <= a.len - (src - a.src) && dst - src == a.dst - a.src)
       return true;
   return false;
+}
+
+void DmaHelper::land_inline(LocalRanks& job, const Chunk& c) {
+  const Match& m = *c.match;
+  if (m.cancelled) return;  // no receive: the sender completed at its post
+  int32_t err = 0;
+  // Into a contiguous buffer: into the receive's landing, which the rank
+  // copies from (segment.h); else into the buffer.
+  if (c.len && !(!m.recv.layout && job.land(m.recv.rank, m.recv.request, m.send.payload.data(), c.len)))
+    err = m.recv.layout ? job.write_layout(m.recv.rank, m.recv.addr, *m.recv.layout, c.offset,
+                                           m.send.payload.data(), c.len)
+                        : job.write(m.recv.rank, m.recv.addr, m.send.payload.data(), c.len);
+  if (!err && m.truncated) err = bcs_err_truncate;
+  job.complete_status(m.recv.rank, m.recv.request, err, m.send.src, m.send.tag, m.bytes, 0,
+                      m.send.pair_seq);
+}
+
+void DmaHelper::deliver_inline(LocalRanks& job, BufferReceiver& br, wire::Report& rep) {
+  auto& chunks = br.chunks();
+  // Pairs with an earlier chunk of this slice left for P2P: a transfer
+  // never finishes before an older one of its pair (ChunkScheduler).
+  std::vector<std::pair<int32_t, int32_t>> waiting;
+  size_t kept = 0;
+  for (size_t i = 0; i < chunks.size(); ++i) {
+    const Chunk& c = chunks[i];
+    const Match& m = *c.match;
+    const std::pair<int32_t, int32_t> pair{m.send.src, m.recv.rank};
+    if (m.send.is_inline && c.first && c.last &&
+        std::find(waiting.begin(), waiting.end(), pair) == waiting.end()) {
+      land_inline(job, c);
+      ++rep.delivered;
+      rep.bytes += c.len;
+      continue;
+    }
+    waiting.push_back(pair);
+    chunks[kept++] = c;
+  }
+  chunks.resize(kept);
+  rep.chunks = static_cast<uint32_t>(kept);
+  // Nothing left for P2P: the delivered transfers are finished now (P2P,
+  // which would finish them, may not run).
+  if (kept == 0) br.scheduler().finish_slice();
 }
 
 uint32_t DmaHelper::remote_gets(const Chunk& c, LocalRanks& job) {

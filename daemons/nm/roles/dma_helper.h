@@ -24,6 +24,13 @@ class DmaHelper {
   // P2P. `ranks` may be null (no job here any more): the announced remote
   // reads are still awaited so the microphase completes.
   wire::Report run(const wire::Strobe& s, LocalRanks* ranks, Net& net, BufferReceiver& br);
+  // MSM, after the matches are scheduled: delivers this slice's inline
+  // messages that lead their pair (nothing of an older transfer of the
+  // same sender and receiver is left to move), so that a slice that moves
+  // nothing else needs no P2P. They are taken out of br.chunks(), and the
+  // MSM report counts only the chunks left (`chunks`), with the inline ones
+  // in `delivered` and their bytes in `bytes`.
+  static void deliver_inline(LocalRanks& job, BufferReceiver& br, wire::Report& rep);
   // Sender side of a remote read; `ranks` is the job this node runs now
   // (null: none). The reply goes to m.from.
   static void serve(const core::Message& m, LocalRanks* ranks, Net& net);
@@ -36,6 +43,9 @@ class DmaHelper {
   // chunk the receiving rank cannot read itself. The MSM announces their
   // number to the sending node, so both must count alike.
   static uint32_t remote_gets(const Chunk& c, LocalRanks& job);
+  // Writes an inline chunk (whole: inline payloads travel whole) into its
+  // receiver and completes the receive.
+  static void land_inline(LocalRanks& job, const Chunk& c);
   // Copies ahead (below); on by default.
   void set_copy_ahead(bool on) { copy_ahead_ = on; }
 

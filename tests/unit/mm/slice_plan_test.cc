@@ -39,6 +39,17 @@ TEST(SlicePlan, MsmRunsForPostsOrTransfersInFlightAndCountsBatchesPerNode) {
   EXPECT_TRUE(q.run_msm) << "a transfer still being chunked needs its MSM";
 }
 
+// Inline messages are delivered in the MSM (DmaHelper::deliver_inline):
+// only a transfer in flight, or a send that is not inline, may need a P2P.
+TEST(SlicePlan, TheMsmMayMoveDataOnlyForTransfersInFlightOrSendsThatAreNotInline) {
+  EXPECT_FALSE(plan_after_dem({dem(4, {0, 1}), dem(2, {1, 0})}, 1, {}).may_move)
+      << "inline sends and receives only";
+  auto moving = dem(1, {0, 1});
+  moving.moving = 1;
+  EXPECT_TRUE(plan_after_dem({dem(4, {0, 1}), moving}, 1, {}).may_move);
+  EXPECT_TRUE(plan_after_dem({dem(0, {}, {}, 1)}, 0, {}).may_move) << "a transfer in flight";
+}
+
 TEST(SlicePlan, ReportsNamingUnknownNodesAreIgnored) {
   auto p = plan_after_dem({dem(1, {0, 1, 5, 7})}, 1, {});
   EXPECT_EQ(p.expect_batches, (std::vector<uint32_t>{0, 1}));

@@ -117,9 +117,13 @@ TEST(Wire, FullReceiversAndHeldSendsRoundTripAndALyingCountIsRefused) {
   r.phase = Phase::msm;
   r.full = {3, 9};
   r.held = 12;
+  r.moving = 5;
+  r.delivered = 7;
   const Report d = decode_report(encode(r));
   EXPECT_EQ(d.full, (std::vector<int32_t>{3, 9}));
   EXPECT_EQ(d.held, 12u);
+  EXPECT_EQ(d.moving, 5u);
+  EXPECT_EQ(d.delivered, 7u);
   Strobe s;
   s.held = {1, 2, 70000};
   s.job_blocked = true;

@@ -1,0 +1,144 @@
+// Inline messages delivered in the MSM (DmaHelper::deliver_inline): a
+// message of up to kInlineMax bytes crossed to the receiving node inside
+// its descriptor, so once matched it needs no P2P. The receiving node
+// writes it into the receive in the MSM itself, unless something older of
+// the same sender and receiver is still to move; and the DEM reports tell
+// the manager beforehand whether anything the MSM may match would move
+// data (Report::moving), so that it can make the MSM the slice's last
+// microphase.
+#include <gtest/gtest.h>
+
+#include <cstring>
+
+#include "fakes.h"
+
+namespace bcs::nm {
+namespace {
+
+using namespace fakes;
+
+class MsmDelivery : public testing::Test, public TwoNodeCluster {
+ protected:
+  // DEM then MSM on both nodes, as the daemons run them (nic.cc): each
+  // MSM delivers what it can. The DEM and MSM reports, per node.
+  struct Reports {
+    std::vector<wire::Report> dem, msm;
+  };
+  Reports dem_and_msm() {
+    ++slice_no;
+    s_ = wire::Strobe{};
+    s_.slice = slice_no;
+    s_.expect_batches.assign(2, 0);
+    Reports r;
+    for (auto& n : nodes) {
+      r.dem.push_back(n->bs.run(s_.slice, n->ranks, n->net, n->br, n->coll));
+      r.dem.back().moving += static_cast<uint32_t>(n->br.unexpected_moving());
+      for (size_t k = 0; k < r.dem.back().batches_to.size(); ++k)
+        s_.expect_batches[k] += r.dem.back().batches_to[k];
+    }
+    s_.expect_gets.assign(2, 0);
+    for (auto& n : nodes) {
+      r.msm.push_back(n->br.run(s_, &n->ranks, n->net));
+      DmaHelper::deliver_inline(n->ranks, n->br, r.msm.back());
+      for (size_t k = 0; k < r.msm.back().gets_to.size(); ++k) s_.expect_gets[k] += r.msm.back().gets_to[k];
+    }
+    return r;
+  }
+  // The P2P of the same slice, reading node first (as TwoNodeCluster::slice).
+  void p2p() {
+    for (int k = 1; k >= 0; --k) {
+      auto& n = *nodes[static_cast<size_t>(k)];
+      n.dh.run(s_, &n.ranks, n.net, n.br);
+    }
+  }
+  wire::Strobe s_;
+};
+
+TEST_F(MsmDelivery, AnInlineMessageIsDeliveredInTheMsmAndLeavesNothingForP2p) {
+  char out[8] = "eight!!";
+  std::vector<uint8_t> in(8, 0);
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 7, out, 8, 0));
+  nodes[1]->ranks.post(1, recv_desc(0, 7, in.data(), in.size(), 3));
+  const Reports r = dem_and_msm();
+  EXPECT_EQ(r.dem[0].moving + r.dem[1].moving, 0u) << "nothing the MSM matches would move data";
+  EXPECT_EQ(r.msm[1].matches, 1u);
+  EXPECT_EQ(r.msm[1].delivered, 1u);
+  EXPECT_EQ(r.msm[1].chunks, 0u) << "nothing left for a P2P";
+  EXPECT_EQ(r.msm[1].bytes, 8u);
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 3)) << "complete before any P2P";
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 3).bytes, 8u);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 3).source, 0);
+  EXPECT_EQ(0, std::memcmp(in.data(), out, 8));
+  EXPECT_EQ(nodes[1]->br.scheduler().in_flight(), 0u) << "the transfer is finished";
+}
+
+TEST_F(MsmDelivery, AnInlineMessageBehindALargerOneOfItsPairWaitsForTheP2p) {
+  std::vector<uint8_t> big(5000), big_in(5000, 0), in(8, 0);
+  for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 3);
+  char small[8] = "behind!";
+  nodes[0]->ranks.allow(0, big.data(), big.size());
+  nodes[1]->ranks.allow(1, big_in.data(), big_in.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 7, big.data(), big.size(), 0));
+  nodes[0]->ranks.post(0, send_desc(1, 7, small, 8, 1));
+  nodes[1]->ranks.post(1, recv_desc(0, 7, big_in.data(), big_in.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(0, 7, in.data(), in.size(), 4));
+  const Reports r = dem_and_msm();
+  EXPECT_EQ(r.dem[0].moving, 1u) << "the send that is not inline";
+  EXPECT_EQ(r.msm[1].delivered, 0u);
+  EXPECT_EQ(r.msm[1].chunks, 2u);
+  EXPECT_FALSE(nodes[1]->ranks.done(1, 4)) << "a transfer never finishes before an older one of its pair";
+  p2p();
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 3));
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 4));
+  EXPECT_EQ(big_in, big);
+  EXPECT_EQ(0, std::memcmp(in.data(), small, 8));
+}
+
+TEST_F(MsmDelivery, AnotherPairsInlineMessageIsDeliveredBesideALargeTransfer) {
+  std::vector<uint8_t> big(5000, 9), big_in(5000, 0), in(8, 0);
+  char small[8] = "beside!";
+  nodes[0]->ranks.allow(0, big.data(), big.size());
+  nodes[1]->ranks.allow(1, big_in.data(), big_in.size());
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 7, big.data(), big.size(), 0));
+  nodes[0]->ranks.post(2, send_desc(1, 7, small, 8, 0));  // rank 2, also on node 0
+  nodes[1]->ranks.post(1, recv_desc(0, 7, big_in.data(), big_in.size(), 3));
+  nodes[1]->ranks.post(1, recv_desc(2, 7, in.data(), in.size(), 4));
+  const Reports r = dem_and_msm();
+  EXPECT_EQ(r.msm[1].delivered, 1u);
+  EXPECT_EQ(r.msm[1].chunks, 1u) << "the large transfer, for the P2P";
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 4));
+  EXPECT_FALSE(nodes[1]->ranks.done(1, 3));
+  p2p();
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 3));
+  EXPECT_EQ(big_in, big);
+  EXPECT_EQ(nodes[1]->br.scheduler().in_flight(), 0u);
+}
+
+// A send that is not inline and waits unmatched at the receiving node
+// would move data once a receive takes it: the node's DEM reports count it
+// until then, so that the manager keeps the P2P.
+TEST_F(MsmDelivery, AnUnmatchedLargeSendCountsAsMovingUntilAReceiveTakesIt) {
+  std::vector<uint8_t> big(5000, 5), big_in(5000, 0);
+  nodes[0]->ranks.allow(0, big.data(), big.size());
+  nodes[1]->ranks.allow(1, big_in.data(), big_in.size());
+  nodes[0]->ranks.post(0, send_desc(1, 7, big.data(), big.size(), 0));
+  Reports r = dem_and_msm();
+  EXPECT_EQ(r.dem[0].moving, 1u);
+  EXPECT_EQ(nodes[1]->br.unexpected_moving(), 1u);
+  r = dem_and_msm();  // nothing posted: the send still waits
+  EXPECT_EQ(r.dem[1].moving, 1u) << "counted by the receiving node while it waits";
+  nodes[1]->ranks.post(1, recv_desc(0, 7, big_in.data(), big_in.size(), 3));
+  r = dem_and_msm();
+  EXPECT_EQ(r.dem[1].moving, 1u) << "the receive is only matched in this MSM";
+  EXPECT_EQ(r.msm[1].chunks, 1u);
+  EXPECT_EQ(nodes[1]->br.unexpected_moving(), 0u);
+  p2p();
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 3));
+  EXPECT_EQ(big_in, big);
+}
+
+}  // namespace
+}  // namespace bcs::nm
