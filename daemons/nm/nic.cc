@@ -70,6 +70,7 @@ Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness,
       self_(self),
       liveness_(liveness),
       realtime_(realtime),
+      may_realtime_(realtime),
       doorbell_(fabric, epoch_, parked_, leasing_, realtime) {
   if (const char* e = std::getenv("BCS_EMDS")) local_emds_ = std::string(e) != "off";
   // Remote reads are served from inside progress, whatever this node is
@@ -143,8 +144,23 @@ core::Status Nic::wait(core::EventId ev, core::Message* m, std::chrono::nanoseco
 
 void Nic::set_job(std::shared_ptr<NmJob> job) {
   doorbell_.set_job(job);
-  std::lock_guard lk(job_mu_);
-  pending_job_ = std::move(job);
+  // The ranks just forked exec and load on the CPUs they are bound to,
+  // and the job's first strobe finds the strobe receiver at normal
+  // priority, queued behind them: the first DEM took 0.6-3.5 ms
+  // (bench/strobe.sh, 250 us slices). So a job of bound ranks starts with
+  // it at real time, as if a rank computed (pick_priority), raised from
+  // here since it sleeps until that strobe. The strobe receiver applies it
+  // again itself, so that a change of its own racing this one cannot win.
+  const bool bound = job && std::all_of(job->ranks().begin(), job->ranks().end(),
+                                        [](const auto& r) { return r->cpu >= 0; });
+  {
+    std::lock_guard lk(job_mu_);
+    pending_job_ = std::move(job);
+  }
+  if (bound && may_realtime_) {
+    const pid_t tid = sr_tid_.load();
+    if (tid != 0 && sched_join_wake_path(true, tid)) job_starting_.store(true);
+  }
 }
 
 void Nic::sync_job() {
@@ -162,6 +178,7 @@ void Nic::sync_job() {
 
 void Nic::run() {
   pthread_setname_np(pthread_self(), "bcs-sr");
+  sr_tid_.store(static_cast<pid_t>(::gettid()));
   // UCX's async thread wakes this thread for each strobe and report of a
   // peer (sched_hint.h): real time when permitted, always. This thread
   // itself starts at normal priority with the short slice; pick_priority
@@ -511,17 +528,19 @@ bool Nic::coll_posted_locally(std::vector<NmJob::PostedColl>& v) {
 // that changes (a sched_setattr, about 1.2 us here).
 void Nic::pick_priority() {
   if (!realtime_) return;
+  const bool starting = job_starting_.exchange(false);  // set_job raised it
   const uint64_t now = static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::steady_clock::now().time_since_epoch())
           .count());
-  const bool computes = st_ && st_->ranks.job()->a_rank_computes(now, kComputingNs);
+  const bool computes =
+      starting || (st_ && st_->ranks.job()->a_rank_computes(now, kComputingNs));
   const bool want = gate_.want(computes, now, [] {
     timespec t{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
     return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000u + static_cast<uint64_t>(t.tv_nsec);
   });
-  if (want == gate_.realtime()) return;
+  if (want == gate_.realtime() && !starting) return;
   const bool rt = sched_join_wake_path(want);
   gate_.applied(rt);
   if (want && !rt) realtime_ = false;  // refused (no CAP_SYS_NICE): stay normal

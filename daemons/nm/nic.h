@@ -214,6 +214,12 @@ class Nic : private Net {
   const std::chrono::nanoseconds liveness_;
   bool realtime_;  // may go real time (false once the kernel refused)
   RealtimeGate gate_;  // the strobe receiver's priority (pick_priority)
+  // A job of bound ranks starts (set_job): set_job puts the strobe
+  // receiver at real time at once, and the receiver applies its gate's
+  // decision itself at its next pick_priority, with the job as computing.
+  const bool may_realtime_;
+  std::atomic<pid_t> sr_tid_{0};
+  std::atomic<bool> job_starting_{false};
   // How long a rank must have computed (NmJob::a_rank_computes) before
   // the strobe receiver goes real time: ranks that only pass between two
   // MPI calls (a ping-pong's) never do.
