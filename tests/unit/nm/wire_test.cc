@@ -61,6 +61,22 @@ TEST(Wire, ABatchClaimingMoreSendsThanItHoldsIsRefusedBeforeAllocating) {
   EXPECT_THROW(decode_batch(bytes), std::runtime_error);
 }
 
+// The receiving node writes an inline send's `len` bytes from its payload:
+// a payload of another length is refused, never read past its end.
+TEST(Wire, AnInlineSendWhosePayloadIsNotItsLengthIsRefused) {
+  DescBatch b;
+  SendDesc s;
+  s.src = 1;
+  s.dst = 2;
+  s.len = 100;
+  s.is_inline = true;
+  s.payload = {1, 2, 3, 4, 5, 6, 7, 8};
+  b.sends.push_back(s);
+  EXPECT_THROW(decode_batch(encode(b)), std::runtime_error);
+  b.sends[0].len = 8;
+  EXPECT_NO_THROW(decode_batch(encode(b)));
+}
+
 TEST(Wire, AReportCarriesItsFirstFailure) {
   Report r;
   r.slice = 4;
