@@ -172,6 +172,7 @@ int gather(const char* fn, const void* sendbuf, int scount, MPI_Datatype stype, 
   k.recv.used = is_root;
   k.rooted = true;
   k.root = root;
+  k.own = CollCheck::Own::in_recv;
   if (int e = check_coll(k)) return e;
   const int n = comm_size(k.comm);
   auto d = std::make_shared<CollData>();
@@ -221,6 +222,7 @@ int scatter(const char* fn, const void* sendbuf, int scount, const int* scounts,
   k.recv.in_place_ok = is_root;
   k.rooted = true;
   k.root = root;
+  k.own = CollCheck::Own::in_send;
   if (int e = check_coll(k)) return e;
   const int n = comm_size(k.comm);
   auto d = std::make_shared<CollData>();
@@ -290,6 +292,7 @@ int allgather(const char* fn, const void* sendbuf, int scount, MPI_Datatype styp
   k.send.in_place_ok = true;
   k.recv = v ? vector_side("recv", recvbuf, rcounts, displs, rtype)
              : scalar_side("recv", recvbuf, rcount, rtype);
+  k.own = CollCheck::Own::in_recv;
   if (int e = check_coll(k)) return e;
   const int n = comm_size(k.comm);
   const int rank = comm_rank(k.comm);

@@ -52,6 +52,11 @@ struct CollCheck {
   int rcount = 0;
   bool nonblocking = false;
   MPI_Request* request = nullptr;
+  // Where this rank's own block lies in the other side's buffer: in the
+  // receive buffer (allgather, and gather at the root) or in the send
+  // buffer (scatter at the root). Naming exactly that block as the other
+  // buffer is aliasing, caught like the same buffer (check_coll).
+  enum class Own { none, in_recv, in_send } own = Own::none;
   // Results.
   int comm = kNoComm;
   Reduction red;

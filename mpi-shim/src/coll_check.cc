@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "coll.h"
+#include "dtype.h"
 #include "shim.h"
 
 namespace bcs::shim {
@@ -140,6 +141,27 @@ int check_coll(CollCheck& k) {
                        "sendbuf and recvbuf are the same buffer %p (aliased; MPI_IN_PLACE is "
                        "the way to reuse one)",
                        k.send.buf);
+  // The same written out: this rank's own block of the gathered (or
+  // scattered) buffer named as the other buffer, which is what MPI_IN_PLACE
+  // says. Caught at every rank alike (MPICH catches it too): caught only
+  // where it happens to be the same address (the rank whose block is at
+  // offset 0), it let the other ranks go on into a collective that rank
+  // had refused.
+  if (k.own != CollCheck::Own::none && k.send.live() && k.recv.live()) {
+    const Side& whole = k.own == CollCheck::Own::in_recv ? k.recv : k.send;
+    const Side& mine = k.own == CollCheck::Own::in_recv ? k.send : k.recv;
+    const int me = comm_rank(k.comm);
+    const int64_t count = whole.vec ? whole.counts[me] : whole.count;
+    const DType* t = dtype_of(whole.type);
+    if (t && count > 0 && mine.count > 0 && whole.buf && mine.buf) {
+      const int64_t first = whole.vec ? whole.displs[me] : int64_t{me} * whole.count;
+      if (mine.buf == static_cast<const char*>(whole.buf) + first * t->extent())
+        return raise_error(k.comm, k.fn, MPI_ERR_BUFFER,
+                           "%s %p is this rank's own block of %s (aliased; MPI_IN_PLACE is the "
+                           "way to reuse it)",
+                           buf_name(mine), mine.buf, buf_name(whole));
+    }
+  }
   if (k.nonblocking && !k.request)
     return raise_error(k.comm, k.fn, MPI_ERR_REQUEST, "NULL request pointer");
   return MPI_SUCCESS;

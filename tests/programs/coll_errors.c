@@ -16,6 +16,11 @@
  *   MPI_ERR_COMM  MPI_COMM_NULL (Barrier, Bcast, Allreduce, Ibarrier); with
  *                 no valid communicator the error goes to MPI_COMM_WORLD's
  *                 handler (MPI-3.1 8.3, 8.5), which returns
+ *   MPI_ERR_BUFFER a send buffer that is the receive buffer, or this rank's
+ *                 own block of it (5.2.1: MPI_IN_PLACE is the way), at
+ *                 every rank alike (Allreduce, Allgather, Allgatherv), and
+ *                 at the root of a Gather and a Scatter, which only the
+ *                 root calls
  * After every erroneous call the job runs a correct MPI_Allreduce and checks
  * it. MPI_Error_string must describe every code.
  *
@@ -66,7 +71,7 @@ static void still_works(const char *after) {
 
 /* `ompi_class`: the class Open MPI returns instead of the standard's (a
    known deviation, accepted only under Open MPI), or -1. */
-static void expect_class_or(const char *what, int rc, int want, int ompi_class) {
+static void check_class(const char *what, int rc, int want, int ompi_class) {
   int cls = -1, len = 0;
   char msg[MPI_MAX_ERROR_STRING];
   ++ncases;
@@ -85,6 +90,9 @@ static void expect_class_or(const char *what, int rc, int want, int ompi_class) 
         class_name(cls), msg, class_name(want));
   CHECK(len > 0 && (int)strlen(msg) == len, "MPI_Error_string of %s's code %d: length %d", what, rc,
         len);
+}
+static void expect_class_or(const char *what, int rc, int want, int ompi_class) {
+  check_class(what, rc, want, ompi_class);
   still_works(what);
 }
 static void expect_class(const char *what, int rc, int want) { expect_class_or(what, rc, want, -1); }
@@ -203,6 +211,33 @@ int main(int argc, char **argv) {
   COMMCASE("MPI_Allreduce", MPI_Allreduce(ibuf, obuf, 1, MPI_INT, MPI_SUM, MPI_COMM_NULL));
   COMMCASE("MPI_Ibarrier", MPI_Ibarrier(MPI_COMM_NULL, &req));
 #undef COMMCASE
+
+  /* MPI_ERR_BUFFER: a buffer named as both sides. A rank that refused the
+     call while another went on into it would leave the job's collectives
+     out of step, which the MPI_Allreduce after each case would show. */
+#define BUFCASE(name, call) expect_class(name, call, MPI_ERR_BUFFER)
+  BUFCASE("MPI_Allreduce with sendbuf == recvbuf",
+          MPI_Allreduce(obuf, obuf, 1, MPI_INT, MPI_SUM, MPI_COMM_WORLD));
+  BUFCASE("MPI_Allgather with sendbuf this rank's block of recvbuf",
+          MPI_Allgather(&obuf[rank], 1, MPI_INT, obuf, 1, MPI_INT, MPI_COMM_WORLD));
+  BUFCASE("MPI_Allgatherv with sendbuf this rank's block of recvbuf",
+          MPI_Allgatherv(&obuf[displs[rank]], 1, MPI_INT, obuf, counts, displs, MPI_INT,
+                         MPI_COMM_WORLD));
+#undef BUFCASE
+  {
+    /* Only the root calls (its call fails before any other is needed); the
+       last rank, whose block is not at the start of the buffer. */
+    const int root = size - 1;
+    if (rank == root) {
+      check_class("MPI_Gather at the root with sendbuf its block of recvbuf",
+                  MPI_Gather(&obuf[root], 1, MPI_INT, obuf, 1, MPI_INT, root, MPI_COMM_WORLD),
+                  MPI_ERR_BUFFER, -1);
+      check_class("MPI_Scatter at the root with recvbuf its block of sendbuf",
+                  MPI_Scatter(ibuf, 1, MPI_INT, &ibuf[root], 1, MPI_INT, root, MPI_COMM_WORLD),
+                  MPI_ERR_BUFFER, -1);
+    }
+    still_works("the root's MPI_Gather and MPI_Scatter");
+  }
 
   MPI_OK(MPI_Finalize());
   if (rank == 0)
