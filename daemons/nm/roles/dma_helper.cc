@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstring>
 #include <memory>
+#include <set>
 
 namespace bcs::nm {
 
@@ -337,12 +338,15 @@ void DmaHelper::land_inline(LocalRanks& job, const Chunk& c) {
   const Match& m = *c.match;
   if (m.cancelled) return;  // no receive: the sender completed at its post
   int32_t err = 0;
-  // Into a contiguous buffer: into the receive's landing, which the rank
-  // copies from (segment.h); else into the buffer.
-  if (c.len && !(!m.recv.layout && job.land(m.recv.rank, m.recv.request, m.send.payload.data(), c.len)))
-    err = m.recv.layout ? job.write_layout(m.recv.rank, m.recv.addr, *m.recv.layout, c.offset,
-                                           m.send.payload.data(), c.len)
-                        : job.write(m.recv.rank, m.recv.addr, m.send.payload.data(), c.len);
+  // Whole (as the scheduler cuts them) into a contiguous buffer: into the
+  // receive's landing, which the rank copies from (segment.h); else into
+  // the buffer.
+  const bool whole = c.offset == 0 && c.last && !m.recv.layout;
+  const uint8_t* src = m.send.payload.data() + c.offset;
+  if (c.len && !(whole && job.land(m.recv.rank, m.recv.request, src, c.len)))
+    err = m.recv.layout
+              ? job.write_layout(m.recv.rank, m.recv.addr, *m.recv.layout, c.offset, src, c.len)
+              : job.write(m.recv.rank, m.recv.addr + c.offset, src, c.len);
   if (!err && m.truncated) err = bcs_err_truncate;
   job.complete_status(m.recv.rank, m.recv.request, err, m.send.src, m.send.tag, m.bytes, 0,
                       m.send.pair_seq);
@@ -352,20 +356,19 @@ void DmaHelper::deliver_inline(LocalRanks& job, BufferReceiver& br, wire::Report
   auto& chunks = br.chunks();
   // Pairs with an earlier chunk of this slice left for P2P: a transfer
   // never finishes before an older one of its pair (ChunkScheduler).
-  std::vector<std::pair<int32_t, int32_t>> waiting;
+  std::set<std::pair<int32_t, int32_t>> waiting;
   size_t kept = 0;
   for (size_t i = 0; i < chunks.size(); ++i) {
     const Chunk& c = chunks[i];
     const Match& m = *c.match;
     const std::pair<int32_t, int32_t> pair{m.send.src, m.recv.rank};
-    if (m.send.is_inline && c.first && c.last &&
-        std::find(waiting.begin(), waiting.end(), pair) == waiting.end()) {
+    if (m.send.is_inline && c.first && c.last && !waiting.count(pair)) {
       land_inline(job, c);
       ++rep.delivered;
       rep.bytes += c.len;
       continue;
     }
-    waiting.push_back(pair);
+    waiting.insert(pair);
     chunks[kept++] = c;
   }
   chunks.resize(kept);
