@@ -328,6 +328,19 @@ TEST_F(Story, ADescriptorBatchThatDoesNotDecodeEndsTheJobNamingNodeAndMicrophase
   EXPECT_THAT(r.err, testing::ContainsRegex("node node[12]"));
 }
 
+// A node whose DEM hides sends that will move data (BCS_TEST_FAULT
+// "hide-moving": Report::moving 0) makes the manager end the slice with
+// its MSM, and that node's MSM then schedules chunks for a P2P: the job
+// ends at once, naming the node and the microphase.
+TEST_F(Story, ANodeThatHidesDataToMoveEndsTheJobNamingIt) {
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong"), "--bench", "20", "65536"},
+                   90s, {{"BCS_TEST_FAULT", "hide-moving"}});
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("microphase MSM of slice")) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("chunks scheduled after a DEM that announced none")) << describe(r);
+}
+
 TEST_F(Story, ADescriptorBatchThatNeverComesEndsTheJobInsteadOfAHang) {
   // The receiving node waits for the batch up to the liveness timeout (a
   // stalled sender would only delay the job), here 5 s.

@@ -13,6 +13,7 @@ BufferSender::BufferSender(uint32_t self) : self_(self) {
   if (const char* f = std::getenv("BCS_TEST_FAULT")) {
     if (std::string_view(f) == "bad-batch") fault_ = Fault::bad_batch;
     if (std::string_view(f) == "lose-batch") fault_ = Fault::lose_batch;
+    if (std::string_view(f) == "hide-moving") fault_ = Fault::hide_moving;
     if (fault_ != Fault::none) spdlog::warn("test fault injection on: {}", f);
   }
 }
@@ -283,7 +284,7 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
   // Collectives alone do not need the MSM.
   rep.drained = drained - coll_drained;
   rep.coll_drained = coll_drained;
-  rep.moving = moving;
+  rep.moving = fault_ == Fault::hide_moving ? 0 : moving;  // test only: hidden
   return rep;
 }
 

@@ -49,9 +49,10 @@ class BufferSender {
   // Test-only fault injection (BCS_TEST_FAULT in the node manager's
   // environment; unset in normal use): "bad-batch" sends every descriptor
   // batch as bytes that do not decode, "lose-batch" announces batches it
-  // never sends. The integration tests use it to check that such a failure
-  // ends the job with its cause instead of a hang.
-  enum class Fault { none, bad_batch, lose_batch } fault_ = Fault::none;
+  // never sends, "hide-moving" reports no send that would move data
+  // (Report::moving). The integration tests use it to check that such a
+  // failure ends the job with its cause instead of a hang.
+  enum class Fault { none, bad_batch, lose_batch, hide_moving } fault_ = Fault::none;
   std::map<std::pair<int32_t, int32_t>, uint64_t> pair_seq_;  // non-overtaking across slices
   std::vector<int32_t> hold_to_;                  // ascending
   bool job_blocked_ = false;
