@@ -201,7 +201,7 @@ struct Report {
   bool all_blocked = false;
   // The last part of a slice a one-node job's node ran on its lease: the
   // slice after it started at once for a send to a rank that waited in
-  // MPI (Nic::wait_slice_start), not for the period.
+  // MPI (Nic::wait_on_bell), not for the period.
   bool post_started = false;
   // DEM: the node had nothing to do and armed its doorbell for posts
   // (kNmParked); the strobe may park until a node rings.

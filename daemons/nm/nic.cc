@@ -296,7 +296,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
   // bell again; Run() then stores the final epoch and scans.
   struct LeaseEnd {
     std::atomic<uint32_t>& leasing;
-    std::shared_ptr<NmJob> job;  // asked its ranks to ring (wait_slice_start)
+    std::shared_ptr<NmJob> job;  // asked its ranks to ring (wait_on_bell)
     ~LeaseEnd() {
       if (job) {
         job->set_nm_flag(kNmBellOnPost, false);
@@ -487,10 +487,6 @@ bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point 
   if (dem.run_rm && !run(Phase::rm)) return false;
   for (const auto& r : dem.coll_release) released[r.context] = r.level;
   return true;
-}
-
-bool Nic::wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all) {
-  return wait_on_bell(deadline, true, all);
 }
 
 bool Nic::wait_all_blocked(std::chrono::steady_clock::time_point deadline) {

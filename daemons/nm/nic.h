@@ -171,14 +171,11 @@ class Nic : private Net {
   // Within a lease: sleeps on the job's bell until every local rank is
   // blocked (true) or `deadline` passes (false).
   bool wait_all_blocked(std::chrono::steady_clock::time_point deadline);
-  // Within a lease, between slices: true when the next slice may start -
-  // every local rank is blocked (*all), or since the last DEM a send to a
-  // rank that waits was posted, or a collective's last local post came
-  // (kNmBellOnPost) - false at `deadline`.
-  bool wait_slice_start(std::chrono::steady_clock::time_point deadline, bool* all);
-  // Both: sleeps on the job's bell until every rank is blocked (*all) or,
-  // with `posts`, a send to a waiting rank or a collective's last local
-  // post came; false at `deadline`.
+  // Both that and, within a lease between slices (run_fused, `posts`),
+  // whether the next slice may start: sleeps on the job's bell until every
+  // rank is blocked (*all) or, with `posts`, since the last DEM a send to a
+  // rank that waits was posted or a collective's last local post came
+  // (kNmBellOnPost); false at `deadline`.
   // With `rung`: also false, *rung true, after a ring that starts nothing.
   bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all,
                     bool* rung = nullptr);

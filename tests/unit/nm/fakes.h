@@ -305,32 +305,51 @@ struct TwoNodeCluster {
       DmaHelper::serve(m, &nodes[node]->ranks, nodes[node]->net);
     };
   }
-  // DEM, MSM and P2P of one slice, with the expectations the MM would send.
-  std::vector<wire::Report> slice() {
+  // The microphases of one slice, run on both nodes as the daemons run
+  // them (nic.cc), with the expectations the MM would send.
+  // DEM: the reports, and the strobe that carries its plan on.
+  wire::Strobe dem(std::vector<wire::Report>* reports = nullptr) {
     ++slice_no;
     wire::Strobe s;
     s.slice = slice_no;
     s.expect_batches.assign(2, 0);
-    std::vector<wire::Report> dem;
     for (auto& n : nodes) {
-      dem.push_back(n->bs.run(s.slice, n->ranks, n->net, n->br, n->coll));
-      for (size_t k = 0; k < dem.back().batches_to.size(); ++k) s.expect_batches[k] += dem.back().batches_to[k];
+      wire::Report r = n->bs.run(s.slice, n->ranks, n->net, n->br, n->coll);
+      r.moving += static_cast<uint32_t>(n->br.unexpected_moving());
+      for (size_t k = 0; k < r.batches_to.size(); ++k) s.expect_batches[k] += r.batches_to[k];
+      if (reports) reports->push_back(std::move(r));
     }
+    return s;
+  }
+  // MSM, inline messages delivered in it; the remote reads the P2P will
+  // serve go into `s`.
+  std::vector<wire::Report> msm(wire::Strobe& s) {
+    std::vector<wire::Report> reports;
     s.expect_gets.assign(2, 0);
     for (auto& n : nodes) {
-      auto rep = n->br.run(s, &n->ranks, n->net);
-      for (size_t k = 0; k < rep.gets_to.size(); ++k) s.expect_gets[k] += rep.gets_to[k];
+      wire::Report r = n->br.run(s, &n->ranks, n->net);
+      DmaHelper::deliver_inline(n->ranks, n->br, r);
+      for (size_t k = 0; k < r.gets_to.size(); ++k) s.expect_gets[k] += r.gets_to[k];
+      reports.push_back(std::move(r));
     }
-    // The daemons run P2P concurrently; here one after the other, so the
-    // reading node (1 in these stories) goes first: its reads are served
-    // at once by the switch, and node 0 then finds them counted.
-    std::vector<wire::Report> p2p(2);
-    for (int k = 1; k >= 0; --k)
-      p2p[static_cast<size_t>(k)] =
-          nodes[static_cast<size_t>(k)]->dh.run(s, &nodes[static_cast<size_t>(k)]->ranks,
-                                                nodes[static_cast<size_t>(k)]->net,
-                                                nodes[static_cast<size_t>(k)]->br);
-    return p2p;
+    return reports;
+  }
+  // P2P. The daemons run it concurrently; here one after the other, so
+  // the reading node (1 in these stories) goes first: its reads are served
+  // at once by the switch, and node 0 then finds them counted.
+  std::vector<wire::Report> p2p(const wire::Strobe& s) {
+    std::vector<wire::Report> reports(2);
+    for (int k = 1; k >= 0; --k) {
+      Node& n = *nodes[static_cast<size_t>(k)];
+      reports[static_cast<size_t>(k)] = n.dh.run(s, &n.ranks, n.net, n.br);
+    }
+    return reports;
+  }
+  // DEM, MSM and P2P of one slice; the P2P reports.
+  std::vector<wire::Report> slice() {
+    wire::Strobe s = dem();
+    msm(s);
+    return p2p(s);
   }
   Switch sw;
   std::vector<std::unique_ptr<Node>> nodes;

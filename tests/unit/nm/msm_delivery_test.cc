@@ -19,38 +19,18 @@ using namespace fakes;
 
 class MsmDelivery : public testing::Test, public TwoNodeCluster {
  protected:
-  // DEM then MSM on both nodes, as the daemons run them (nic.cc): each
-  // MSM delivers what it can. The DEM and MSM reports, per node.
+  // DEM then MSM on both nodes (TwoNodeCluster runs them as the daemons
+  // do); the DEM and MSM reports, per node. p2p() finishes the slice.
   struct Reports {
     std::vector<wire::Report> dem, msm;
   };
   Reports dem_and_msm() {
-    ++slice_no;
-    s_ = wire::Strobe{};
-    s_.slice = slice_no;
-    s_.expect_batches.assign(2, 0);
     Reports r;
-    for (auto& n : nodes) {
-      r.dem.push_back(n->bs.run(s_.slice, n->ranks, n->net, n->br, n->coll));
-      r.dem.back().moving += static_cast<uint32_t>(n->br.unexpected_moving());
-      for (size_t k = 0; k < r.dem.back().batches_to.size(); ++k)
-        s_.expect_batches[k] += r.dem.back().batches_to[k];
-    }
-    s_.expect_gets.assign(2, 0);
-    for (auto& n : nodes) {
-      r.msm.push_back(n->br.run(s_, &n->ranks, n->net));
-      DmaHelper::deliver_inline(n->ranks, n->br, r.msm.back());
-      for (size_t k = 0; k < r.msm.back().gets_to.size(); ++k) s_.expect_gets[k] += r.msm.back().gets_to[k];
-    }
+    s_ = dem(&r.dem);
+    r.msm = msm(s_);
     return r;
   }
-  // The P2P of the same slice, reading node first (as TwoNodeCluster::slice).
-  void p2p() {
-    for (int k = 1; k >= 0; --k) {
-      auto& n = *nodes[static_cast<size_t>(k)];
-      n.dh.run(s_, &n.ranks, n.net, n.br);
-    }
-  }
+  void p2p() { TwoNodeCluster::p2p(s_); }
   wire::Strobe s_;
 };
 
