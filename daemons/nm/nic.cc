@@ -309,6 +309,13 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
       }
     }
   } lease_end{leasing_, nullptr};
+  // Periods skipped so far in this lease, between its slices: with those
+  // after its last slice, never more than the manager accepts
+  // (kMaxLeaseSkipped, split_fused). One wait can pass many: a node
+  // stopped for 15 s (SIGSTOP) woke to 30,000 periods gone, and capping
+  // each wait alone let a second one push the lease past the limit, which
+  // failed the job as a malformed report.
+  uint32_t lease_skipped = 0;
   for (uint32_t k = 0;; ++k) {
     const size_t first = f.parts.size();
     const bool ok = run_fused_slice(m, t0, f);
@@ -343,6 +350,8 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     const uint64_t slice_ns = job->spec().slice_ns;
     const std::chrono::nanoseconds period(slice_ns ? slice_ns : s.lease_ns);
     auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
+    if (lease_skipped >= wire::kMaxLeaseSkipped) break;  // the manager numbers on
+    const uint32_t max_skipped = wire::kMaxLeaseSkipped - lease_skipped;
     uint32_t skipped = 0;
     bool blocked = false, posted = false, go = false;
     // With nothing to do, the node does not wake at each period's end only
@@ -371,7 +380,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
       const bool start = wait_on_bell(until, true, &all, sleeping ? &rung : nullptr);
       const auto now = clock::now();
       // Each period that ended while the node slept passed with nothing to do.
-      while (sleeping && period_end <= now && skipped < wire::kMaxLeaseSkipped) {
+      while (sleeping && period_end <= now && skipped < max_skipped) {
         ++skipped;
         period_end += period;
       }
@@ -398,7 +407,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
           go = true;
           break;
         }
-        if (now >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
+        if (now >= deadline || skipped >= max_skipped) break;
         continue;
       }
       if (!node_idle()) {
@@ -406,7 +415,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
         break;
       }
       ++skipped;  // a period with nothing to do
-      if (clock::now() >= deadline || skipped >= wire::kMaxLeaseSkipped) break;
+      if (clock::now() >= deadline || skipped >= max_skipped) break;
       period_end += period;
       // Busy when the slice ended (a collective finishing its rounds, a
       // post just after it), idle now.
@@ -421,6 +430,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     f.parts.back().all_blocked = blocked;
     f.parts.back().post_started = posted;
     m.slice += 1 + skipped;
+    lease_skipped += skipped;
     m.may_park = false;       // only the manager parks, after slices with nothing to do
     m.job_blocked = blocked;  // every rank of this one-node job is, or not
   }
