@@ -310,8 +310,11 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     auto st = fabric_.xfer_and_signal(j.nodes, wire::kEvStrobe, wire::encode(s));
     if (st == core::Status::closed) return false;  // shutting down: nothing to report
     if (st != core::Status::ok) {
-      spdlog::error("slice {}: {} microstrobe: {}", s.slice, wire::phase_name(s.phase),
-                    core::status_str(st));
+      // UCX's own words too: "io error" alone left a lost node's cause
+      // unknown (slurm_three_hosts, once in CI: both network peers lost at
+      // the first strobe).
+      spdlog::error("slice {}: {} microstrobe: {} ({})", s.slice, wire::phase_name(s.phase),
+                    core::status_str(st), fabric_.last_error());
       return false;
     }
     return true;
