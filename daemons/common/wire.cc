@@ -263,7 +263,7 @@ DescBatch decode_batch(std::span<const uint8_t> bytes) {
       auto p = r.get_bytes();
       // The receiving node copies `len` bytes of it into a receive: a
       // payload of another length would be read past its end.
-      if (p.size() != s.len)
+      if (p.size() != s.len || s.len > kInlineSpanMax)
         throw std::runtime_error("wire: inline payload of " + std::to_string(p.size()) +
                                  " bytes for a send of " + std::to_string(s.len));
       s.payload.assign(p.begin(), p.end());

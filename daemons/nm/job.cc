@@ -651,22 +651,20 @@ bool NmJob::scan_posted(std::vector<PostedColl>* colls) {
     if (r->held_sends && head != seen && v.ctl->waiting.load(std::memory_order_seq_cst))
       return true;
     // The head is rank-written: whatever it says, look at most at one ring
-    // (slots the DEM has not read yet), at most kRingPeekMax of it, as the
-    // ranks' own look does (segment_slice_for_waiter). Each field is read
-    // once, into a local (the rank may be writing the slot).
-    const uint64_t n = std::min<uint64_t>({head - seen, v.ring_slots, kRingPeekMax});
-    for (uint64_t i = head - n; i != head; ++i) {
-      const Descriptor& d = v.ring[i & (v.ring_slots - 1)];
-      const DescKind kind = d.kind;
-      if (kind == DescKind::coll) {
-        colls->push_back({r->world_rank, d.context, d.seq});
-      } else if (kind == DescKind::send) {
-        const int32_t peer = d.peer;
-        if (peer >= 0 && static_cast<uint32_t>(peer) < spec_.nranks && is_local(peer) &&
-            view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst))
-          return true;
-      }
-    }
+    // (slots the DEM has not read yet, from the head it read), at most
+    // kRingPeekMax of it, as the ranks' own look does
+    // (segment_slice_for_waiter). Each field is read once (the rank may be
+    // writing the slot).
+    if (ring_peek(v, seen, head, [&](DescKind kind, int32_t peer, int32_t context, uint64_t seq) {
+          if (kind == DescKind::coll) {
+            colls->push_back({r->world_rank, context, seq});
+            return false;
+          }
+          return kind == DescKind::send && peer >= 0 &&
+                 static_cast<uint32_t>(peer) < spec_.nranks && is_local(peer) &&
+                 view(local(peer)).ctl->waiting.load(std::memory_order_seq_cst) != 0;
+        }))
+      return true;
   }
   return false;
 }

@@ -241,9 +241,15 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
     d.flags = bcs::kDescLayout;
     put_layout(&d, layout);
   }
-  post(d, mode == BCS_NONBLOCKING);
+  // Eager (segment.h, kInlineSpanMax) when contiguous and a span of slots
+  // fits; post_eager posts it either way.
+  bool eager = false;
+  if (!inl && !sync && !layout && len <= bcs::kInlineSpanMax)
+    eager = post_eager(d, buf, len, mode == BCS_NONBLOCKING);
+  else
+    post(d, mode == BCS_NONBLOCKING);
   // Inline: the bytes are in the ring, the user buffer is reusable now.
-  if (inl) complete_locally(idx, len);
+  if (inl || eager) complete_locally(idx, len);
   if (mode == BCS_NONBLOCKING) {
     *req = static_cast<bcs_request_t>(idx);
     return BCS_OK;

@@ -112,14 +112,14 @@ Matcher::ShelfOffer Matcher::shelf_candidates(int32_t rank, size_t max) const {
   std::vector<Run> runs;
   for (const auto& [key, q] : buckets) {
     if (runs.size() >= max) break;  // the first round alone fills the shelf
-    if (q.front().is_inline) runs.push_back({q.begin(), q.end()});
+    if (q.front().shelvable()) runs.push_back({q.begin(), q.end()});
   }
   while (!runs.empty() && out.sends.size() < max) {
     size_t kept = 0;
     for (Run& r : runs) {
       if (out.sends.size() == max) break;
       out.sends.push_back(&*r.at);
-      if (++r.at != r.end && r.at->is_inline) runs[kept++] = r;
+      if (++r.at != r.end && r.at->shelvable()) runs[kept++] = r;
     }
     runs.resize(kept);
   }
@@ -161,7 +161,7 @@ bool Matcher::take_shelved(int32_t rank, int32_t context, int32_t src, int32_t t
   // it names is taken all the same: only its own messages are at stake).
   const auto it = std::find_if(q.begin(), q.end(),
                                [&](const SendDesc& s) { return s.pair_seq == pair_seq; });
-  if (it == q.end() || !it->is_inline) return false;
+  if (it == q.end() || !it->shelvable()) return false;
   p.count_out(*it);
   q.erase(it);
   if (q.empty()) p.unexpected.erase(b);

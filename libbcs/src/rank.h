@@ -338,6 +338,11 @@ void polled_nothing();
 // lease, and so does, while the node sleeps through the periods, a post
 // that a slice would serve; a caller that blocks rings from its wait.
 void post(Descriptor& d, bool goes_on = false);
+// post() for an eager send (segment.h, kInlineSpanMax): `d` is posted
+// inline with the `len` bytes at `src` when the ring has room for its
+// span. Otherwise it goes as an ordinary send (its inline flag cleared)
+// after all: a span never waits for room. Returns whether it went inline.
+bool post_eager(Descriptor& d, const void* src, size_t len, bool goes_on);
 inline Descriptor make_desc(DescKind kind, int32_t context, int32_t peer, int32_t tag) {
   Descriptor d;
   std::memset(&d, 0, offsetof(Descriptor, payload));

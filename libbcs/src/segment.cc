@@ -53,6 +53,31 @@ bool ring_try_post(RankView& v, const Descriptor& d, uint64_t* tail_seen) {
   return true;
 }
 
+bool ring_try_post_span(RankView& v, const Descriptor& d, const void* src, size_t len,
+                        uint64_t* tail_seen) {
+  const uint64_t slots = ring_span_slots(static_cast<uint32_t>(len));
+  if (slots > v.ring_slots) return false;
+  const uint64_t head = v.ctl->head.load(std::memory_order_relaxed);
+  uint64_t tail = tail_seen ? *tail_seen : 0;
+  if (!tail_seen || v.ring_slots - (head - tail) < slots) {
+    tail = v.ctl->tail.load(std::memory_order_acquire);
+    if (tail_seen) *tail_seen = tail;
+    if (v.ring_slots - (head - tail) < slots) return false;
+  }
+  const uint64_t mask = v.ring_slots - 1;
+  std::memcpy(&v.ring[head & mask], &d, offsetof(Descriptor, payload));
+  // The bytes run on from the descriptor's payload through the next
+  // slots, wrapping to the ring's start (ring_read reads them so).
+  auto* ring = reinterpret_cast<uint8_t*>(v.ring);
+  const size_t at = (head & mask) * kDescriptorSize + offsetof(Descriptor, payload);
+  const size_t end = size_t{v.ring_slots} * kDescriptorSize;
+  const size_t first = std::min(len, end - at);
+  std::memcpy(ring + at, src, first);
+  std::memcpy(ring, static_cast<const uint8_t*>(src) + first, len - first);
+  v.ctl->head.store(head + slots, std::memory_order_release);
+  return true;
+}
+
 void rank_wake(RankView& v) {
   v.ctl->wake_seq.fetch_add(1, std::memory_order_release);
   // The rank sets `waiting` before re-checking its condition and sleeping,

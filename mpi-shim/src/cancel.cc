@@ -9,8 +9,8 @@
 // sender's request completes as cancelled in the next P2P microphase. A
 // request that matched first completes normally. Either way the request
 // completes, so a wait after MPI_Cancel always returns (MPI-3.1 3.8.4).
-// A send of up to 192 bytes completes when posted (its bytes travel in the
-// descriptor); cancelling it sends a cancel naming the send by its number
+// A send of up to 192 bytes, or an eager one of up to 1 KiB, completes when
+// posted (its bytes travel in the ring); cancelling it sends a cancel naming the send by its number
 // to the receiver's node, and the request completes again with the answer.
 // A buffered send (MPI_Ibsend) is cancelled through its message's send.
 #include "replay.h"

@@ -105,13 +105,13 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       }
       return true;
     };
-    auto take = [&](const Descriptor& d) {
+    auto take = [&](const Descriptor& d, const RingSpan& span) {
       if (corrupt) return;
       switch (d.kind) {
         case DescKind::send: {
           if (d.peer < 0 || static_cast<uint32_t>(d.peer) >= ranks.nranks())
             return corrupted(d, "send to invalid rank " + std::to_string(d.peer));
-          if ((d.flags & kDescInline) && (d.inline_len > kInlineMax || d.inline_len != d.len))
+          if ((d.flags & kDescInline) && (d.inline_len > kInlineSpanMax || d.inline_len != d.len))
             return corrupted(d, "inline length " + std::to_string(d.inline_len) + " invalid");
           if (d.request >= v.request_slots)
             return corrupted(d, "request index " + std::to_string(d.request) + " out of range");
@@ -127,7 +127,12 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           s.request = d.request;
           s.is_inline = (d.flags & kDescInline) != 0;
           if (!s.is_inline) ++moving;
-          if (s.is_inline) s.payload.assign(d.payload, d.payload + d.inline_len);
+          // An eager send's bytes come from its span (read with `d`, so of
+          // d.inline_len bytes), an inline one's from its payload.
+          if (s.is_inline && span.data)
+            s.payload.assign(span.data, span.data + span.len);
+          else if (s.is_inline)
+            s.payload.assign(d.payload, d.payload + d.inline_len);
           if (!s.is_inline && (d.flags & kDescLayout) && !layout_of(d, d.len, &s.layout)) return;
           const uint32_t node = ranks.node_of(d.peer);
           if (node == self_) {
@@ -219,14 +224,13 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
       }
       corrupted(d, "descriptor of unknown kind " + std::to_string(static_cast<int>(d.kind)));
     };
-    // Each descriptor is read once, into private memory: the rank may write
-    // its ring while we look, and a field checked must be the field used.
+    // Each descriptor comes read once, into private memory (ring_drain_holding):
+    // the rank may write its ring while we look, and a field checked must be
+    // the field used.
     int32_t held_to = -1;
     const RingDrained dr = ring_drain_holding(
         v, taken_[me],
-        [&](const Descriptor& slot) {
-          Descriptor d;
-          std::memcpy(&d, &slot, sizeof d);
+        [&](const Descriptor& d, const RingSpan& span) {
           const bool to_peer =
               d.kind == DescKind::send ||
               (d.kind == DescKind::cancel && (d.flags & kDescCancelSend));
@@ -235,15 +239,20 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
             ++rep.held;
             return false;
           }
-          take(d);
+          take(d, span);
           return true;
         });
     const size_t n = dr.taken;
+    if (dr.torn && !corrupt) {
+      ranks.rank_corrupted(me, "corrupted its descriptor ring: head " +
+                                   std::to_string(dr.head) + " ends within an eager send");
+      corrupt = true;
+    }
     corrupt = corrupt || dr.bad;
     ranks.ring_seen(me, dr.head);
     if (n && !corrupt) ranks.note_drain(me, n);
     hold_check(me, v, held_to, ranks);
-    if (corrupt && n == 0)
+    if (dr.bad)
       ranks.rank_corrupted(me, "corrupted its descriptor ring: head " +
                                    std::to_string(v.ctl->head.load()) + " is not within a ring of tail " +
                                    std::to_string(v.ctl->tail.load()));

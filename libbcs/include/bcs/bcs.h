@@ -119,7 +119,8 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
  * Takes effect at the next scheduling microphase, in post order: if the
  * receive was not matched by then, it completes with error BCS_CANCELLED,
  * else it completes normally. Either way the request must still be tested.
- * A send of up to 192 bytes completes when posted: bcs_cancel_sent cancels it. */
+ * A send of up to 192 bytes, or a contiguous one of up to 1 KiB (eager, when
+ * the ring has room), completes when posted: bcs_cancel_sent cancels it. */
 bcs_status_t bcs_cancel(bcs_request_t req);
 /* Sends posted so far by this rank to world rank `dest` (0 before the
  * first): right after bcs_send, the number of that send. */

@@ -38,8 +38,11 @@ struct SendDesc {
   // The sender's process, offered by its node manager to a receiver's node
   // manager on the same host for a single copy (0: none).
   uint32_t pid = 0;
-  bool is_inline = false;
+  bool is_inline = false;         // inline or eager: the sender completed at its post
   std::vector<uint8_t> payload;  // inline bytes (len of them)
+  // May go on its receiver's unexpected shelf (an entry holds kInlineMax
+  // bytes): inline, not eager.
+  bool shelvable() const { return is_inline && len <= kInlineMax; }
   // Set by the matcher when the send becomes unexpected: its place in its
   // receiver's unexpected messages, in canonical order (the unexpected
   // shelf's wildcards compare these).

@@ -95,7 +95,7 @@ TEST_F(ApiTest, AWaitRingsALeasedNodeOnlyWhenASliceIsOwedToIt) {
 TEST_F(ApiTest, ANodeSleepingThroughThePeriodsIsRungOnlyForWorkASliceWouldDo) {
   attach(2);
   SegmentHeader* h = seg_->header();
-  std::vector<uint8_t> big(kInlineMax + 1, 7);
+  std::vector<uint8_t> big(kInlineSpanMax + 1, 7), eager(kInlineSpanMax, 7);
   int v = 0;
   bcs_request_t r = -1;
   // Posts with `flags` up, then says whether the bell rang.
@@ -112,13 +112,17 @@ TEST_F(ApiTest, ANodeSleepingThroughThePeriodsIsRungOnlyForWorkASliceWouldDo) {
     EXPECT_FALSE(rings(flags, [&] {
       EXPECT_EQ(bcs_send(&v, sizeof v, 1, 0, kContextWorld, BCS_NONBLOCKING, &r), BCS_OK);
     })) << "an inline send";
+    EXPECT_FALSE(rings(flags, [&] {
+      EXPECT_EQ(bcs_send(eager.data(), eager.size(), 1, 0, kContextWorld, BCS_NONBLOCKING, &r),
+                BCS_OK);
+    })) << "an eager send";
     EXPECT_EQ(rings(flags, [&] {
                 EXPECT_EQ(bcs_send(big.data(), big.size(), 1, 0, kContextWorld, BCS_NONBLOCKING,
                                    &r),
                           BCS_OK);
               }),
               on)
-        << "a send past the inline size";
+        << "a send past the eager size";
     EXPECT_EQ(rings(flags, [&] {
                 EXPECT_EQ(bcs_ssend(&v, sizeof v, 1, 0, kContextWorld, BCS_NONBLOCKING, &r),
                           BCS_OK);
@@ -195,13 +199,13 @@ TEST_F(ApiTest, ABlockingCallRingsASleepingNodeOnceFromItsWait) {
             1u)
       << "a blocking receive while the node holds sends to the rank";
   self.ctl->held_sends.store(0);
-  std::vector<uint8_t> big(kInlineMax + 1, 7);
+  std::vector<uint8_t> big(kInlineSpanMax + 1, 7);
   EXPECT_EQ(rings([&] {
               EXPECT_EQ(bcs_send(big.data(), big.size(), 1, 0, kContextWorld, BCS_BLOCKING, nullptr),
                         BCS_OK);
             }),
             1u)
-      << "a blocking send past the inline size";
+      << "a blocking send past the eager size";
   h->nm_flags.store(0);
   ASSERT_EQ(bcs_finalize(), BCS_OK);
   seg_.reset();

@@ -16,6 +16,7 @@
 #include <cstring>
 #include <deque>
 #include <functional>
+#include <map>
 #include <mutex>
 #include <stdexcept>
 #include <string>
@@ -103,7 +104,10 @@ class FakeNm {
   size_t step() {
     std::lock_guard lk(mu_);
     std::vector<Descriptor> batch;
-    const size_t n = ring_drain(v_, [&](const Descriptor& d) { batch.push_back(d); });
+    const size_t n = ring_drain(v_, [&](const Descriptor& d, const RingSpan& span) {
+      batch.push_back(d);
+      if (span.data) spans_[d.seq].assign(span.data, span.data + span.len);
+    });
     seen_.insert(seen_.end(), batch.begin(), batch.end());
     for (const auto& d : batch)
       if (d.kind == DescKind::send) unexpected_.push_back(d);
@@ -184,12 +188,15 @@ class FakeNm {
         continue;
       }
       const uint64_t bytes = std::min(s->len, r->len);
-      const void* src = (s->flags & kDescInline) ? static_cast<const void*>(s->payload)
-                                                 : reinterpret_cast<const void*>(s->addr);
+      const auto span = spans_.find(s->seq);
+      const void* src = span != spans_.end()        ? static_cast<const void*>(span->second.data())
+                        : (s->flags & kDescInline) ? static_cast<const void*>(s->payload)
+                                                   : reinterpret_cast<const void*>(s->addr);
       if (bytes) std::memcpy(reinterpret_cast<void*>(r->addr), src, bytes);
       const int32_t err = s->len > r->len ? bcs_err_truncate : bcs_err_none;
       if (!(s->flags & kDescInline)) request_complete(v_, s->request, bcs_err_none, me_, s->tag, bytes);
       request_complete(v_, r->request, err, me_, s->tag, bytes);
+      if (span != spans_.end()) spans_.erase(span);
       unexpected_.erase(s);
       r = posted_.erase(r);
     }
@@ -197,6 +204,7 @@ class FakeNm {
 
   RankView v_;
   int32_t me_;
+  std::map<uint64_t, std::vector<uint8_t>> spans_;  // eager sends' bytes, by post number
   std::mutex mu_;
   std::vector<Descriptor> seen_;
   std::deque<Descriptor> unexpected_, posted_, probes_;

@@ -259,6 +259,139 @@ TEST(RingTest, HoldingDrainRefusesAGarbageHead) {
   EXPECT_EQ(v.ctl->tail.load(), 0u);
 }
 
+// An eager send of `len` bytes numbered `n` (segment.h, kInlineSpanMax):
+// its bytes, and its descriptor as the rank posts it.
+std::vector<uint8_t> eager_bytes(uint64_t n, size_t len) {
+  std::vector<uint8_t> b(len);
+  for (size_t i = 0; i < len; ++i) b[i] = static_cast<uint8_t>(n * 7 + i * 13 + i / 256);
+  return b;
+}
+Descriptor eager_desc(uint64_t n, size_t len) {
+  Descriptor d{};
+  d.kind = DescKind::send;
+  d.flags = kDescInline;
+  d.inline_len = static_cast<uint32_t>(len);
+  d.len = len;
+  d.seq = n;
+  d.peer = 1;
+  return d;
+}
+
+// Eager sends of every length from just past one slot to the largest,
+// between ordinary descriptors, through a 16-slot ring: spans start at
+// every slot and wrap around the ring's end at every offset, and each comes
+// out whole, in post order, as one descriptor.
+TEST(RingTest, EagerSendsRunOnThroughTheNextSlotsAndComeOutWhole) {
+  TestSegment seg(1, 16, 16);
+  RankView v = seg.view(0);
+  EXPECT_EQ(ring_span_slots(kInlineMax), 1u);
+  EXPECT_EQ(ring_span_slots(kInlineMax + 1), 2u);
+  EXPECT_EQ(ring_span_slots(kInlineMax + kDescriptorSize), 2u);
+  EXPECT_EQ(ring_span_slots(kInlineMax + kDescriptorSize + 1), 3u);
+  EXPECT_EQ(ring_span_slots(kInlineSpanMax + 1), 1u);  // not eager: refused by the NM
+  uint64_t n = 0, drained = 0, slots = 0;
+  for (size_t len = kInlineMax + 1; len <= kInlineSpanMax; len += 37) {
+    ++n;
+    const auto bytes = eager_bytes(n, len);
+    ASSERT_TRUE(ring_try_post_span(v, eager_desc(n, len), bytes.data(), len));
+    ASSERT_TRUE(ring_try_post(v, make_desc(1000 + n)));
+    slots += ring_span_slots(static_cast<uint32_t>(len)) + 1;
+    EXPECT_EQ(v.ctl->head.load(), slots);
+    const size_t got = ring_drain(v, [&](const Descriptor& d, const RingSpan& span) {
+      if (d.seq >= 1000) {
+        EXPECT_EQ(span.data, nullptr);
+        expect_desc(d, d.seq);
+        return;
+      }
+      ASSERT_EQ(d.seq, n);
+      ASSERT_EQ(span.len, len);
+      EXPECT_EQ(0, std::memcmp(span.data, bytes.data(), len)) << len << " bytes";
+      ++drained;
+    });
+    EXPECT_EQ(got, 2u);
+    EXPECT_EQ(v.ctl->tail.load(), slots);
+  }
+  EXPECT_EQ(drained, n);
+  EXPECT_GT(n, 20u);
+}
+
+// A span needs all its slots free at once; refused, it writes nothing.
+TEST(RingTest, AnEagerSendIsRefusedWhenItsSlotsAreNotAllFree) {
+  TestSegment seg(1, 8, 8);
+  RankView v = seg.view(0);
+  const size_t len = kInlineSpanMax;  // 5 slots
+  const auto bytes = eager_bytes(1, len);
+  for (uint64_t n = 1; n <= 4; ++n) ASSERT_TRUE(ring_try_post(v, make_desc(n)));
+  uint64_t tail_seen = 0;
+  EXPECT_FALSE(ring_try_post_span(v, eager_desc(9, len), bytes.data(), len, &tail_seen));
+  EXPECT_EQ(v.ctl->head.load(), 4u);
+  uint64_t next = 1;
+  ring_drain(v, [&](const Descriptor& d) { expect_desc(d, next++); });
+  EXPECT_EQ(next, 5u);
+  // Free now (the stale tail seen is read again).
+  EXPECT_TRUE(ring_try_post_span(v, eager_desc(9, len), bytes.data(), len, &tail_seen));
+  EXPECT_EQ(v.ctl->head.load(), 4u + ring_span_slots(len));
+  // Never more than the ring holds.
+  TestSegment tiny(1, 4, 4);
+  RankView t = tiny.view(0);
+  EXPECT_FALSE(ring_try_post_span(t, eager_desc(1, len), bytes.data(), len));
+}
+
+// A head published within a span (only a rank writing its ring by hand can
+// do that) stops the drain before that descriptor, flagged.
+TEST(RingTest, AHeadWithinAnEagerSendTearsTheDrain) {
+  TestSegment seg(1, 16, 16);
+  RankView v = seg.view(0);
+  const auto bytes = eager_bytes(2, 700);
+  ASSERT_TRUE(ring_try_post(v, make_desc(1)));
+  ASSERT_TRUE(ring_try_post_span(v, eager_desc(2, 700), bytes.data(), 700));
+  v.ctl->head.store(v.ctl->head.load() - 1);
+  std::vector<uint64_t> seen;
+  std::vector<uint8_t> taken;
+  const RingDrained r = ring_drain_holding(v, taken, [&](const Descriptor& d) {
+    seen.push_back(d.seq);
+    return true;
+  });
+  EXPECT_TRUE(r.torn);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(v.ctl->tail.load(), 1u);
+  bool bad = false;
+  EXPECT_EQ(ring_drain(v, [](const Descriptor&) { ADD_FAILURE(); }, &bad), 0u);
+  EXPECT_TRUE(bad);
+}
+
+// Held descriptors and spans: a span taken behind a held one is skipped
+// whole later, and the tail then passes all its slots.
+TEST(RingTest, HoldingDrainSkipsAnEagerSendTakenBehindAHeldOne) {
+  TestSegment seg(1, 16, 16);
+  RankView v = seg.view(0);
+  std::vector<uint8_t> taken;
+  const auto bytes = eager_bytes(2, 1000);
+  ASSERT_TRUE(ring_try_post(v, make_desc(1)));
+  ASSERT_TRUE(ring_try_post_span(v, eager_desc(2, 1000), bytes.data(), 1000));
+  ASSERT_TRUE(ring_try_post(v, make_desc(3)));
+  std::vector<uint64_t> seen;
+  auto hold = [&](std::set<uint64_t> held) {
+    return [&seen, held](const Descriptor& d, const RingSpan& span) {
+      if (held.count(d.seq)) return false;
+      seen.push_back(d.seq);
+      if (d.seq == 2) {
+        EXPECT_EQ(span.len, 1000u);
+      }
+      return true;
+    };
+  };
+  RingDrained r = ring_drain_holding(v, taken, hold({1}));
+  EXPECT_EQ(r.taken, 2u);
+  EXPECT_EQ(seen, (std::vector<uint64_t>{2, 3}));
+  EXPECT_EQ(v.ctl->tail.load(), 0u);
+  seen.clear();
+  r = ring_drain_holding(v, taken, hold({}));
+  EXPECT_EQ(seen, (std::vector<uint64_t>{1}));
+  EXPECT_EQ(v.ctl->tail.load(), v.ctl->head.load());
+  EXPECT_FALSE(r.torn);
+}
+
 // A rank thread and an NM thread pushing 100k descriptors through an 8-slot
 // ring. The producer sleeps on wake_seq when the ring is full (the NM bumps it
 // after freeing space, exactly as in the runtime); the consumer sleeps on a

@@ -87,6 +87,24 @@ TEST_F(ShelfTest, OnlyTheLeadingRunOfInlineSendsOfAKeyIsOffered) {
   EXPECT_EQ(take(7), 7);
 }
 
+// An eager send (kInlineMax < len <= kInlineSpanMax) completed at its post
+// like an inline one, but an entry holds kInlineMax bytes: it stays with
+// the node manager, and cuts its key's run as a large send does.
+TEST_F(ShelfTest, AnEagerSendIsNotOfferedAndEndsItsKeysRun) {
+  auto eager = [](int32_t tag, uint64_t seq) {
+    SendDesc s = matcher_test::send(kSrc, kRank, tag, seq, 1, kInlineMax + 1);
+    s.is_inline = true;
+    s.payload.assign(kInlineMax + 1, 0x5a);
+    return s;
+  };
+  hold({small(5, 1, 1), eager(5, 2), small(5, 3, 3), eager(6, 4), small(6, 5, 5)});
+  EXPECT_EQ(shelf_->count.load(), 1u);
+  EXPECT_EQ(take(5), 1);
+  EXPECT_EQ(take(5), -1);
+  EXPECT_EQ(take(6), -1);
+  EXPECT_FALSE(matcher_.take_shelved(kRank, 0, kSrc, 5, 2)) << "not the rank's to take";
+}
+
 TEST_F(ShelfTest, KeysTakeTurnsSoThatABacklogDoesNotCrowdOutTheOthers) {
   std::vector<SendDesc> v;
   uint64_t seq = 0;

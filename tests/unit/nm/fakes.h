@@ -153,6 +153,14 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
     v.requests[d.request].state.store(static_cast<uint32_t>(ReqState::pending));
     if (!ring_try_post(v, d)) fault("the ring is full");
   }
+  // An eager send, as the rank posts it (ring_try_post_span): complete at
+  // its post, so its slot is not pending.
+  void post_eager(int32_t r, Descriptor d, const void* buf) {
+    d.flags = kDescInline;
+    d.inline_len = static_cast<uint32_t>(d.len);
+    RankView v = view_of(r);
+    if (!ring_try_post_span(v, d, buf, d.len)) fault("the ring is full");
+  }
   const RequestSlot& slot(int32_t r, uint32_t i) { return view_of(r).requests[i]; }
   bool done(int32_t r, uint32_t i) {
     return slot(r, i).state.load() == static_cast<uint32_t>(ReqState::done);

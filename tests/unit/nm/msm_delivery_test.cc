@@ -53,6 +53,46 @@ TEST_F(MsmDelivery, AnInlineMessageIsDeliveredInTheMsmAndLeavesNothingForP2p) {
   EXPECT_EQ(nodes[1]->br.scheduler().in_flight(), 0u) << "the transfer is finished";
 }
 
+// An eager message (up to kInlineSpanMax bytes, its bytes in the ring
+// after its descriptor) travels and lands the same way: to another node in
+// the descriptor batch, to a rank of the same node straight from the ring,
+// written into the receive (it is longer than a landing) in the MSM.
+TEST_F(MsmDelivery, AnEagerMessageIsDeliveredInTheMsmToEitherNode) {
+  std::vector<uint8_t> out(kInlineSpanMax), remote_in(kInlineSpanMax, 0), local_in(700, 0);
+  for (size_t i = 0; i < out.size(); ++i) out[i] = static_cast<uint8_t>(i * 7 + i / 256);
+  nodes[1]->ranks.allow(1, remote_in.data(), remote_in.size());
+  nodes[0]->ranks.allow(2, local_in.data(), local_in.size());
+  nodes[0]->ranks.post_eager(0, send_desc(1, 7, out.data(), out.size(), 0), out.data());
+  nodes[0]->ranks.post_eager(0, send_desc(2, 7, out.data(), 700, 1), out.data());
+  nodes[1]->ranks.post(1, recv_desc(0, 7, remote_in.data(), remote_in.size(), 3));
+  nodes[0]->ranks.post(2, recv_desc(0, 7, local_in.data(), local_in.size(), 4));
+  const Reports r = dem_and_msm();
+  EXPECT_EQ(r.dem[0].moving + r.dem[1].moving, 0u) << "nothing the MSM matches would move data";
+  EXPECT_EQ(r.msm[1].delivered, 1u);
+  EXPECT_EQ(r.msm[0].delivered, 1u);
+  EXPECT_EQ(r.msm[0].chunks + r.msm[1].chunks, 0u) << "nothing left for a P2P";
+  ASSERT_TRUE(nodes[1]->ranks.done(1, 3));
+  ASSERT_TRUE(nodes[0]->ranks.done(2, 4));
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 3).bytes, kInlineSpanMax);
+  EXPECT_EQ(nodes[1]->ranks.slot(1, 3).landed, 0u) << "longer than a landing: written";
+  EXPECT_EQ(remote_in, out);
+  EXPECT_EQ(0, std::memcmp(local_in.data(), out.data(), 700));
+}
+
+// A rank that claims more eager bytes than the largest is ended, named.
+TEST_F(MsmDelivery, AnEagerSendLongerThanTheLargestEndsItsRank) {
+  std::vector<uint8_t> out(kInlineSpanMax + 1, 1);
+  Descriptor d = send_desc(1, 7, out.data(), out.size(), 0);
+  d.flags = kDescInline;
+  d.inline_len = static_cast<uint32_t>(out.size());
+  nodes[0]->ranks.post(0, d);
+  dem_and_msm();
+  const auto& bad = nodes[0]->ranks.corrupted_;
+  ASSERT_EQ(bad.size(), 1u);
+  EXPECT_EQ(bad[0].first, 0);
+  EXPECT_NE(bad[0].second.find("inline length 1025 invalid"), std::string::npos) << bad[0].second;
+}
+
 TEST_F(MsmDelivery, AnInlineMessageBehindALargerOneOfItsPairWaitsForTheP2p) {
   std::vector<uint8_t> big(5000), big_in(5000, 0), in(8, 0);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<uint8_t>(i * 3);
