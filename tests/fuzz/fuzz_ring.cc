@@ -14,7 +14,8 @@
 //                   fields are first bent towards valid values (kind,
 //                   request, peer, lengths, addresses into its memory), so
 //                   that the fuzzer reaches matching and copying, not only
-//                   the first check
+//                   the first check; with bit 0x20 an eager send's head
+//                   passes its span (else it is torn)
 // Ranks 0 and 2 live on node 0, rank 1 on node 1 (fakes.h).
 #include <algorithm>
 #include <array>
@@ -39,7 +40,8 @@ void tame(Descriptor& d, uint64_t base) {
   d.tag = static_cast<int32_t>(static_cast<uint32_t>(d.tag) % 5) - 1;    // any, 0..3
   d.context = static_cast<int32_t>(static_cast<uint32_t>(d.context) % 4);
   d.len %= 8192;
-  if (d.flags & kDescInline) d.inline_len = static_cast<uint32_t>(d.len = d.len % (kInlineMax + 1));
+  if (d.flags & kDescInline)
+    d.inline_len = static_cast<uint32_t>(d.len = d.len % (kInlineSpanMax + 1));
   d.addr = base + d.addr % (kMem - d.len);
   if (d.flags & kDescLayout) {  // a block list inside the rank's memory
     LayoutRef ref;
@@ -98,7 +100,13 @@ extern "C" int bcs_fuzz_ring(const uint8_t* data, size_t size) {
       continue;
     }
     v.ring[head & (v.ring_slots - 1)] = d;
-    v.ctl->head.store(head + 1);
+    // With bit 0x20 the head passes the slots an eager send's bytes take
+    // (what they hold is whatever the ring held); without, a send that
+    // claims more is torn.
+    const uint64_t span = d.kind == DescKind::send && (d.flags & kDescInline)
+                              ? ring_span_slots(d.inline_len)
+                              : 1;
+    v.ctl->head.store(head + ((op & 0x20) ? std::min(span, v.ring_slots - (head - tail)) : 1));
   }
   for (int k = 0; k < 3; ++k) c.slice();
   return 0;

@@ -391,6 +391,7 @@ TEST_F(Story, ARankThatCorruptsItsSegmentIsEndedAndNamedAndTheNodeManagerRunsThe
   const std::pair<const char*, const char*> cases[] = {
       {"head", "is not within a ring of tail"},
       {"request", "it corrupted its descriptor ring: request index 1073741824 out of range"},
+      {"span", "ends within an eager send"},
   };
   for (const auto& [mode, why] : cases) {
     auto r = c.run({"-n", "3", it_prog("it_scribble"), mode});

@@ -4,6 +4,7 @@
 // mode in argv[1]:
 //   head     moves its ring's head 2^40 descriptors past the tail;
 //   request  posts a receive naming request slot 2^30;
+//   span     posts an eager send whose head stops within its span;
 //   layout   overwrites the header's ring and request table sizes (the node
 //            manager must not believe them: the job then runs normally).
 // (after a first barrier, so that every rank attached to the segment).
@@ -62,6 +63,14 @@ int main(int argc, char** argv) {
       d.peer = 0;
       d.request = 1u << 30;
       d.len = 8;
+      bcs::ring_try_post(v, d);
+    } else if (mode == "span") {
+      // An eager send of 1,000 bytes whose head covers its descriptor only.
+      bcs::Descriptor d{};
+      d.kind = bcs::DescKind::send;
+      d.flags = bcs::kDescInline;
+      d.peer = 0;
+      d.len = d.inline_len = 1000;
       bcs::ring_try_post(v, d);
     } else if (mode == "layout") {
       h->ring_slots = 1u << 30;

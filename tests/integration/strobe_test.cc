@@ -342,9 +342,10 @@ TEST_P(StrobeStory, PerJobFixedStrobeNeverStartsEarly) {
 }
 
 // A slice whose matches are all inline messages (up to kInlineMax bytes,
-// which travel inside their descriptors) ends with its MSM: the receiving
-// node delivers them there, and no P2P runs, so two node managers save a
-// round trip per message. Larger messages still move in a P2P.
+// which travel inside their descriptors) or eager ones (up to
+// kInlineSpanMax, in the ring slots after them) ends with its MSM: the
+// receiving node delivers them there, and no P2P runs, so two node managers
+// save a round trip per message. Larger messages still move in a P2P.
 TEST_P(StrobeStory, ASliceThatMatchesOnlyInlineMessagesEndsWithItsMsm) {
   Standing c(GetParam(), {"--emds-window", kWindow});
   ASSERT_TRUE(c.up());
@@ -374,11 +375,20 @@ TEST_P(StrobeStory, ASliceThatMatchesOnlyInlineMessagesEndsWithItsMsm) {
   // 200 messages of 8 bytes (and the ping-pong's own few).
   EXPECT_GE(small.slices, 100u);
   EXPECT_EQ(small.p2p, 0u) << small.slices << " slices moved messages";
-  const uint64_t before = last_slice();
-  r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "50", "65536"});
+  uint64_t before = last_slice();
+  r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "100", "1024"});
   ASSERT_EQ(r.status, 0) << describe(r);
-  const Moved large = moved_since(before);
-  EXPECT_GE(large.p2p, 100u) << large.slices << " slices moved messages";
+  const Moved eager = moved_since(before);
+  EXPECT_GE(eager.slices, 100u);
+  EXPECT_EQ(eager.p2p, 0u) << eager.slices << " slices moved 1 KiB messages";
+  for (const char* bytes : {"1025", "65536"}) {
+    SCOPED_TRACE(std::string(bytes) + " bytes");
+    before = last_slice();
+    r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "50", bytes});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    const Moved large = moved_since(before);
+    EXPECT_GE(large.p2p, 100u) << large.slices << " slices moved messages";
+  }
   c.expect_alive_then_stop();
 }
 
