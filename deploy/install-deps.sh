@@ -14,6 +14,10 @@ if [ "${BCS_WITH_PEERS:-0}" = 1 ]; then pkgs+=(openmpi-bin libopenmpi-dev); fi
 # The deployment checks: the three-host Slurm story (deploy/test-slurm.sh)
 # needs Slurm and munge, deploy/systemd/verify.sh systemd-analyze.
 if [ "${BCS_WITH_DEPLOY:-0}" = 1 ]; then pkgs+=(slurm-wlm munge systemd util-linux); fi
+# A debugger for the tests' reports: a job that hangs on daemons a story
+# started shows their threads' stacks (tests/integration/harness.h,
+# threads_of).
+if [ "${BCS_WITH_DEBUGGER:-0}" = 1 ]; then pkgs+=(gdb); fi
 # The coverage-guided fuzzers (tests/fuzz/run.sh): clang's libFuzzer, ASan, UBSan.
 if [ "${BCS_WITH_FUZZ:-0}" = 1 ]; then pkgs+=(clang libclang-rt-14-dev); fi
 

@@ -8,9 +8,11 @@ BUILD_DIR=$build "$here/deploy/build.sh"
 # The deployment checks (slurm_three_hosts: deploy/test-slurm.sh,
 # systemd_units_verify: deploy/systemd/verify.sh) need Slurm, munge and
 # systemd-analyze: installed in CI or with BCS_WITH_DEPLOY=1; without them
-# those tests report themselves skipped.
+# those tests report themselves skipped. CI also installs gdb: a story whose
+# job hangs then reports the daemons' stacks.
 if [ "${CI:-}" = true ] || [ "${BCS_WITH_DEPLOY:-0}" = 1 ]; then
-  BCS_WITH_DEPLOY=1 "$here/deploy/install-deps.sh"
+  BCS_WITH_DEPLOY=1 BCS_WITH_DEBUGGER=$([ "${CI:-}" = true ] && echo 1 || echo 0) \
+    "$here/deploy/install-deps.sh"
 fi
 cd "$build"
 # Unit tests may run side by side; integration tests are RUN_SERIAL.

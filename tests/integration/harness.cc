@@ -18,6 +18,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fstream>
+#include <iterator>
 #include <map>
 #include <sstream>
 #include <stdexcept>
@@ -179,6 +180,46 @@ RunResult run(const std::vector<std::string>& argv, std::chrono::seconds limit,
 RunResult run_as(const As& who, const std::vector<std::string>& argv, std::chrono::seconds limit,
                  const std::map<std::string, std::string>& env, OutputHook on_stdout) {
   return run_impl(&who, argv, limit, env, std::move(on_stdout));
+}
+
+std::string threads_of(const std::vector<pid_t>& pids) {
+  std::ostringstream o;
+  for (const pid_t pid : pids) {
+    const std::string proc = "/proc/" + std::to_string(pid);
+    std::string name = read_file(proc + "/comm");
+    if (!name.empty() && name.back() == '\n') name.pop_back();
+    o << "process " << pid << " (" << name << "):\n";
+    DIR* d = opendir((proc + "/task").c_str());
+    if (!d) {
+      o << "  gone\n";
+      continue;
+    }
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] == '.') continue;
+      const std::string task = proc + "/task/" + e->d_name;
+      // stat: "tid (comm) state ..."; after the comm's ')': field 3 on.
+      const std::string st = read_file(task + "/stat");
+      std::istringstream f(st.substr(std::min(st.size(), st.rfind(')') + 2)));
+      std::vector<std::string> v{std::istream_iterator<std::string>(f), {}};
+      auto field = [&](size_t n) { return n - 3 < v.size() ? v[n - 3] : std::string("?"); };
+      std::string comm = read_file(task + "/comm");
+      if (!comm.empty() && comm.back() == '\n') comm.pop_back();
+      o << "  " << e->d_name << " " << comm << " state " << field(3) << " policy " << field(41)
+        << " rt_prio " << field(40) << " wchan " << read_file(task + "/wchan") << "\n";
+    }
+    closedir(d);
+    // User stacks, where a debugger is installed (CI installs gdb) and may
+    // attach (root, or ptrace allowed).
+    if (access("/usr/bin/gdb", X_OK) == 0) {
+      const RunResult g = run({"/usr/bin/gdb", "-nx", "-batch", "-p", std::to_string(pid), "-ex",
+                               "thread apply all bt 25"},
+                              std::chrono::seconds(60));
+      std::istringstream lines(g.out);
+      for (std::string l; std::getline(lines, l);)
+        if (l.rfind("Thread ", 0) == 0 || l.rfind("#", 0) == 0) o << "  " << l << "\n";
+    }
+  }
+  return o.str();
 }
 
 RunResult bcs_run(const std::vector<std::string>& args, std::chrono::seconds limit,

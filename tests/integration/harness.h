@@ -61,6 +61,11 @@ RunResult bcs_run(const std::vector<std::string>& args,
                   std::chrono::seconds limit = std::chrono::seconds(90),
                   const std::map<std::string, std::string>& env = {}, OutputHook on_stdout = {});
 
+// What each thread of the given processes is doing (from /proc: state,
+// scheduling, kernel wait channel) and, where gdb is installed, its user
+// stack: for a failure report when a job on daemons the test started hung.
+std::string threads_of(const std::vector<pid_t>& pids);
+
 // A background process the test owns (a daemon). Killed by PID at destruction.
 class Background {
  public:

@@ -221,6 +221,25 @@ TEST_F(Story, ATimeoutEndsAHungJobAndLeavesNothing) {
   expect_nothing_left_now();
 }
 
+// What a hung job's report shows of the daemons (Standing::run appends it
+// after a timeout): every thread by name, its state and scheduling, and,
+// where gdb is installed, its stack.
+TEST_F(Story, AHungJobsReportSaysWhatEveryDaemonThreadWasDoing) {
+  bcs::test::Background mm(
+      {bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});
+  ASSERT_FALSE(mm.ready_line(30s).empty()) << "bcs-mm did not come up";
+  const std::string t = bcs::test::threads_of({mm.pid()});
+  EXPECT_THAT(t, HasSubstr("process " + std::to_string(mm.pid()) + " (bcs-mm)")) << t;
+  // The strobe sender, asleep until a job comes.
+  EXPECT_THAT(t, testing::ContainsRegex("[0-9]+ bcs-ss state S policy [0-9]+ rt_prio [0-9]+ wchan "))
+      << t;
+  if (access("/usr/bin/gdb", X_OK) == 0) {
+    EXPECT_THAT(t, HasSubstr("#0 ")) << t;
+  }
+  EXPECT_EQ(mm.stop(), 0);
+  EXPECT_THAT(bcs::test::threads_of({mm.pid()}), HasSubstr("gone"));
+}
+
 TEST_F(Story, ARunningClusterTakesJobsOneAfterAnother) {
   bcs::test::Background mm(
       {bcs::test::bin("bcs-mm"), "--listen", "127.0.0.1:0", "--ready-fd", "3"});

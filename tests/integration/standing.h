@@ -49,9 +49,15 @@ class Standing {
     return p;
   }
   // `bcs run --manager` on this cluster.
+  // A job that ran into its timeout (bcs's, 124, or the harness's) was
+  // hung: its error output gets what every daemon's threads were doing
+  // then, for the failure report (describe).
   RunResult run(std::vector<std::string> args, OutputHook hook = {}) const {
     args.insert(args.begin(), {"--manager", addr});
-    return bcs_run(args, std::chrono::seconds(90), {}, std::move(hook));
+    RunResult r = bcs_run(args, std::chrono::seconds(90), {}, std::move(hook));
+    if (r.timed_out || r.status == 124)
+      r.err += "\n--- the daemons' threads after the timeout ---\n" + threads_of(pids());
+    return r;
   }
   // Every daemon still running, then stopped cleanly.
   void expect_alive_then_stop() {
