@@ -249,10 +249,11 @@ inline bool ring_if_blocked(bool owed = false) {
 uint64_t wait_spin_ns(uint32_t nlocal);
 constexpr uint64_t kWaitSpinNs = 200'000;
 
-// Sleeps on the rank's futex until `ready()` holds. The order (read
-// wake_seq, announce `waiting`, re-check, sleep only if wake_seq is unchanged)
-// pairs with rank_wake() in the NM: a completion that lands after the
-// re-check changes wake_seq, so the futex refuses to sleep.
+// Sleeps on the rank's futex until `ready()` holds. The order (announce
+// `waiting`, re-check, sleep on `waiting` only while it is still raised:
+// rank_announce_wait, rank_sleep) pairs with rank_wake() in the NM: a
+// completion that lands after the re-check clears the flag, so the futex
+// refuses to sleep, or wakes it.
 //
 // The DMA helper may hand a waiting rank a copy (segment.h, DmaOrder). A
 // rank copying for the runtime still waits in MPI, so it stays `waiting`
@@ -301,21 +302,20 @@ void wait_until(Pred ready) {
     }
   }
   while (!ready()) {
-    const uint32_t seen = ctl->wake_seq.load(std::memory_order_acquire);
-    ctl->waiting.store(1, std::memory_order_seq_cst);
+    bcs::rank_announce_wait(*ctl);
     if (ready()) {
       ctl->waiting.store(0, std::memory_order_relaxed);
       break;
     }
     if (!std::exchange(rang, false)) ring_if_blocked(std::exchange(owed, false));
-    // Looked at after `waiting` is set: an order posted later bumps
-    // wake_seq past `seen`, so the sleep below returns at once.
+    // Looked at after `waiting` is set: an order posted later wakes the
+    // rank (clearing the flag), so the sleep below returns at once.
     if (dma_order_posted(ctl)) {
       take_dma_orders();
       ctl->waiting.store(0, std::memory_order_relaxed);
       continue;
     }
-    bcs::futex_wait(&ctl->wake_seq, seen, kWaitSliceNs);
+    bcs::rank_sleep(*ctl, kWaitSliceNs);
     // Woken for an order (rank_wake cleared `waiting`): taken even if
     // ready() now holds, or the helper would wait to take it back.
     if (dma_order_posted(ctl)) {

@@ -6,11 +6,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstring>
 
 namespace bcs {
 
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
+bool futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns) {
   struct timespec ts{};
   struct timespec* tsp = nullptr;
   if (timeout_ns) {
@@ -20,7 +21,9 @@ void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout
   }
   // Shared (not FUTEX_PRIVATE) because the word lives in a segment mapped by
   // several processes.
-  syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, tsp, nullptr, 0);
+  return syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAIT, expected, tsp, nullptr,
+                 0) == 0 ||
+         errno != ETIMEDOUT;
 }
 
 void futex_wake_all(std::atomic<uint32_t>* word) {
@@ -79,13 +82,20 @@ bool ring_try_post_span(RankView& v, const Descriptor& d, const void* src, size_
 }
 
 void rank_wake(RankView& v) {
-  v.ctl->wake_seq.fetch_add(1, std::memory_order_release);
+  v.ctl->wake_seq.fetch_add(1, std::memory_order_relaxed);
   // The rank sets `waiting` before re-checking its condition and sleeping,
   // so either it sees our completion or we see it waiting (both seq_cst).
   // Clearing the flag here (the rank clears it too once it runs) means a
   // rank woken but not yet scheduled no longer counts as blocked
-  // (segment_all_blocked), so the strobe never races ahead of it.
-  if (v.ctl->waiting.exchange(0, std::memory_order_seq_cst)) futex_wake_all(&v.ctl->wake_seq);
+  // (segment_all_blocked), so the strobe never races ahead of it. The rank
+  // sleeps on this flag itself (rank_sleep): a wake-up that clears it before
+  // the rank sleeps makes that sleep return at once. It used to sleep on
+  // wake_seq, read before it raised the flag: a wake-up bumping wake_seq
+  // before that read and clearing the flag after it was consumed by a rank
+  // not yet asleep, and the next completion, finding the flag down, woke
+  // nobody. The rank then slept until its futex timed out (100 ms), a few
+  // times per run of OSU's osu_bw.
+  if (v.ctl->waiting.exchange(0, std::memory_order_seq_cst)) futex_wake_all(&v.ctl->waiting);
 }
 
 bool segment_membarrier_supported() {

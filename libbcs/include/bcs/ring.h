@@ -184,6 +184,14 @@ inline bool request_land(RankView& v, uint32_t idx, const void* src, size_t n) {
 // Wake the rank if it sleeps (after completing several requests, or after
 // freeing ring space).
 void rank_wake(RankView& v);
+// The rank's half: it raises `waiting` (rank_announce_wait, seq_cst), looks
+// at what it waits for once more, and only then sleeps on the flag
+// (rank_sleep), which returns at once if a rank_wake cleared it since.
+// False if the sleep timed out.
+inline void rank_announce_wait(RankControl& c) { c.waiting.store(1, std::memory_order_seq_cst); }
+inline bool rank_sleep(RankControl& c, uint64_t timeout_ns) {
+  return futex_wait(&c.waiting, 1, timeout_ns);
+}
 
 // ------------------------------------------------------------- peeking
 // Whether a slice could start for world rank `me` as it starts waiting, by

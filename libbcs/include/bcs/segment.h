@@ -349,10 +349,12 @@ struct alignas(64) RankControl {
   // then, as for a send still in a ring (segment_slice_for_waiter): its
   // receive may take one, and only a slice can tell.
   std::atomic<uint32_t> held_sends;
-  // Bumped (and FUTEX_WAKE'd) by the NM whenever it completes one of this
-  // rank's requests or frees ring space while the rank waits.
+  // Bumped by the NM whenever it wakes the rank (rank_wake): how many
+  // wake-ups it sent, for tests and diagnostics.
   alignas(64) std::atomic<uint32_t> wake_seq;
-  std::atomic<uint32_t> waiting;       // the rank is (about to be) asleep on wake_seq
+  // 1: the rank is (about to be) asleep in MPI, on this very word
+  // (rank_sleep); the NM's rank_wake clears it and wakes the futex.
+  std::atomic<uint32_t> waiting;
   // Filled by the rank, read by the NM when the rank exits.
   std::atomic<uint32_t> mpi_state;     // MpiState
   std::atomic<uint32_t> aborted;       // called MPI_Abort: kAbortedByRank / kAbortedNoticingPeer
@@ -573,8 +575,8 @@ inline RankView segment_rank_view(void* base, uint32_t local_index) {
 
 // Futex helpers on words that live in the shared segment (not process-private).
 // futex_wait returns when *word != expected, on a wake, on a signal or after
-// timeout_ns (0 = no timeout).
-void futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns = 0);
+// timeout_ns (0 = no timeout); false only in that last case.
+bool futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout_ns = 0);
 void futex_wake_all(std::atomic<uint32_t>* word);
 
 // Whether every local rank is asleep in a blocking call (or done with MPI):

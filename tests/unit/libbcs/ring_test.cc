@@ -393,8 +393,9 @@ TEST(RingTest, HoldingDrainSkipsAnEagerSendTakenBehindAHeldOne) {
 }
 
 // A rank thread and an NM thread pushing 100k descriptors through an 8-slot
-// ring. The producer sleeps on wake_seq when the ring is full (the NM bumps it
-// after freeing space, exactly as in the runtime); the consumer sleeps on a
+// ring. The producer sleeps on its `waiting` flag when the ring is full (the
+// NM's rank_wake clears it after freeing space, exactly as in the runtime:
+// rank_announce_wait, rank_sleep); the consumer sleeps on a
 // futex word the producer bumps after each post. Both waits are bounded
 // (futex timeout) so a lost wake-up slows the test down instead of hanging
 // it, and a global deadline turns a real hang into a failure.
@@ -411,7 +412,6 @@ TEST(RingTest, ProducerConsumerThreadsLoseAndReorderNothing) {
 
   std::thread producer([&] {
     for (uint64_t n = 1; n <= kCount && !abort.load();) {
-      const uint32_t seen = pv.ctl->wake_seq.load(std::memory_order_acquire);
       if (ring_try_post(pv, make_desc(n))) {
         ++n;
         posted_seq.fetch_add(1, std::memory_order_seq_cst);
@@ -419,9 +419,9 @@ TEST(RingTest, ProducerConsumerThreadsLoseAndReorderNothing) {
         continue;
       }
       // Full: announce that we wait, re-check, sleep until the consumer frees space.
-      pv.ctl->waiting.store(1, std::memory_order_seq_cst);
+      rank_announce_wait(*pv.ctl);
       if (!ring_try_post(pv, make_desc(n))) {
-        futex_wait(&pv.ctl->wake_seq, seen, kWaitNs);
+        rank_sleep(*pv.ctl, kWaitNs);
       } else {
         ++n;
         posted_seq.fetch_add(1, std::memory_order_seq_cst);
@@ -504,8 +504,7 @@ TEST(RequestTest, CompleteWakesASleepingWaiter) {
     const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
     started.store(true);
     while (std::chrono::steady_clock::now() < deadline) {
-      const uint32_t seq = rv.ctl->wake_seq.load(std::memory_order_acquire);
-      rv.ctl->waiting.store(1, std::memory_order_seq_cst);
+      rank_announce_wait(*rv.ctl);
       if (rv.requests[0].state.load(std::memory_order_acquire) ==
           static_cast<uint32_t>(ReqState::done)) {
         rv.ctl->waiting.store(0);
@@ -513,7 +512,7 @@ TEST(RequestTest, CompleteWakesASleepingWaiter) {
         done = true;
         return;
       }
-      futex_wait(&rv.ctl->wake_seq, seq, 100'000'000);
+      rank_sleep(*rv.ctl, 100'000'000);
       rv.ctl->waiting.store(0);
     }
   });
@@ -522,6 +521,60 @@ TEST(RequestTest, CompleteWakesASleepingWaiter) {
   rank.join();
   EXPECT_TRUE(done);
   EXPECT_EQ(bytes_seen, 777u);
+}
+
+// A rank waiting for several requests while the node manager completes
+// them one after another, as a receiver's MPI_Waitall meets a slice's
+// matches (osu_bw: 64 per window). Every completion that comes while the
+// rank is between raising its flag and sleeping must still reach it. With
+// the rank sleeping on wake_seq read before it raised the flag, one
+// completion bumped wake_seq before that read and cleared the flag after
+// it, the rank slept on the new value, and the completions after it found
+// the flag down and woke nobody: the rank slept until its futex timed out.
+// Here each sleep may last 10 s, and the test counts the sleeps that timed
+// out although everything was complete: none may.
+TEST(RequestTest, NoCompletionIsLostWhileTheRankGoesToSleep) {
+  constexpr uint32_t kWindow = 8;
+  constexpr int kRounds = 20000;
+  TestSegment seg(1, 8, kWindow);
+  RankView v = seg.view(0);
+  std::atomic<int> round{-1}, finished{-1}, lost{0};
+  std::thread rank([&] {
+    RankView rv = seg.view(0);
+    auto all_done = [&] {
+      for (uint32_t i = 0; i < kWindow; ++i)
+        if (rv.requests[i].state.load(std::memory_order_acquire) !=
+            static_cast<uint32_t>(ReqState::done))
+          return false;
+      return true;
+    };
+    for (int r = 0; r < kRounds && !lost.load(); ++r) {
+      for (uint32_t i = 0; i < kWindow; ++i)
+        rv.requests[i].state.store(static_cast<uint32_t>(ReqState::pending));
+      round.store(r, std::memory_order_seq_cst);
+      while (!all_done()) {
+        rank_announce_wait(*rv.ctl);
+        if (all_done()) break;
+        if (!rank_sleep(*rv.ctl, 10'000'000'000) && all_done()) ++lost;
+        rv.ctl->waiting.store(0, std::memory_order_relaxed);
+      }
+      rv.ctl->waiting.store(0, std::memory_order_relaxed);
+      finished.store(r, std::memory_order_seq_cst);
+    }
+  });
+  for (int r = 0; r < kRounds; ++r) {
+    while (round.load(std::memory_order_seq_cst) < r) __builtin_ia32_pause();
+    // Spaced as a slice's deliveries are (each is a copy first), so that
+    // the rank wakes and goes back to sleep between them.
+    for (uint32_t i = 0; i < kWindow; ++i) {
+      for (int k = 0; k < 200 * (r % 8); ++k) __builtin_ia32_pause();
+      request_complete(v, i, bcs_err_none, 0, 0, 1);
+    }
+    while (finished.load(std::memory_order_seq_cst) < r) __builtin_ia32_pause();
+    if (lost.load()) break;
+  }
+  rank.join();
+  EXPECT_EQ(lost.load(), 0) << "completions lost in " << finished.load() + 1 << " rounds";
 }
 
 // A rank that starts waiting on a node's lease rings only when the node
