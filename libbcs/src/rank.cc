@@ -276,31 +276,11 @@ void post_published(Descriptor& d, bool goes_on) {
     sched_yield();
   }
 }
-}  // namespace
 
-bool post_eager(Descriptor& d, const void* src, size_t len, bool goes_on) {
+// `d`, numbered, into one slot, sleeping while the ring is full; then
+// published.
+void post_numbered(Descriptor& d, bool goes_on) {
   auto& s = st();
-  if (s.slice_hooks) run_slice_hooks();
-  d.seq = ++s.post_seq;
-  d.flags = bcs::kDescInline;
-  d.inline_len = static_cast<uint32_t>(len);
-  if (bcs::ring_try_post_span(s.view, d, src, len, &s.ring_tail_seen)) {
-    post_published(d, goes_on);
-    return true;
-  }
-  --s.post_seq;  // post() numbers it again
-  d.flags = 0;
-  d.inline_len = 0;
-  post(d, goes_on);
-  return false;
-}
-
-// Posts `d`, sleeping while the ring is full (the NM frees slots at every
-// strobe and wakes waiting ranks). Nothing is ever dropped.
-void post(Descriptor& d, bool goes_on) {
-  auto& s = st();
-  if (s.slice_hooks) run_slice_hooks();
-  d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
   if (!bcs::ring_try_post(s.view, d, &s.ring_tail_seen)) [[unlikely]] {
     auto* ctl = s.view.ctl;
     const uint32_t slots = s.view.ring_slots;
@@ -313,6 +293,32 @@ void post(Descriptor& d, bool goes_on) {
     (void)ok;  // single producer: space seen above cannot vanish
   }
   post_published(d, goes_on);
+}
+}  // namespace
+
+bool post_eager(Descriptor& d, const void* src, size_t len, bool goes_on) {
+  auto& s = st();
+  if (s.slice_hooks) run_slice_hooks();
+  d.seq = ++s.post_seq;
+  d.flags = bcs::kDescInline;
+  d.inline_len = static_cast<uint32_t>(len);
+  if (bcs::ring_try_post_span(s.view, d, src, len, &s.ring_tail_seen)) {
+    post_published(d, goes_on);
+    return true;
+  }
+  d.flags = 0;
+  d.inline_len = 0;
+  post_numbered(d, goes_on);
+  return false;
+}
+
+// Posts `d`, sleeping while the ring is full (the NM frees slots at every
+// strobe and wakes waiting ranks). Nothing is ever dropped.
+void post(Descriptor& d, bool goes_on) {
+  auto& s = st();
+  if (s.slice_hooks) run_slice_hooks();
+  d.seq = d.kind == DescKind::coll ? d.seq : ++s.post_seq;
+  post_numbered(d, goes_on);
 }
 
 // Waits for `idx`, copies its status, frees it; returns the request's error.

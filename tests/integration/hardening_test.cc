@@ -297,6 +297,19 @@ TEST_F(Story, AManagerWithACertificateServesOnlyTlsClients) {
 // BCS_TEST_FAULT injection in its buffer sender) ends the job at once with
 // the node, the microphase and the cause, instead of leaving the ranks to
 // wait for messages that will never come.
+// An output hook that, once the job prints `cue`, stops process `pid`
+// (SIGSTOP) for `how_long` and lets it go on (SIGCONT); *stopped says it did.
+bcs::test::OutputHook stall_when(std::string cue, pid_t pid, std::chrono::seconds how_long,
+                                 bool* stopped) {
+  return [=](const std::string& out) {
+    if (*stopped || out.find(cue) == std::string::npos) return;
+    *stopped = true;
+    ASSERT_EQ(kill(pid, SIGSTOP), 0);
+    std::this_thread::sleep_for(how_long);  // the stall under test, not a synchronisation
+    ASSERT_EQ(kill(pid, SIGCONT), 0);
+  };
+}
+
 // Stalls are not deaths: a node manager stopped for 15 s (a debugger, a VM
 // pause) in the middle of a job only delays it; the job then completes and
 // every daemon is still up. (The liveness timeout, 60 s by default, is what
@@ -305,14 +318,8 @@ TEST_F(Story, ANodeManagerStoppedForFifteenSecondsOnlyDelaysTheJob) {
   Standing c(2);
   ASSERT_TRUE(c.up());
   bool stopped = false;
-  auto r = c.run({"-n", "2", prog("prog_ring"), "4000", "announce"}, [&](const std::string& out) {
-    if (stopped || out.find("ring started") == std::string::npos) return;
-    stopped = true;
-    const pid_t nm = c.nms[1]->pid();
-    ASSERT_EQ(kill(nm, SIGSTOP), 0);
-    std::this_thread::sleep_for(15s);  // the stall under test, not a synchronisation
-    ASSERT_EQ(kill(nm, SIGCONT), 0);
-  });
+  auto r = c.run({"-n", "2", prog("prog_ring"), "4000", "announce"},
+                 stall_when("ring started", c.nms[1]->pid(), 15s, &stopped));
   EXPECT_TRUE(stopped) << describe(r);
   EXPECT_EQ(r.status, 0) << describe(r);
   EXPECT_THAT(r.out, HasSubstr("ring ok (2 ranks, 4000 laps)")) << describe(r);
@@ -331,14 +338,7 @@ TEST_F(Story, ANodeManagerStoppedLongerThanALeaseMaySkipOnlyDelaysTheJob) {
   ASSERT_TRUE(c.up());
   bool stopped = false;
   auto r = c.run({"-n", "2", it_prog("it_idle"), "0.003", "1000", "compute", "announce"},
-                 [&](const std::string& out) {
-                   if (stopped || out.find("idle started") == std::string::npos) return;
-                   stopped = true;
-                   const pid_t nm = c.nms[0]->pid();
-                   ASSERT_EQ(kill(nm, SIGSTOP), 0);
-                   std::this_thread::sleep_for(6s);  // the stall under test, not a synchronisation
-                   ASSERT_EQ(kill(nm, SIGCONT), 0);
-                 });
+                 stall_when("idle started", c.nms[0]->pid(), 6s, &stopped));
   EXPECT_TRUE(stopped) << describe(r);
   EXPECT_EQ(r.status, 0) << describe(r);
   EXPECT_THAT(r.out, HasSubstr("idle ok")) << describe(r);

@@ -129,10 +129,10 @@ wire::Report BufferSender::run(uint64_t slice, LocalRanks& ranks, Net& net, Buff
           if (!s.is_inline) ++moving;
           // An eager send's bytes come from its span (read with `d`, so of
           // d.inline_len bytes), an inline one's from its payload.
-          if (s.is_inline && span.data)
-            s.payload.assign(span.data, span.data + span.len);
-          else if (s.is_inline)
-            s.payload.assign(d.payload, d.payload + d.inline_len);
+          if (s.is_inline) {
+            const uint8_t* p = span.data ? span.data : d.payload;
+            s.payload.assign(p, p + d.inline_len);
+          }
           if (!s.is_inline && (d.flags & kDescLayout) && !layout_of(d, d.len, &s.layout)) return;
           const uint32_t node = ranks.node_of(d.peer);
           if (node == self_) {
