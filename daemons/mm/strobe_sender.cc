@@ -160,6 +160,7 @@ void Manager::strobe_sender() {
   // sender before a strobe (pace.spin_ns) and not the fabric in a wait.
   realtime_ = sched_join_wake_path(cfg_.realtime);
   for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(cfg_.realtime, tid);
+  core::sched_policy_changed();  // the fabric's spin_here
   for (;;) {
     std::shared_ptr<Job> j;
     {

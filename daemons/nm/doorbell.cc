@@ -49,6 +49,7 @@ void Doorbell::run() {
   pthread_setname_np(pthread_self(), "bcs-bell");
   // Its wake-up (a rank that blocks or posts) starts a slice (sched_hint.h).
   sched_join_wake_path(realtime_);
+  core::sched_policy_changed();
   for (;;) {
     std::shared_ptr<NmJob> j;
     {

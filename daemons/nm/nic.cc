@@ -160,6 +160,7 @@ void Nic::set_job(std::shared_ptr<NmJob> job) {
   if (bound && may_realtime_) {
     const pid_t tid = sr_tid_.load();
     if (tid != 0 && sched_join_wake_path(true, tid)) job_starting_.store(true);
+    core::sched_policy_changed();
   }
 }
 
@@ -185,6 +186,7 @@ void Nic::run() {
   // raises it while a rank computes.
   sched_join_wake_path(false);
   for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(realtime_, tid);
+  core::sched_policy_changed();
   for (;;) {
     pick_priority();
     core::Message m;
@@ -548,6 +550,7 @@ void Nic::pick_priority() {
   });
   if (want == gate_.realtime() && !starting) return;
   const bool rt = sched_join_wake_path(want);
+  core::sched_policy_changed();
   gate_.applied(rt);
   if (want && !rt) realtime_ = false;  // refused (no CAP_SYS_NICE): stay normal
 }

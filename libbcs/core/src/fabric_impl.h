@@ -179,6 +179,10 @@ struct Fabric::Impl {
     Fd efd;
     bool on_var = false;  // waits for variable changes (compare_and_write)
     EventId ev = 0;       // else waits for messages on this event
+    // Set after each write to `efd` (kick), cleared by the read that empties
+    // it (WaiterLease::drain): an unkicked fd is never read, so a wait costs
+    // no read that can only fail with EAGAIN.
+    std::atomic<bool> kicked{false};
   };
 
   using Handler = std::shared_ptr<const std::function<void(Message&&)>>;
@@ -448,10 +452,14 @@ struct Fabric::Impl {
 
   // ---- waking and sleeping ----------------------------------------------
 
-  static void kick(const Waiter& w) {
+  static void kick(Waiter& w) {
     const uint64_t one = 1;
     // A full eventfd counter is still readable, so a failed write loses nothing.
     [[maybe_unused]] ssize_t n = ::write(w.efd.get(), &one, sizeof one);
+    // After the write: a drain that sees the flag finds the fd readable. A
+    // drain between the two leaves it readable, so the next poll returns and
+    // the drain after it reads.
+    w.kicked.store(true, std::memory_order_release);
   }
 
   void wake_locked(bool var, EventId ev) {
@@ -492,10 +500,13 @@ struct Fabric::Impl {
     WaiterLease& operator=(const WaiterLease&) = delete;
     int fd() const { return w_->efd.get(); }
     bool ok() const { return w_->efd.get() >= 0; }
+    // One read empties an eventfd (no EFD_SEMAPHORE). Kicks happen under
+    // state_mu, and the destructor leaves `waiters` before it drains, so a
+    // pooled waiter's fd is empty unless a kick is still in flight.
     void drain() {
+      if (!w_->kicked.exchange(false, std::memory_order_acquire)) return;
       uint64_t v;
-      while (::read(w_->efd.get(), &v, sizeof v) > 0) {
-      }
+      [[maybe_unused]] ssize_t n = ::read(w_->efd.get(), &v, sizeof v);
     }
 
    private:
@@ -532,13 +543,11 @@ struct Fabric::Impl {
   // real-time priority. The daemons put the threads that carry a slice's
   // wake-ups at SCHED_FIFO so that they preempt a computing rank; a spin
   // there would take the rank's CPU outright, and spinning under SCHED_FIFO
-  // brings the kernel's RT throttling (NOTES.md). One system call, paid
-  // only when the first look found nothing and the caller is about to wait.
+  // brings the kernel's RT throttling (NOTES.md). The policy is cached per
+  // thread (thread_is_realtime).
   std::chrono::nanoseconds spin_here() const {
-    // Without SCHED_RESET_ON_FORK, which the daemons set with it.
-    const int policy = ::sched_getscheduler(0) & ~SCHED_RESET_ON_FORK;
-    return policy == SCHED_FIFO || policy == SCHED_RR ? std::chrono::nanoseconds::zero()
-                                                      : std::chrono::nanoseconds(cfg.spin);
+    if (cfg.spin.count() == 0) return nanoseconds::zero();
+    return thread_is_realtime() ? nanoseconds::zero() : nanoseconds(cfg.spin);
   }
 
   // The common blocking loop of test_event and compare_and_write: poll,
@@ -553,7 +562,8 @@ struct Fabric::Impl {
     std::optional<Clock::time_point> deadline;
     if (timeout) deadline = Clock::now() + *timeout;
 
-    const auto spin_end = Clock::now() + spin_here();
+    const auto spin = spin_here();
+    const auto spin_end = Clock::now() + spin;
     while (Clock::now() < spin_end) {
       progress();
       if (attempt()) return Status::ok;
@@ -566,8 +576,13 @@ struct Fabric::Impl {
       set_error("eventfd failed");
       return Status::io_error;
     }
+    // UCX was progressed just above (or in the spin): its news since then
+    // makes ucp_worker_arm refuse (UCS_ERR_BUSY), and a delivery by another
+    // thread is seen by attempt(), so the first round skips progress (a
+    // system call per interface that polls a socket).
+    bool progressed = true;
     for (;;) {
-      progress();
+      if (!std::exchange(progressed, false)) progress();
       if (attempt()) return Status::ok;
       if (closed.load()) return Status::closed;
       if (deadline && Clock::now() >= *deadline) return Status::timeout;

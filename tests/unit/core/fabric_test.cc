@@ -1,6 +1,8 @@
 // libbcs/core: xfer_and_signal / test_event / handlers between fabrics of one process.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
+#include <sched.h>
+#include <time.h>
 #include <unistd.h>
 
 #include <atomic>
@@ -186,6 +188,108 @@ TEST(CoreFabric, ALocalSignalReleasesAWaiterWithoutAnyPeer) {
   EXPECT_EQ(a->test_event(31, &m, 0ns), Status::ok);
   EXPECT_TRUE(m.data.empty());
   EXPECT_EQ(a->test_event(31, &m, 0ns), Status::timeout);
+}
+
+// A waiter reads its event fd only after a kick (Waiter::kicked), and a
+// pooled waiter serves the next wait. Many waits, each released by a signal
+// from another thread at a different moment (before the wait, during its
+// registration, while it sleeps), must each get their message: a kick lost
+// between the write and the flag would leave a wait asleep to its timeout.
+TEST(CoreFabric, ManyWaitsEachReleasedByASignalFromAnotherThread) {
+  auto a = make_fabric(1);
+  ASSERT_TRUE(a);
+  constexpr int kRounds = 20000;
+  std::atomic<int> taken{0};
+  std::thread signaller([&] {
+    for (int i = 0; i < kRounds; ++i) {
+      // Let the waiter get at most one message ahead, so signals meet it in
+      // every state of its wait.
+      while (taken.load() < i) std::this_thread::yield();
+      for (int k = 0; k < i % 7; ++k) std::this_thread::yield();
+      // Now and then long enough for the waiter to go to sleep first.
+      if (i % 16 == 0) {
+        const auto until = std::chrono::steady_clock::now() + std::chrono::microseconds(i % 100);
+        while (std::chrono::steady_clock::now() < until) {
+        }
+      }
+      const uint8_t b[4] = {uint8_t(i), uint8_t(i >> 8), uint8_t(i >> 16), uint8_t(i >> 24)};
+      a->signal_local(33, b);
+    }
+  });
+  int late = 0, wrong = 0;
+  for (int i = 0; i < kRounds; ++i) {
+    Message m;
+    // Far longer than any wake-up; a lost kick shows as a timeout.
+    if (a->test_event(33, &m, std::chrono::seconds(2)) != Status::ok) {
+      ++late;
+      break;
+    }
+    int v = 0;
+    if (m.data.size() == 4) v = m.data[0] | m.data[1] << 8 | m.data[2] << 16 | m.data[3] << 24;
+    wrong += v != i;
+    taken.store(i + 1);
+  }
+  taken.store(kRounds);
+  signaller.join();
+  EXPECT_EQ(late, 0);
+  EXPECT_EQ(wrong, 0);
+}
+
+// A wait with nothing to take sleeps: its event fd, kicked and read many
+// times before (a pooled waiter), does not stay readable and turn the wait
+// into a loop. Counted in the waiting thread's CPU time, which a busy
+// machine does not inflate: a loop would use most of the 300 ms.
+TEST(CoreFabric, AWaitWithNothingToTakeSleeps) {
+  auto a = make_fabric(1);
+  ASSERT_TRUE(a);
+  Message m;
+  // Signals that come while the wait is registered kick its waiter (one
+  // that comes first is simply taken).
+  std::atomic<int> taken{0};
+  std::thread signaller([&] {
+    for (int i = 0; i < 50; ++i) {
+      while (taken.load() < i) std::this_thread::yield();
+      const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(1);
+      while (std::chrono::steady_clock::now() < until) {
+      }
+      a->signal_local(34, bytes("x"));
+    }
+  });
+  for (int i = 0; i < 50; ++i) {
+    EXPECT_EQ(a->test_event(34, &m, kWait), Status::ok);
+    taken.store(i + 1);
+  }
+  signaller.join();
+  auto cpu_ns = [] {
+    timespec t{};
+    clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
+    return int64_t{t.tv_sec} * 1'000'000'000 + t.tv_nsec;
+  };
+  const int64_t before = cpu_ns();
+  EXPECT_EQ(a->test_event(34, &m, std::chrono::milliseconds(300)), Status::timeout);
+  EXPECT_LT(cpu_ns() - before, 100'000'000);
+}
+
+// Whether a thread is at real time is asked of the kernel once per policy
+// change the process announces, not at every wait.
+TEST(CoreSched, ThreadIsRealtimeAsksTheKernelAgainOnlyAfterAnAnnouncedChange) {
+  std::thread t([] {
+    sched_policy_changed();
+    EXPECT_FALSE(thread_is_realtime());
+    sched_param p{};
+    p.sched_priority = 1;
+    if (sched_setscheduler(0, SCHED_FIFO, &p) != 0) {
+      GTEST_SKIP() << "no right to SCHED_FIFO here";
+    }
+    EXPECT_FALSE(thread_is_realtime()) << "cached: not announced yet";
+    sched_policy_changed();
+    EXPECT_TRUE(thread_is_realtime());
+    p.sched_priority = 0;
+    ASSERT_EQ(sched_setscheduler(0, SCHED_OTHER, &p), 0);
+    sched_policy_changed();
+    EXPECT_FALSE(thread_is_realtime());
+  });
+  t.join();
 }
 
 // Two threads block on different events of one fabric; whichever of them

@@ -188,4 +188,12 @@ class Fabric {
   std::unique_ptr<Impl> impl_;
 };
 
+// Whether the calling thread runs under a real-time policy (SCHED_FIFO or
+// SCHED_RR), which never spins. Cached per thread: the query is a system
+// call, and a blocking wait asks it every time. Whoever changes a thread's
+// policy calls sched_policy_changed() after, which makes every thread ask
+// the kernel again.
+bool thread_is_realtime();
+void sched_policy_changed();
+
 }  // namespace bcs::core
