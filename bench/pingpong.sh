@@ -10,7 +10,7 @@
 # and with two (the ranks on different node managers: UCX between them).
 # Each figure is the median (min-max) of BCS_BENCH_REPEAT runs (default 5),
 # the three configurations interleaved so that they share the machine's
-# moods; the ratios are of medians. 8 B, 1 KiB (the largest eager send),
+# moods; the ratios are of medians. 8 B, 4 KiB (the largest eager send),
 # 64 KiB and 1 MiB make ITERS round trips per run (default 200), 16 MiB and
 # 64 MiB ITERS_LARGE (default 20).
 set -euo pipefail
@@ -21,7 +21,7 @@ iters_large=${3:-20}
 repeat=${BCS_BENCH_REPEAT:-5}
 slice=${BCS_BENCH_SLICE:-500us}
 strobe=${BCS_BENCH_STROBE:-adaptive}
-small=(8 1024 65536 1048576)
+small=(8 4096 65536 1048576)
 large=(16777216 67108864)
 bcs=$build/bin/bcs
 pp=$build/bin/prog_pingpong

@@ -79,6 +79,7 @@ SendDesc Matcher::PerRank::take_unexpected(Bucket b) {
 void Matcher::PerRank::add_unexpected(SendDesc s) {
   auto& q = unexpected[{s.context, s.src, s.tag}];
   const bool moves = !s.is_inline;
+  bytes += s.payload.size();
   // Sends come in canonical order (each MSM's sorted, later slices later),
   // so numbering them as they come numbers them in that order, unless a
   // caller hands in an older slice late.
@@ -365,6 +366,11 @@ size_t Matcher::unexpected_moving() const {
 size_t Matcher::unexpected_count(int32_t rank) const {
   const auto it = ranks_.find(rank);
   return it == ranks_.end() ? 0 : it->second.unexpected_n;
+}
+
+uint64_t Matcher::unexpected_bytes(int32_t rank) const {
+  const auto it = ranks_.find(rank);
+  return it == ranks_.end() ? 0 : it->second.bytes;
 }
 
 size_t Matcher::posted_count() const {

@@ -376,12 +376,12 @@ TEST_P(StrobeStory, ASliceThatMatchesOnlyInlineMessagesEndsWithItsMsm) {
   EXPECT_GE(small.slices, 100u);
   EXPECT_EQ(small.p2p, 0u) << small.slices << " slices moved messages";
   uint64_t before = last_slice();
-  r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "100", "1024"});
+  r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "100", "4096"});
   ASSERT_EQ(r.status, 0) << describe(r);
   const Moved eager = moved_since(before);
   EXPECT_GE(eager.slices, 100u);
-  EXPECT_EQ(eager.p2p, 0u) << eager.slices << " slices moved 1 KiB messages";
-  for (const char* bytes : {"1025", "65536"}) {
+  EXPECT_EQ(eager.p2p, 0u) << eager.slices << " slices moved 4 KiB messages";
+  for (const char* bytes : {"4097", "65536"}) {
     SCOPED_TRACE(std::string(bytes) + " bytes");
     before = last_slice();
     r = c.run({"-n", "2", "--nodes", nodes(), prog("prog_pingpong"), "--bench", "50", bytes});

@@ -4,7 +4,7 @@
  *   prog_pingpong --bench ITER [SIZE...]        latency mode
  *
  * SIZE accepts k/K (KiB) and m/M (MiB) suffixes. Default sizes straddle the
- * 192-byte inline and the 1 KiB eager limit and go up to 16 MiB (chunked
+ * 192-byte inline and the 4 KiB eager limit and go up to 16 MiB (chunked
  * over several slices).
  * Verify mode checks every byte of every message against a pattern that
  * depends on size, iteration, direction and offset, and prints
@@ -19,7 +19,7 @@
 #include <string.h>
 
 static const size_t default_sizes[] = {0,     1,       8,       191,      192,      193,
-                                       1023,  1024,    1025,    4096,     65536,    1 << 20,
+                                       1024,  4095,    4096,    4097,     65536,    1 << 20,
                                        4 << 20, 16 << 20};
 
 static int rank;

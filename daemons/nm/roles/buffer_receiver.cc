@@ -147,7 +147,9 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
 std::vector<int32_t> BufferReceiver::full_receivers(LocalRanks& ranks) const {
   std::vector<int32_t> full;
   for (int32_t r : ranks.local_ranks())
-    if (matcher_.unexpected_count(r) >= max_unexpected_) full.push_back(r);
+    if (matcher_.unexpected_count(r) >= max_unexpected_ ||
+        matcher_.unexpected_bytes(r) >= kMaxUnexpectedBytes)
+      full.push_back(r);
   return full;
 }
 

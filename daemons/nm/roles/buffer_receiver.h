@@ -19,10 +19,13 @@ namespace bcs::nm {
 class BufferReceiver {
  public:
   // `max_unexpected`: sends that may wait for one local receiver before
-  // the buffer senders hold back further sends to it (Report::full).
+  // the buffer senders hold back further sends to it (Report::full). So do
+  // kMaxUnexpectedBytes of their payloads (inline and eager sends, whose
+  // bytes this node keeps until a receive takes them).
   // BCS_SHELF=off in the node manager's environment: no unexpected shelf.
   BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected = kMaxUnexpected);
   static constexpr uint64_t kMaxUnexpected = 65536;
+  static constexpr uint64_t kMaxUnexpectedBytes = uint64_t{64} << 20;
 
   // From the buffer sender, during DEM.
   void add_local_post(const RecvDesc& r) { local_posts_.push_back(r); }
@@ -38,7 +41,8 @@ class BufferReceiver {
   ChunkScheduler& scheduler() { return scheduler_; }
   // Sends waiting here unmatched that would move data once matched.
   size_t unexpected_moving() const { return matcher_.unexpected_moving(); }
-  // Local receivers with max_unexpected or more sends waiting, ascending.
+  // Local receivers with max_unexpected or more sends waiting, or
+  // kMaxUnexpectedBytes or more of their payloads, ascending.
   std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
   // Receives that took their message from the shelf, found so far (at the
   // withdrawals).

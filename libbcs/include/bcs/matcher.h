@@ -152,6 +152,9 @@ class Matcher {
 
   size_t unexpected_count() const;
   size_t unexpected_count(int32_t rank) const;  // sends waiting for `rank`
+  // Bytes of the sends waiting for `rank` held here (inline and eager
+  // sends' payloads): the node's memory they cost.
+  uint64_t unexpected_bytes(int32_t rank) const;
   // Unexpected sends that are not inline: a receive that matches one makes
   // a transfer that moves data (the others are delivered from their
   // descriptors).
@@ -185,6 +188,7 @@ class Matcher {
     uint64_t next_order = 0;
     size_t unexpected_n = 0;
     size_t moving_n = 0;  // of them, not inline
+    uint64_t bytes = 0;   // their payloads
     uint64_t next_arrival = 0;
     std::tuple<uint64_t, int32_t, uint64_t> last_arrival{};  // (slice, src, pair_seq)
     bool arrivals_out_of_order = false;  // until the unexpected messages run out
@@ -198,6 +202,7 @@ class Matcher {
     void count_out(const SendDesc& s) {
       --unexpected_n;
       if (!s.is_inline) --moving_n;
+      bytes -= s.payload.size();
     }
   };
   std::map<int32_t, PerRank> ranks_;

@@ -113,11 +113,14 @@ constexpr size_t kInlineMax = 192;
 // node writes the bytes in its MSM, as for an inline send. Without it such
 // a message cost its sender a wake-up after a P2P and two cross-memory
 // copies: a ping-pong of 193 bytes took 59 us a way against 34 us for 192.
-// The node keeps an unmatched one in memory (at most --max-unexpected per
-// receiver, as for inline sends), which bounds the size. A span never
+// The node keeps an unmatched one in memory: at most --max-unexpected of
+// them per receiver, as for inline sends, and at most 64 MiB of their bytes
+// (BufferReceiver::kMaxUnexpectedBytes); past either, further sends to
+// that receiver wait in their senders' rings. 4 KiB, as Open MPI's
+// shared-memory eager limit: 17 slots of a 1,024-slot ring. A span never
 // waits for room: a send that does not fit in the ring's free slots is
 // posted as an ordinary send.
-constexpr size_t kInlineSpanMax = 1024;
+constexpr size_t kInlineSpanMax = 4096;
 // Slots a descriptor occupies: 1, or more for an eager send (kDescInline
 // send, kInlineMax < inline_len <= kInlineSpanMax). Anything else counts as
 // one slot; the node manager refuses a longer inline_len itself.

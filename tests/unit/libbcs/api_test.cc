@@ -333,7 +333,7 @@ TEST_F(ApiTest, AnEagerSendWithoutRoomInTheRingGoesAsATransfer) {
   bcs_request_t small = BCS_REQUEST_NULL;
   for (int i = 0; i < 5; ++i)
     ASSERT_EQ(bcs_send(&v, sizeof v, 1, 0, kContextWorld, BCS_NONBLOCKING, &small), BCS_OK);
-  auto buf = pattern(kInlineSpanMax, 4);  // 5 slots, 3 free
+  auto buf = pattern(kInlineSpanMax, 4);  // 17 slots, 3 free
   bcs_request_t req = BCS_REQUEST_NULL;
   ASSERT_EQ(bcs_send(buf.data(), buf.size(), 1, 0, kContextWorld, BCS_NONBLOCKING, &req), BCS_OK);
   int flag = 1;

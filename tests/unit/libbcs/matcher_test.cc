@@ -337,6 +337,41 @@ TEST(MatcherTest, UnexpectedSendsThatAreNotInlineAreCountedUntilTheyLeave) {
   EXPECT_EQ(m.unexpected_moving(), 0u);
 }
 
+// The bytes that unexpected inline and eager sends keep in the node (the
+// byte bound beside --max-unexpected) follow every way a send leaves:
+// matched, taken from the shelf, cancelled.
+TEST(MatcherTest, UnexpectedPayloadBytesAreCountedUntilTheyLeave) {
+  Matcher m;
+  auto carrying = [](uint64_t pair_seq, size_t len) {
+    SendDesc s = send(0, 1, 3, pair_seq, 0, len);
+    s.is_inline = true;
+    s.payload.assign(len, 1);
+    return s;
+  };
+  m.msm(1, {},
+        {carrying(1, 8), carrying(2, 4096), send(0, 1, 3, 3, 0, 1 << 20), carrying(4, 100),
+         carrying(5, 4000)});
+  EXPECT_EQ(m.unexpected_bytes(1), 8u + 4096 + 100 + 4000);
+  EXPECT_EQ(m.unexpected_bytes(0), 0u);
+  m.msm(2, {recv(1, 0, 3, 42, 1, 8)}, {});
+  EXPECT_EQ(m.unexpected_bytes(1), 4096u + 100 + 4000) << "matched";
+  m.msm(3, {recv(1, 0, 3, 43, 1, 4096)}, {});
+  EXPECT_EQ(m.unexpected_bytes(1), 100u + 4000) << "matched";
+  SendCancel c;
+  c.src = 0;
+  c.dst = 1;
+  c.pair_seq = 5;
+  c.is_inline = true;
+  m.cancel_sends({c});
+  EXPECT_EQ(m.unexpected_bytes(1), 100u) << "cancelled";
+  m.take_matches();
+  // The 1 MiB send (no payload here) is first; the 100 bytes are taken
+  // from the shelf past it.
+  EXPECT_TRUE(m.take_shelved(1, 0, 0, 3, 4));
+  EXPECT_EQ(m.unexpected_bytes(1), 0u) << "taken from the shelf";
+  EXPECT_EQ(m.unexpected_count(1), 1u);
+}
+
 TEST(MatcherTest, NewRecvsTakeOldUnexpectedBeforeSameSliceSends) {
   Matcher m;
   m.msm(1, {}, {send(0, 1, 3, 1, 0)});

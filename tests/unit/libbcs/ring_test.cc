@@ -278,11 +278,11 @@ Descriptor eager_desc(uint64_t n, size_t len) {
 }
 
 // Eager sends of every length from just past one slot to the largest,
-// between ordinary descriptors, through a 16-slot ring: spans start at
+// between ordinary descriptors, through a 32-slot ring: spans start at
 // every slot and wrap around the ring's end at every offset, and each comes
 // out whole, in post order, as one descriptor.
 TEST(RingTest, EagerSendsRunOnThroughTheNextSlotsAndComeOutWhole) {
-  TestSegment seg(1, 16, 16);
+  TestSegment seg(1, 32, 16);
   RankView v = seg.view(0);
   EXPECT_EQ(ring_span_slots(kInlineMax), 1u);
   EXPECT_EQ(ring_span_slots(kInlineMax + 1), 2u);
@@ -319,7 +319,7 @@ TEST(RingTest, EagerSendsRunOnThroughTheNextSlotsAndComeOutWhole) {
 TEST(RingTest, AnEagerSendIsRefusedWhenItsSlotsAreNotAllFree) {
   TestSegment seg(1, 8, 8);
   RankView v = seg.view(0);
-  const size_t len = kInlineSpanMax;  // 5 slots
+  const size_t len = kInlineMax + 4 * kDescriptorSize;  // 5 slots
   const auto bytes = eager_bytes(1, len);
   for (uint64_t n = 1; n <= 4; ++n) ASSERT_TRUE(ring_try_post(v, make_desc(n)));
   uint64_t tail_seen = 0;

@@ -700,8 +700,8 @@ TEST_F(TwoNodes, EachKindOfRingGarbageIsNamed) {
   EXPECT_THAT(run_with(recv_desc(1, 0, nullptr, 0, 0), 1u << 30),
               testing::HasSubstr("request index 1073741824 out of range"));
   Descriptor inl = send_desc(1, 0, "x", 1, 3);
-  inl.inline_len = 4000;
-  EXPECT_THAT(run_with(inl, 3), testing::HasSubstr("inline length 4000 invalid"));
+  inl.inline_len = 5000;  // past kInlineSpanMax
+  EXPECT_THAT(run_with(inl, 3), testing::HasSubstr("inline length 5000 invalid"));
   Descriptor cancel{};
   cancel.kind = DescKind::cancel;
   cancel.flags = kDescCancelSend;
