@@ -10,8 +10,12 @@
 
 namespace bcs::nm {
 
-BufferReceiver::BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected)
-    : self_(self), max_unexpected_(max_unexpected), scheduler_(chunk_budget) {
+BufferReceiver::BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected,
+                               uint64_t max_unexpected_bytes)
+    : self_(self),
+      max_unexpected_(max_unexpected),
+      max_unexpected_bytes_(max_unexpected_bytes),
+      scheduler_(chunk_budget) {
   if (const char* e = std::getenv("BCS_SHELF"); e && std::string(e) == "off") shelf_ = false;
 }
 
@@ -148,7 +152,7 @@ std::vector<int32_t> BufferReceiver::full_receivers(LocalRanks& ranks) const {
   std::vector<int32_t> full;
   for (int32_t r : ranks.local_ranks())
     if (matcher_.unexpected_count(r) >= max_unexpected_ ||
-        matcher_.unexpected_bytes(r) >= kMaxUnexpectedBytes)
+        matcher_.unexpected_bytes(r) >= max_unexpected_bytes_)
       full.push_back(r);
   return full;
 }

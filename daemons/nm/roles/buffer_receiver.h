@@ -20,10 +20,11 @@ class BufferReceiver {
  public:
   // `max_unexpected`: sends that may wait for one local receiver before
   // the buffer senders hold back further sends to it (Report::full). So do
-  // kMaxUnexpectedBytes of their payloads (inline and eager sends, whose
+  // `max_unexpected_bytes` of their payloads (inline and eager sends, whose
   // bytes this node keeps until a receive takes them).
   // BCS_SHELF=off in the node manager's environment: no unexpected shelf.
-  BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected = kMaxUnexpected);
+  BufferReceiver(uint32_t self, uint64_t chunk_budget, uint64_t max_unexpected = kMaxUnexpected,
+                 uint64_t max_unexpected_bytes = kMaxUnexpectedBytes);
   static constexpr uint64_t kMaxUnexpected = 65536;
   static constexpr uint64_t kMaxUnexpectedBytes = uint64_t{64} << 20;
 
@@ -42,7 +43,7 @@ class BufferReceiver {
   // Sends waiting here unmatched that would move data once matched.
   size_t unexpected_moving() const { return matcher_.unexpected_moving(); }
   // Local receivers with max_unexpected or more sends waiting, or
-  // kMaxUnexpectedBytes or more of their payloads, ascending.
+  // max_unexpected_bytes or more of their payloads, ascending.
   std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
   // Receives that took their message from the shelf, found so far (at the
   // withdrawals).
@@ -57,6 +58,7 @@ class BufferReceiver {
 
   const uint32_t self_;
   const uint64_t max_unexpected_;
+  const uint64_t max_unexpected_bytes_;
   Matcher matcher_;
   ChunkScheduler scheduler_;
   std::vector<RecvDesc> local_posts_;

@@ -293,8 +293,14 @@ inline Descriptor recv_desc(int32_t src, int32_t tag, void* buf, uint64_t cap, u
 
 // Two node managers with their roles, driven slice by slice.
 struct Node {
-  Node(Switch& sw, uint32_t self, std::vector<uint32_t> placement)
-      : net(sw, self), ranks(self, placement), bs(self), br(self, 1 << 20), dh(self), coll(self, placement) {}
+  Node(Switch& sw, uint32_t self, std::vector<uint32_t> placement,
+       uint64_t max_unexpected_bytes = BufferReceiver::kMaxUnexpectedBytes)
+      : net(sw, self),
+        ranks(self, placement),
+        bs(self),
+        br(self, 1 << 20, BufferReceiver::kMaxUnexpected, max_unexpected_bytes),
+        dh(self),
+        coll(self, placement) {}
   FakeNet net;
   FakeRanks ranks;
   BufferSender bs;
@@ -305,9 +311,10 @@ struct Node {
 
 struct TwoNodeCluster {
   // Ranks 0 and 2 on node 0, rank 1 on node 1.
-  TwoNodeCluster() {
+  explicit TwoNodeCluster(uint64_t max_unexpected_bytes = BufferReceiver::kMaxUnexpectedBytes) {
     const std::vector<uint32_t> placement{0, 1, 0};
-    for (uint32_t k = 0; k < 2; ++k) nodes.push_back(std::make_unique<Node>(sw, k, placement));
+    for (uint32_t k = 0; k < 2; ++k)
+      nodes.push_back(std::make_unique<Node>(sw, k, placement, max_unexpected_bytes));
     for (auto& n : nodes) sw.nets.push_back(&n->net);
     sw.serve_get = [this](uint32_t node, const core::Message& m) {
       DmaHelper::serve(m, &nodes[node]->ranks, nodes[node]->net);

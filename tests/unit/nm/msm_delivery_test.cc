@@ -19,6 +19,8 @@ using namespace fakes;
 
 class MsmDelivery : public testing::Test, public TwoNodeCluster {
  protected:
+  explicit MsmDelivery(uint64_t max_unexpected_bytes = BufferReceiver::kMaxUnexpectedBytes)
+      : TwoNodeCluster(max_unexpected_bytes) {}
   // DEM then MSM on both nodes (TwoNodeCluster runs them as the daemons
   // do); the DEM and MSM reports, per node. p2p() finishes the slice.
   struct Reports {
@@ -77,6 +79,34 @@ TEST_F(MsmDelivery, AnEagerMessageIsDeliveredInTheMsmToEitherNode) {
   EXPECT_EQ(nodes[1]->ranks.slot(1, 3).landed, 0u) << "longer than a landing: written";
   EXPECT_EQ(remote_in, out);
   EXPECT_EQ(0, std::memcmp(local_in.data(), out.data(), 700));
+}
+
+// Unmatched eager sends cost the receiving node their bytes, so a receiver
+// is full (Report::full: the buffer senders hold further sends to it) at
+// its byte bound as well as at its count (--max-unexpected, 65,536 here,
+// far away). Here the bound is three 4 KiB sends.
+class ByteBound : public MsmDelivery {
+ protected:
+  ByteBound() : MsmDelivery(3 * kInlineSpanMax) {}
+};
+
+TEST_F(ByteBound, AReceiverIsFullAtItsByteBoundOfUnexpectedMessages) {
+  std::vector<uint8_t> out(kInlineSpanMax, 5), in(kInlineSpanMax, 0);
+  nodes[1]->ranks.allow(1, in.data(), in.size());
+  nodes[0]->ranks.post_eager(0, send_desc(1, 7, out.data(), out.size(), 0), out.data());
+  nodes[0]->ranks.post_eager(0, send_desc(1, 7, out.data(), out.size(), 1), out.data());
+  Reports r = dem_and_msm();
+  EXPECT_TRUE(r.msm[1].full.empty()) << "8 KiB of 12";
+  nodes[0]->ranks.post_eager(0, send_desc(1, 7, out.data(), out.size(), 2), out.data());
+  r = dem_and_msm();
+  EXPECT_EQ(r.msm[1].full, (std::vector<int32_t>{1})) << "12 KiB of 12, 3 sends";
+  EXPECT_TRUE(r.msm[0].full.empty());
+  // A receive takes one: room again.
+  nodes[1]->ranks.post(1, recv_desc(0, 7, in.data(), in.size(), 3));
+  r = dem_and_msm();
+  EXPECT_EQ(r.msm[1].delivered, 1u);
+  EXPECT_TRUE(r.msm[1].full.empty());
+  EXPECT_EQ(in, out);
 }
 
 // A rank that claims more eager bytes than the largest is ended, named.
