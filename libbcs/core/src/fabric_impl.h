@@ -562,8 +562,7 @@ struct Fabric::Impl {
     std::optional<Clock::time_point> deadline;
     if (timeout) deadline = Clock::now() + *timeout;
 
-    const auto spin = spin_here();
-    const auto spin_end = Clock::now() + spin;
+    const auto spin_end = Clock::now() + spin_here();
     while (Clock::now() < spin_end) {
       progress();
       if (attempt()) return Status::ok;
