@@ -8,6 +8,7 @@
 #include "bcs/shelf.h"
 
 #include <fcntl.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -82,6 +83,19 @@ bcs_status_t bcs_init(void) {
   }
   s.view = bcs::segment_rank_view(s.map.base(), static_cast<uint32_t>(local));
   s.local = static_cast<uint32_t>(local);
+  // Map the rank's own area now (its ring, requests, landings), not one
+  // minor fault at a time in the posts of its first steps. Only its own:
+  // every rank maps the whole segment, and populating all of it in every
+  // rank would cost page tables quadratic in the local ranks. A kernel
+  // without MADV_POPULATE_WRITE (before 5.14) refuses, which costs nothing.
+#ifdef MADV_POPULATE_WRITE
+  {
+    const auto own = reinterpret_cast<uintptr_t>(s.view.ctl);
+    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+    const uintptr_t from = own & ~(page - 1);
+    madvise(reinterpret_cast<void*>(from), own + l.rank_area_bytes() - from, MADV_POPULATE_WRITE);
+  }
+#endif
   if (s.view.ctl->world_rank != static_cast<int32_t>(rank)) {
     s.map.reset();
     s.view = {};
