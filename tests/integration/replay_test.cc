@@ -11,6 +11,7 @@
 #include <signal.h>
 #include <stdlib.h>
 
+#include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -210,11 +211,21 @@ TEST_F(RecordingStory, UntilSlicePausesEveryRankThere) {
       const int rank = std::stoi(line.substr(line.find("rank ") + 5));
       const unsigned long long slice = std::stoull(line.substr(line.find(key) + key.size()));
       const pid_t pid = static_cast<pid_t>(std::stol(line.substr(line.find(": pid ") + 6)));
-      std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-      std::string st;
-      std::getline(stat, st);
-      const auto close = st.rfind(')');
-      paused[rank] = {slice, close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?'};
+      // The rank prints its line, then sleeps (sigsuspend): on a loaded
+      // machine its line can arrive here first. So look until it sleeps;
+      // one that spins stays 'R' to the deadline and fails below.
+      auto state = [pid] {
+        std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+        std::string st;
+        std::getline(stat, st);
+        const auto close = st.rfind(')');
+        return close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?';
+      };
+      char now = state();
+      for (const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+           now == 'R' && std::chrono::steady_clock::now() < until; now = state())
+        std::this_thread::yield();
+      paused[rank] = {slice, now};
       pids.push_back(pid);
     }
     for (pid_t pid : pids) EXPECT_EQ(::kill(pid, SIGCONT), 0);
