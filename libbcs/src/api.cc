@@ -83,6 +83,11 @@ bcs_status_t bcs_init(void) {
   }
   s.view = bcs::segment_rank_view(s.map.base(), static_cast<uint32_t>(local));
   s.local = static_cast<uint32_t>(local);
+  if (s.view.ctl->world_rank != static_cast<int32_t>(rank)) {
+    s.map.reset();
+    s.view = {};
+    return BCS_ERR_INTERNAL;
+  }
   // Map the rank's own area now (its ring, requests, landings), not one
   // minor fault at a time in the posts of its first steps. Only its own:
   // every rank maps the whole segment, and populating all of it in every
@@ -96,11 +101,6 @@ bcs_status_t bcs_init(void) {
     madvise(reinterpret_cast<void*>(from), own + l.rank_area_bytes() - from, MADV_POPULATE_WRITE);
   }
 #endif
-  if (s.view.ctl->world_rank != static_cast<int32_t>(rank)) {
-    s.map.reset();
-    s.view = {};
-    return BCS_ERR_INTERNAL;
-  }
   s.header = h;
   s.layout = l;
   s.rank = static_cast<int32_t>(rank);
