@@ -69,6 +69,13 @@ class JobsService final : public v1::Jobs::Service {
 
 int main(int argc, char** argv) {
   using namespace bcs;
+  // Signals are taken synchronously by the main thread (sigwait below). They
+  // are blocked first of all: the mask is inherited by threads, and gRPC
+  // starts its own (executors, timers) as soon as anything touches it, e.g.
+  // InsecureServerCredentials() below. One thread with SIGTERM unblocked is
+  // enough for the kernel to deliver it there and kill the process with the
+  // default action instead of a clean shutdown.
+  const sigset_t set = block_termination_signals();
   CLI::App app{"bcs-mm: the bcs machine manager"};
   std::string listen = "127.0.0.1:7600", slice = "500us", chunk = "auto", spin = "30us", token_file,
               level = "warn";
@@ -235,9 +242,6 @@ int main(int argc, char** argv) {
                  listen.c_str());
     return 2;
   }
-
-  // Signals are taken synchronously by the main thread (sigwait below).
-  const sigset_t set = block_termination_signals();
 
   core::FabricConfig fcfg;
   fcfg.self = 0;

@@ -357,6 +357,16 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
 }  // namespace bcs::nm
 
 int main(int argc, char** argv) {
+  // Signals are taken by the I/O thread's signalfd: block them everywhere,
+  // first of all, before anything starts a thread (gRPC starts executors and
+  // timers at its first use; a thread with SIGTERM unblocked would let the
+  // default action kill the NM). Threads inherit this mask; ranks reset it
+  // before exec. SIGCHLD too: the I/O thread reaps the orphans it announces.
+  bcs::block_termination_signals();
+  sigset_t chld;
+  sigemptyset(&chld);
+  sigaddset(&chld, SIGCHLD);
+  pthread_sigmask(SIG_BLOCK, &chld, nullptr);
   CLI::App app{"bcs-nm: the bcs node manager"};
   std::string manager = "127.0.0.1:7600", name, token_file, level = "warn";
   app.add_option("--manager", manager, "machine manager HOST:PORT")->capture_default_str();
@@ -439,14 +449,6 @@ int main(int argc, char** argv) {
     spdlog::warn("cannot become a child subreaper ({}): processes a rank detaches may outlive "
                  "the job", std::strerror(errno));
 
-  // Signals are taken by the I/O thread's signalfd: block them everywhere
-  // (threads inherit this mask; ranks reset it before exec). SIGCHLD too:
-  // the I/O thread reaps the orphans it announces.
-  bcs::block_termination_signals();
-  sigset_t chld;
-  sigemptyset(&chld);
-  sigaddset(&chld, SIGCHLD);
-  pthread_sigmask(SIG_BLOCK, &chld, nullptr);
   std::string tls_ca;
   if (tls_ca_file.empty()) {
     const char* e = std::getenv(bcs::kTlsCaEnv);
