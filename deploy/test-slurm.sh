@@ -291,6 +291,11 @@ for ((;;)); do
   scan_cmdlines
   sleep 0.1
 done
+# Once more with every daemon of the job running: the scans during the
+# short jobs above may each miss their daemons (a scan of every process's
+# command line takes a good part of such a job's life on a loaded machine),
+# and the check below needs at least one token.
+scan_cmdlines
 say "cancel: job $jobid runs 6 ranks and $(($(ours | wc -l) - 6)) bcs processes (manager, node managers, bcs run); scancel"
 t0=$(date +%s%N)
 on_h1 scancel "$jobid"
