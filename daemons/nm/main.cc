@@ -224,9 +224,8 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
             continue;
           }
-          // Now, not in the first slice of the first job (shared memory only:
-          // Fabric::preconnect).
-          if (here && (s = fabric->preconnect(mem.node_id())) != core::Status::ok)
+          // Now, not in the first slice of the first job.
+          if ((s = fabric->preconnect(mem.node_id())) != core::Status::ok)
             spdlog::warn("cannot reach node {} yet: {}", mem.node_id(), core::status_str(s));
         }
         v1::NodeMsg r;

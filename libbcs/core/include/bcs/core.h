@@ -121,12 +121,10 @@ class Fabric {
   void disconnect(NodeId peer);
   bool connected(NodeId peer) const;
   // Sends `peer` one small message (variable kVarPreconnect, which nobody
-  // reads), so that the endpoint's first bcopy send, which attaches the
-  // peer's shared receive segment (0.8-2.4 ms on the 2-core machine), is
-  // not the first report of the first job's first slice. Like Open MPI's
-  // mpi_preconnect_mpi. For peers on this host only: over TCP, two peers
-  // preconnecting each other at once made UCX 1.13 abort in its wireup
-  // (ucp_request.c:684, "got REP message"). Blocks like var_set.
+  // reads), so that UCX wires the endpoint up now: its first message
+  // otherwise pays for that (a shared-memory attach, a TCP connect), 1-2.5
+  // ms on the 2-core machine, inside the first slice of the first job.
+  // Like Open MPI's mpi_preconnect_mpi. Call it outside the slice path.
   Status preconnect(NodeId peer);
 
   // ---- primitive 1: xfer_and_signal
