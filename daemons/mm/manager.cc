@@ -225,10 +225,6 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
     }
     lk.unlock();
     cv_.notify_all();
-    // Now, not in the job's first slice (Fabric::preconnect), and without
-    // mu_, which the strobe sender takes every slice.
-    if (msg.msg_case() == v1::NodeMsg::kFabricReady && fabric_.connected(node->id))
-      fabric_.preconnect(node->id);
     flush();
   }
   node_lost(node->id);

@@ -220,13 +220,8 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           // death is known from the manager's control stream, not UCX).
           auto s = fabric->connect(mem.node_id(),
                                    {reinterpret_cast<const uint8_t*>(a.data()), a.size()}, here);
-          if (s != core::Status::ok) {
+          if (s != core::Status::ok)
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
-            continue;
-          }
-          // Now, not in the first slice of the first job.
-          if ((s = fabric->preconnect(mem.node_id())) != core::Status::ok)
-            spdlog::warn("cannot reach node {} yet: {}", mem.node_id(), core::status_str(s));
         }
         v1::NodeMsg r;
         r.mutable_peers_applied()->set_generation(msg.peers().generation());

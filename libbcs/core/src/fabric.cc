@@ -97,19 +97,6 @@ bool Fabric::connected(NodeId peer) const {
   return p && !p->failed.load();
 }
 
-Status Fabric::preconnect(NodeId peer) {
-  if (peer == impl_->cfg.self) return Status::ok;
-  // An update of kVarPreconnect (value 0), past UCX's inline (short) size
-  // as a report is: a bcopy send is what attaches the peer's shared
-  // receive segment. Bounded well below the default 5 s: a peer that died
-  // meanwhile must not hold up the caller's control stream.
-  std::vector<uint8_t> payload(sizeof(int64_t) + 1024);
-  SendLimit limit;
-  limit.timeout = std::chrono::milliseconds(200);
-  return impl_->send({peer}, Kind::var, kVarPreconnect, payload, /*all_or_nothing=*/false,
-                     limit);
-}
-
 Status Fabric::xfer_and_signal(const NodeSet& dests, EventId ev, std::span<const uint8_t> data) {
   return impl_->send(dests, Kind::event, ev, data, /*all_or_nothing=*/true, SendLimit{});
 }

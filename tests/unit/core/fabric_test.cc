@@ -63,30 +63,6 @@ TEST(CoreFabric, XferToOneNode) {
   EXPECT_EQ(b->pending(6), 0u);
 }
 
-// preconnect wires an endpoint up with a message of its own: it must
-// arrive (the peer's receive path is what gets wired), and it must not be
-// taken for anything the peer waits for, nor hold back what follows.
-TEST(CoreFabric, PreconnectReachesThePeerAndLeavesItsEventsAlone) {
-  auto a = make_fabric(1), b = make_fabric(2);
-  ASSERT_TRUE(a && b);
-  connect_all({a.get(), b.get()});
-  Pump pb(*b);
-  EXPECT_EQ(a->preconnect(1), Status::ok) << "to itself: nothing to wire";
-  EXPECT_EQ(a->preconnect(9), Status::no_such_node);
-  ASSERT_EQ(a->preconnect(2), Status::ok) << a->last_error();
-  const auto data = bytes("after the preconnect");
-  ASSERT_EQ(a->xfer_and_signal(2, 5, data), Status::ok);
-  Message m;
-  ASSERT_EQ(b->test_event(5, &m, kWait), Status::ok);
-  EXPECT_EQ(m.data, data);
-  EXPECT_EQ(b->test_event(5, &m, 0ns), Status::timeout);
-  // In order per pair: the preconnect, sent first, was delivered first,
-  // and past UCX's inline size (what attaches the peer's receive segment).
-  const VarReplica r = b->var_get(kVarPreconnect, 1);
-  EXPECT_EQ(r.value, 0);
-  EXPECT_GT(r.attachment.size(), 256u);
-}
-
 TEST(CoreFabric, XferToSetOfThreeIncludingSelf) {
   auto f1 = make_fabric(1), f2 = make_fabric(2), f3 = make_fabric(3);
   ASSERT_TRUE(f1 && f2 && f3);

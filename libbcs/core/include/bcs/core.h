@@ -52,7 +52,6 @@ const char* status_str(Status s);
 using NodeId = uint32_t;        // fabric member id; the machine manager is 0
 using EventId = uint16_t;       // application-defined event numbers
 using VarId = uint16_t;         // application-defined global variable numbers
-inline constexpr VarId kVarPreconnect = 0;  // reserved: Fabric::preconnect writes it
 
 // A set of nodes (small clusters: sorted, unique ids).
 using NodeSet = std::vector<NodeId>;
@@ -120,12 +119,6 @@ class Fabric {
   Status connect(NodeId peer, std::span<const uint8_t> address, bool same_host = false);
   void disconnect(NodeId peer);
   bool connected(NodeId peer) const;
-  // Sends `peer` one small message (variable kVarPreconnect, which nobody
-  // reads), so that UCX wires the endpoint up now: its first message
-  // otherwise pays for that (a shared-memory attach, a TCP connect), 1-2.5
-  // ms on the 2-core machine, inside the first slice of the first job.
-  // Like Open MPI's mpi_preconnect_mpi. Call it outside the slice path.
-  Status preconnect(NodeId peer);
 
   // ---- primitive 1: xfer_and_signal
   // Sends `data` to every node of `dests` and signals `ev` there. Returns when
