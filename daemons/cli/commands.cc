@@ -172,6 +172,11 @@ class Watcher {
     std::lock_guard lk(mu_);
     return timed_out_;
   }
+  // What the manager said the job was doing when it was killed.
+  std::string kill_state() {
+    std::lock_guard lk(mu_);
+    return kill_state_;
+  }
 
  private:
   void poke() {
@@ -249,7 +254,10 @@ class Watcher {
         req.set_reason(reason);
         pb::KillReply rep;
         grpc::Status st = stub_->Kill(&kctx, req, &rep);
-        if (!st.ok()) {
+        if (st.ok()) {
+          std::lock_guard lk(mu_);
+          kill_state_ = rep.state();
+        } else {
           say("could not kill job " + std::to_string(kill_id) + ": " + describe(st));
           std::lock_guard lk(mu_);
           if (ctx_) ctx_->TryCancel();
@@ -274,6 +282,7 @@ class Watcher {
   bool timed_out_ = false;
   int signo_ = 0;
   std::string reason_;
+  std::string kill_state_;
   std::optional<Clock::time_point> timeout_at_;
   std::optional<Clock::time_point> cancel_at_;
 };
@@ -383,7 +392,9 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
   watcher.stop();
 
   if (watcher.timed_out()) {
-    say("job " + std::to_string(job) + " timed out after " + o.timeout);
+    const std::string state = watcher.kill_state();
+    say("job " + std::to_string(job) + " timed out after " + o.timeout +
+        (state.empty() ? "" : ": " + state));
     return 124;
   }
   if (int s = watcher.signo()) {

@@ -7,6 +7,7 @@
 
 #include "manager.h"
 #include "peer.h"
+#include "wire.h"
 
 namespace bcs::mm {
 
@@ -67,7 +68,66 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
   }
 }
 
-grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason) {
+namespace {
+// "0.3 ms", "59.8 s": how long ago, read by a person.
+std::string ago(uint64_t now, uint64_t then) {
+  const double s = now > then ? static_cast<double>(now - then) / 1e9 : 0;
+  char b[32];
+  std::snprintf(b, sizeof b, s < 1 ? "%.1f ms" : "%.1f s", s < 1 ? s * 1e3 : s);
+  return b;
+}
+
+// Kill's report: what a job was doing, so that one that timed out says
+// whether its program waits for something no rank will do (every rank
+// blocked in MPI, nothing moved for long: a deadlock in the program) or the
+// runtime stopped (no slice for long).
+std::string describe_progress(const Job& j) {
+  switch (j.state) {
+    case Job::State::queued: return "it was still queued (another job ran)";
+    case Job::State::starting: return "its node managers had not started all of its ranks yet";
+    case Job::State::done: return "";
+    case Job::State::running: break;
+  }
+  std::string out, left;
+  size_t n = 0;
+  for (size_t r = 0; r < j.rank_done.size(); ++r) {
+    if (j.rank_done[r]) continue;
+    if (++n <= 8)
+      left += (left.empty() ? "" : ", ") + std::to_string(r) +
+              (r < j.rank_pids.size() && !j.rank_pids[r].empty() ? " (" + j.rank_pids[r] + ")" : "");
+  }
+  if (n > 8) left += " and " + std::to_string(n - 8) + " more";
+  out = n ? "ranks still running: " + left : "every rank had exited";
+  const auto& p = j.progress;
+  const uint64_t now = static_cast<uint64_t>(std::chrono::duration_cast<std::chrono::nanoseconds>(
+                                                 std::chrono::steady_clock::now().time_since_epoch())
+                                                 .count());
+  const uint64_t slices = p.slices.load(std::memory_order_relaxed);
+  if (!slices) return out + "; no slice had run";
+  out += "; " + std::to_string(slices) + " slices, the last " +
+         ago(now, p.last_start_ns.load(std::memory_order_relaxed)) + " ago";
+  const uint64_t moved = p.moved_slices.load(std::memory_order_relaxed);
+  out += moved ? ", the last that moved anything " +
+                     ago(now, p.last_moved_ns.load(std::memory_order_relaxed)) + " ago"
+               : ", none of them moved anything";
+  // A microphase that some node does not complete stops the job's slices
+  // until the phase watchdog (bcs-mm --phase-watchdog) fails it.
+  if (const int64_t w = p.waiting_for.load(std::memory_order_relaxed); w >= 0) {
+    const uint64_t since = p.waiting_since_ns.load(std::memory_order_relaxed);
+    if (now > since && now - since >= 100'000'000)
+      out += "; the strobe had waited " + ago(now, since) + " for every node to complete " +
+             wire::phase_name(static_cast<wire::Phase>(w % 8)) + " of slice " +
+             std::to_string(w / 8);
+  }
+  if (p.all_blocked.load(std::memory_order_relaxed)) out += "; every rank waited in MPI";
+  if (p.parked.load(std::memory_order_relaxed))
+    out += "; the strobe was parked (nothing to do on any node)";
+  return out;
+}
+}  // namespace
+
+grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason,
+                           std::string* state) {
   if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
   {
@@ -80,6 +140,7 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
       return st;
     }
     Job& j = *jp;
+    if (state) *state = describe_progress(j);
     fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
     if (j.state == Job::State::queued) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());

@@ -49,8 +49,8 @@ class JobsService final : public v1::Jobs::Service {
                       grpc::ServerWriter<v1::JobEvent>* w) override {
     return m_.attach(c, r->job_id(), w);
   }
-  grpc::Status Kill(grpc::ServerContext* c, const v1::KillRequest* r, v1::KillReply*) override {
-    return m_.kill(c, r->job_id(), r->reason());
+  grpc::Status Kill(grpc::ServerContext* c, const v1::KillRequest* r, v1::KillReply* o) override {
+    return m_.kill(c, r->job_id(), r->reason(), o->mutable_state());
   }
   grpc::Status List(grpc::ServerContext* c, const v1::ListRequest*, v1::ListReply* o) override {
     return m_.list(c, o);

@@ -138,6 +138,20 @@ struct Job {
   // it (InputTaken); one input stream per job.
   uint64_t input_sent = 0, input_taken = 0;
   bool input_open = false;
+  // Written by the strobe sender after each slice, read by Kill for its
+  // report: how far the job got, and whether it still moved anything.
+  struct Progress {
+    std::atomic<uint64_t> slices{0};         // slices run (periods skipped not counted)
+    std::atomic<uint64_t> last_start_ns{0};  // when the last one started (now_ns)
+    std::atomic<uint64_t> moved_slices{0};   // of them, slices that moved something
+    std::atomic<uint64_t> last_moved_ns{0};  // when the last of those started
+    std::atomic<bool> parked{false};         // the strobe waits for a doorbell
+    std::atomic<bool> all_blocked{false};    // every rank waited in MPI after the last slice
+    // The microphase (wire::phase_value) every node must complete before the
+    // slice goes on, while the strobe sender waits for it; -1 otherwise.
+    std::atomic<int64_t> waiting_for{-1};
+    std::atomic<uint64_t> waiting_since_ns{0};
+  } progress;
 };
 
 // Rank 0's input the manager has sent and its node has not taken yet: past
@@ -156,7 +170,9 @@ class Manager {
   grpc::Status launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req, v1::LaunchReply* rep);
   grpc::Status attach(grpc::ServerContext* ctx, uint64_t job_id,
                       grpc::ServerWriter<v1::JobEvent>* w);
-  grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason);
+  // `state`: what the job was doing (describe_progress_locked).
+  grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason,
+                    std::string* state);
   grpc::Status list(grpc::ServerContext* ctx, v1::ListReply* rep);
   grpc::Status input(grpc::ServerContext* ctx, grpc::ServerReader<v1::InputChunk>* in);
   // The per-slice statistics, for the Monitor service (monitor/), and who

@@ -238,6 +238,13 @@ bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core
                          uint64_t* retries) {
   const auto t0 = std::chrono::steady_clock::now();
   const int64_t value = wire::phase_value(slice, static_cast<Phase>(phase));
+  // For Kill's report, and cleared however the wait ends.
+  j.progress.waiting_since_ns.store(now_ns(), std::memory_order_relaxed);
+  j.progress.waiting_for.store(value, std::memory_order_relaxed);
+  struct Done {
+    Job& j;
+    ~Done() { j.progress.waiting_for.store(-1, std::memory_order_relaxed); }
+  } done{j};
   for (;;) {
     uint64_t r = 0;
     auto s = fabric_.compare_and_write(j.nodes, wire::kVarPhase, core::Cmp::ge, value,
@@ -305,6 +312,19 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     fail_job_locked(j, 1,
                     who + ": microphase " + wire::phase_name(phase) + " of slice " +
                         std::to_string(slice) + " failed: " + why);
+  };
+
+  // Each slice's record: to the EMDS, and to the job's progress for Kill's
+  // report (a job that timed out says how far it got).
+  auto record = [&](const monitor::SliceRecord& rec) {
+    if (cfg_.emds) emds_.record(rec);
+    auto& pr = j.progress;
+    pr.slices.fetch_add(1, std::memory_order_relaxed);
+    pr.last_start_ns.store(rec.start_ns, std::memory_order_relaxed);
+    if (rec.descriptors || rec.chunks || rec.bytes || rec.collectives || rec.coll_bytes) {
+      pr.moved_slices.fetch_add(1, std::memory_order_relaxed);
+      pr.last_moved_ns.store(rec.start_ns, std::memory_order_relaxed);
+    }
   };
 
   auto strobe = [&](const wire::Strobe& s) {
@@ -473,7 +493,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       for (size_t i = 0; i < good; ++i) {
         const auto& part = f.parts[i];
         if (i > 0 && part.phase == Phase::dem) {
-          if (cfg_.emds) emds_.record(rec);
+          record(rec);
           // The node's offsets are input: a slice never starts before the
           // one it follows (they only feed the statistics).
           const uint64_t at = std::max(prev_start, start + (i < f.at.size() ? f.at[i] : 0));
@@ -594,7 +614,7 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
       for (size_t i = 0; i < reps.size(); ++i)
         if (reps[i].all_blocked) blocked_after.insert(snap[i].node);
     }
-    if (cfg_.emds) emds_.record(rec);
+    record(rec);
     job_blocked = blocked_after.size() == j.nodes.size();
 
     // Next strobe one period after this one started; if this slice
@@ -613,6 +633,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
         pace.parked_at = now;
       }
     }
+    j.progress.parked.store(pace.parked, std::memory_order_relaxed);
+    j.progress.all_blocked.store(job_blocked, std::memory_order_relaxed);
   }
   // Reports of this job's last strobes may still come when it ended early:
   // a node stuck in a microphase finishes it and runs the DEM of the slice

@@ -369,6 +369,29 @@ TEST_F(Story, ANodeManagerStoppedForFifteenSecondsOnlyDelaysTheJob) {
   c.expect_alive_then_stop();
 }
 
+// A job that times out while a node manager is stopped says so: the
+// strobe waits for that node to complete a microphase (the runtime
+// stalled, not the program). The timeout (4 s) comes in the middle of the
+// 8 s stop; the job then ends when the node goes on, and every daemon is
+// still up.
+TEST_F(Story, AJobThatTimesOutWhileANodeIsStoppedSaysTheStrobeWaitedForIt) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  bool stopped = false;
+  // (Not c.run: this timeout is expected, and needs no daemon threads dump.)
+  auto r = bcs::test::run({bin("bcs"), "run", "--manager", c.addr, "--timeout", "4s", "-n", "2",
+                           "--nodes", "2", prog("prog_ring"), "100000", "announce"},
+                          90s, {}, stall_when("ring started", c.nms[1]->pid(), 8s, &stopped));
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_TRUE(stopped) << describe(r);
+  EXPECT_EQ(r.status, 124) << describe(r);
+  EXPECT_THAT(r.err, HasSubstr("timed out after 4s: ranks still running: 0 (pid ")) << describe(r);
+  EXPECT_THAT(r.err, testing::ContainsRegex("the strobe had waited [0-9.]+ s for every node to "
+                                            "complete (DEM|MSM|P2P|BBM|RM) of slice [0-9]+"))
+      << describe(r);
+  c.expect_alive_then_stop();
+}
+
 // The same on a one-node job's lease, stopped for longer than a lease may
 // skip periods (kMaxLeaseSkipped, 10,000: 5 s of 500 us slices), while
 // its ranks compute 3 ms between barriers, so that the lease's earlier

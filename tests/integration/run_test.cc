@@ -217,7 +217,13 @@ TEST_F(Story, ATimeoutEndsAHungJobAndLeavesNothing) {
   auto r = bcs::test::run(argv, 60s);
   EXPECT_EQ(r.status, 124) << describe(r);
   EXPECT_FALSE(r.timed_out);
-  EXPECT_THAT(r.err, HasSubstr("timed out"));
+  // It says what the job was doing: both ranks still there, waiting in
+  // MPI, while the strobe ran on (a deadlock in the program, not a
+  // runtime that stopped).
+  EXPECT_THAT(r.err, HasSubstr("timed out after 2s: ranks still running: 0 (pid ")) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("), 1 (pid ")) << r.err;
+  EXPECT_THAT(r.err, testing::ContainsRegex(" slices, the last [0-9.]+ m?s ago")) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("every rank waited in MPI")) << r.err;
   expect_nothing_left_now();
 }
 

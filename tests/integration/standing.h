@@ -55,8 +55,24 @@ class Standing {
   RunResult run(std::vector<std::string> args, OutputHook hook = {}) const {
     args.insert(args.begin(), {"--manager", addr});
     RunResult r = bcs_run(args, std::chrono::seconds(90), {}, std::move(hook));
-    if (r.timed_out || r.status == 124)
+    if (r.timed_out || r.status == 124) {
+      // The manager outlives the job: the job's state (queued, starting,
+      // running) and its last slices, globally and as each node saw them,
+      // say whether it never started, or the strobe stalled, parked or ran
+      // on with nothing moving. First, as CI shows a failure's beginning.
+      using namespace std::chrono_literals;
+      auto ask = [&](std::vector<std::string> a) {
+        a.insert(a.begin(), {bin("bcs")});
+        a.insert(a.end(), {"--manager", addr});
+        const RunResult s = bcs::test::run(a, 20s);
+        return s.out + s.err;
+      };
+      r.err += "\n--- the manager's jobs, its last slices, each node's ---\n" + ask({"jobs"}) +
+               ask({"stats", "--last", "12"});
+      for (size_t i = 0; i < nms.size(); ++i)
+        r.err += ask({"stats", "--last", "6", "--node", "n" + std::to_string(i + 1)});
       r.err += "\n--- the daemons' threads after the timeout ---\n" + threads_of(pids());
+    }
     return r;
   }
   // Every daemon still running, then stopped cleanly.

@@ -98,8 +98,9 @@ class FakeJobs final : public pb::Jobs::Service {
     return grpc::Status::OK;
   }
 
-  grpc::Status Kill(grpc::ServerContext*, const pb::KillRequest* req, pb::KillReply*) override {
+  grpc::Status Kill(grpc::ServerContext*, const pb::KillRequest* req, pb::KillReply* rep) override {
     std::lock_guard lk(mu);
+    rep->set_state("ranks still running: 0 (pid 42 on n1)");
     kill_reason = req->reason();
     kill_job = req->job_id();
     cv.notify_all();
@@ -336,7 +337,10 @@ TEST_F(RunTest, TimeoutKillsTheJobAndExits124) {
   Bcs b(exe_, run_args({"-n", "1", "--timeout", "50ms", "p"}));
   Result r = b.finish();
   EXPECT_EQ(r.status, 124) << r.err;
-  EXPECT_NE(r.err.find("bcs: job 7 timed out after 50ms"), std::string::npos) << r.err;
+  // With what the manager said the job was doing.
+  EXPECT_NE(r.err.find("bcs: job 7 timed out after 50ms: ranks still running: 0 (pid 42 on n1)\n"),
+            std::string::npos)
+      << r.err;
   std::lock_guard lk(jobs_.mu);
   EXPECT_EQ(jobs_.kill_job, 7u);
   EXPECT_EQ(jobs_.kill_reason.value_or(""), "timeout after 50ms");
