@@ -212,6 +212,24 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         j.input_taken = std::min(j.input_sent, j.input_taken + msg.input_taken().bytes());
         break;
       }
+      case v1::NodeMsg::kReportLost: {
+        // The node could not report a microphase over the fabric: the
+        // strobe sender would wait for it until the phase watchdog. Only
+        // a job that runs on this node; the words are the node's (input),
+        // so bounded.
+        auto it = jobs_.find(msg.report_lost().job_id());
+        if (it == jobs_.end()) break;
+        Job& j = *it->second;
+        if (j.state == Job::State::done ||
+            !std::binary_search(j.nodes.begin(), j.nodes.end(), node->id))
+          break;
+        std::string why = msg.report_lost().message().substr(0, 1024);
+        spdlog::error("job {}: node {}: {}", j.id, node->name, why);
+        fail_job_locked(j, 1,
+                        "node manager " + node->name + " (pid " + std::to_string(node->pid) +
+                            "): " + why);
+        break;
+      }
       case v1::NodeMsg::kRankExit: {
         auto it = jobs_.find(msg.rank_exit().job_id());
         if (it != jobs_.end()) {

@@ -262,6 +262,9 @@ bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core
     if (stopping_) return false;
     for (uint32_t n : j.nodes)
       if (!nodes_.count(n)) return false;  // node_lost() already failed the job
+    // Failed meanwhile (a node said its report was lost, a kill): the job
+    // is being ended, and the report waited for may never come.
+    if (j.failed || j.state == Job::State::done) return false;
     if (std::chrono::steady_clock::now() - t0 > cfg_.phase_watchdog) {
       std::string late;
       for (uint32_t n : j.nodes)

@@ -162,6 +162,11 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   std::thread emds_thread;
   uint32_t self = 0;
   std::set<uint32_t> host_peers;  // node managers on this host (their host name is ours)
+  // The manager's fabric address, from the last Peers message, for the
+  // strobe receiver to connect again when its report could not go.
+  std::mutex manager_addr_mu;
+  std::vector<uint8_t> manager_addr;
+  bool manager_here = false;
 
   v1::ManagerMsg msg;
   while (stream->Read(&msg)) {
@@ -187,6 +192,27 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           break;
         }
         nic = std::make_unique<Nic>(*fabric, self, liveness, realtime);
+        nic->on_report_failure(
+            [&] {
+              std::vector<uint8_t> addr;
+              bool here = false;
+              {
+                std::lock_guard lk(manager_addr_mu);
+                addr = manager_addr;
+                here = manager_here;
+              }
+              if (addr.empty()) return false;
+              const auto s = fabric->connect(0, addr, here);
+              if (s != core::Status::ok)
+                spdlog::error("cannot connect to the manager again: {}", core::status_str(s));
+              return s == core::Status::ok;
+            },
+            [&up](uint64_t job, const std::string& why) {
+              v1::NodeMsg m;
+              m.mutable_report_lost()->set_job_id(job);
+              m.mutable_report_lost()->set_message(why);
+              up.send(m);
+            });
         nic_thread = std::thread([&] { nic->run(); });
         {
           auto send = [&up](const std::vector<monitor::LocalSliceRecord>& recs) {
@@ -214,6 +240,11 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         for (const auto& mem : msg.peers().members()) {
           const auto& a = mem.ucx_address();
           const bool here = mem.hostname() == hostname();
+          if (mem.node_id() == 0) {
+            std::lock_guard lk(manager_addr_mu);
+            manager_addr.assign(a.begin(), a.end());
+            manager_here = here;
+          }
           if (here && mem.node_id() != self && mem.node_id() != 0) host_peers.insert(mem.node_id());
           if (fabric->connected(mem.node_id())) continue;
           // A peer on this host is reached through shared memory (its

@@ -239,8 +239,57 @@ void Nic::run() {
     // one part only when this one failed (the manager decodes it so).
     auto enc = f.parts.size() > 1 || strobe.fused || strobe.next_dem ? wire::encode(f)
                                                                      : wire::encode(rep);
-    fabric_.var_set(wire::kVarPhase, done, {0}, enc);
+    report(strobe, done, enc);
   }
+}
+
+// The report is the only way the strobe sender learns that this node
+// finished the microphase: one that is lost leaves it waiting until its
+// phase watchdog (minutes), the job hung with nothing said (once in CI: a
+// job's second DEM never completed, no daemon said a word). So the send
+// may wait for a slow or stopped manager up to the liveness timeout, as
+// the roles' sends to their peers do. If it still fails (the fabric gave
+// the endpoint up), it is said here, and tried once more on a fresh
+// endpoint (the old one's ordered stream is finished); if that fails too,
+// the manager hears it on the control stream and ends the job naming
+// this node.
+Nic::ReportFault Nic::report_fault() {
+  const char* f = std::getenv("BCS_TEST_FAULT");
+  if (!f) return ReportFault::none;
+  if (std::string_view(f) == "report-endpoint-lost") return ReportFault::endpoint_lost;
+  if (std::string_view(f) == "report-lost") return ReportFault::lost;
+  return ReportFault::none;
+}
+
+void Nic::report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> enc) {
+  const uint64_t job = s.job;
+  if (report_fault_ != ReportFault::none && ++reports_ == 5) fabric_.disconnect(0);  // test only
+  const core::SendLimit limit{liveness_, [this] {
+                                std::lock_guard lk(job_mu_);
+                                return st_ && pending_job_.get() != st_->ranks.job().get();
+                              }};
+  core::Status st = fabric_.var_set(wire::kVarPhase, done, {0}, enc, limit);
+  if (st == core::Status::ok || st == core::Status::closed) return;
+  auto cause = [&] {
+    const std::string e = fabric_.last_error();
+    return std::string(core::status_str(st)) + (e.empty() ? "" : " (" + e + ")");
+  };
+  std::string why = fmt::format("its report of {} of slice {} did not reach the manager: {}",
+                                wire::phase_name(s.phase), s.slice, cause());
+  if (report_fault_ != ReportFault::lost && reconnect_manager_) {
+    spdlog::error("job {}: {}; trying again on a new endpoint", job, why);
+    if (reconnect_manager_()) {
+      st = fabric_.var_set(wire::kVarPhase, done, {0}, enc, limit);
+      if (st == core::Status::ok) {
+        spdlog::warn("job {}: the report of {} of slice {} went on a new endpoint", job,
+                     wire::phase_name(s.phase), s.slice);
+        return;
+      }
+      why += "; again on a new endpoint: " + cause();
+    }
+  }
+  spdlog::error("job {}: {}", job, why);
+  if (report_lost_) report_lost_(job, why);
 }
 
 // Parking: the node tells the strobe sender it has nothing to do, and asks

@@ -22,9 +22,11 @@
 
 #include <cstdint>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <string_view>
 
 #include "bcs/core.h"
@@ -147,6 +149,15 @@ class Nic : private Net {
   // The local EMDS (Table 5.2): what this node did per slice, for a
   // flusher thread to send to the manager off the strobe path.
   monitor::LocalRecorder& local() { return local_; }
+  // A microphase report the fabric could not take to the manager (see
+  // report()): `reconnect` opens a fresh endpoint to it (false if it
+  // cannot), `lost` tells the manager on the control stream (job, why).
+  // Set before run().
+  void on_report_failure(std::function<bool()> reconnect,
+                         std::function<void(uint64_t, const std::string&)> lost) {
+    reconnect_manager_ = std::move(reconnect);
+    report_lost_ = std::move(lost);
+  }
 
  private:
   // Net over the fabric.
@@ -199,6 +210,17 @@ class Nic : private Net {
   // Strobe::next_dem: runs the next slice's DEM into `f` after the hold.
   void run_next_dem(const wire::Strobe& s, wire::FusedReport& f);
   void sync_job();
+  // Sends a microphase's report (kVarPhase = `done`) to the manager.
+  void report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> enc);
+  std::function<bool()> reconnect_manager_;
+  std::function<void(uint64_t, const std::string&)> report_lost_;
+  // Test-only (BCS_TEST_FAULT in the node manager's environment):
+  // "report-endpoint-lost" drops the endpoint to the manager before the
+  // job's fifth report, once, as a send the fabric gave up on does;
+  // "report-lost" does so and never connects again.
+  enum class ReportFault { none, endpoint_lost, lost } report_fault_ = report_fault();
+  static ReportFault report_fault();
+  uint64_t reports_ = 0;
   // The strobe receiver's scheduling: see nic.cc.
   void pick_priority();
 

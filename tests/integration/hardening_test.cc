@@ -446,6 +446,34 @@ TEST_F(Story, ADescriptorBatchThatNeverComesEndsTheJobInsteadOfAHang) {
   EXPECT_THAT(r.err, HasSubstr("never came"));
 }
 
+// A node manager whose endpoint to the manager is gone when it reports a
+// microphase (the fabric gives an endpoint up when a send does not complete
+// in time; BCS_TEST_FAULT "report-endpoint-lost" drops it before the job's
+// fifth report) connects again and sends the report on the new endpoint:
+// the job completes. Before, the report was dropped without a word and the
+// job hung until its timeout (once in CI).
+TEST_F(Story, AReportWhoseEndpointWasLostGoesOnANewOneAndTheJobCompletes) {
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
+                   {{"BCS_TEST_FAULT", "report-endpoint-lost"}});
+  EXPECT_EQ(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_THAT(r.out, HasSubstr("pingpong ok")) << describe(r);
+}
+
+// When it cannot connect again ("report-lost"), the manager hears it on the
+// control stream and ends the job at once, naming the node manager and the
+// report; no hang until the phase watchdog.
+TEST_F(Story, AReportThatCannotReachTheManagerEndsTheJobNamingTheNode) {
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
+                   {{"BCS_TEST_FAULT", "report-lost"}});
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_THAT(r.err, testing::ContainsRegex("node manager node[12] \\(pid [0-9]+\\): its report "
+                                            "of [A-Z0-9]+ of slice [0-9]+ did not reach the "
+                                            "manager"))
+      << describe(r);
+}
+
 // ------------------------------------------------ a rank that scribbles
 // A rank writes garbage into its part of the job segment (it_scribble): its
 // node manager ends it and names it with the cause, the rest of the job

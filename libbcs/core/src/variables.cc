@@ -5,7 +5,7 @@
 namespace bcs::core {
 
 Status Fabric::var_set(VarId var, int64_t value, const NodeSet& watchers,
-                       std::span<const uint8_t> attachment) {
+                       std::span<const uint8_t> attachment, const SendLimit& limit) {
   auto& I = *impl_;
   if (I.closed.load()) return Status::closed;
   // Held across the sends so that two concurrent var_set calls reach every
@@ -28,7 +28,7 @@ Status Fabric::var_set(VarId var, int64_t value, const NodeSet& watchers,
     std::memcpy(payload.data() + sizeof value, attachment.data(), attachment.size());
   // Not all-or-nothing: one unreachable watcher must not hide the update
   // from the others; the caller still learns about it from the status.
-  return I.send(remote, Kind::var, var, payload, /*all_or_nothing=*/false);
+  return I.send(remote, Kind::var, var, payload, /*all_or_nothing=*/false, limit);
 }
 
 VarReplica Fabric::var_get(VarId var, NodeId node) {

@@ -152,8 +152,9 @@ class Fabric {
   // ---- global variables and primitive 3: compare_and_write
   // Sets this node's variable and pushes the new value (with attachment) to
   // each watcher.
+  // `limit`: how long each send may wait for a watcher to take it.
   Status var_set(VarId var, int64_t value, const NodeSet& watchers,
-                 std::span<const uint8_t> attachment = {});
+                 std::span<const uint8_t> attachment = {}, const SendLimit& limit = {});
   // The latest replica of `node`'s variable `var` known here.
   VarReplica var_get(VarId var, NodeId node);
 
