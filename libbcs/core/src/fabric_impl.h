@@ -723,6 +723,13 @@ struct Fabric::Impl {
     while (!all_done()) {
       progress();
       if (all_done()) break;
+      // close(): the process is stopping, nobody waits for this send any
+      // more (a node manager's report under a long limit held its shutdown
+      // past SIGTERM).
+      if (closed.load()) {
+        gave_up = true;
+        break;
+      }
       const auto now = Clock::now();
       if (now >= deadline) break;
       if (limit.give_up && now >= next_ask) {
@@ -749,7 +756,7 @@ struct Fabric::Impl {
     for (auto& op : ops)
       if (!op->done.load()) orphans.push_back(std::move(op));
     std::erase(ops, nullptr);
-    return Status::io_error;
+    return closed.load() ? Status::closed : Status::io_error;
   }
 
   void close() {
