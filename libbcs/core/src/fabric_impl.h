@@ -699,6 +699,9 @@ struct Fabric::Impl {
     }
 
     Status st = wait_sends(ops, limit);
+    // Given up at close(): the errors of the sends it cancelled are ours,
+    // not the peer's.
+    if (st == Status::closed) return st;
     for (auto& op : ops) {
       if (op->done.load() && op->status != UCS_OK) {
         set_error(std::string("send completion: ") + ucs_status_string(op->status));

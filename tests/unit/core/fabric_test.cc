@@ -338,6 +338,30 @@ TEST(CoreFabric, CloseReleasesBlockedWaiters) {
   EXPECT_EQ(a->xfer_and_signal(1, 40, bytes("x")), Status::closed);
 }
 
+// A send waiting for a peer that does not take it (nobody progresses b,
+// and 64 MiB needs the receiver's rendezvous) under a long limit ends when
+// the fabric is closed, not at its limit: a node manager's report to a
+// lost manager must not hold its shutdown. The send's own give_up poll
+// says when it is waiting, so close() comes during the wait.
+TEST(CoreFabric, CloseEndsASendThatWaitsForItsPeer) {
+  auto a = make_fabric(1), b = make_fabric(2);
+  ASSERT_TRUE(a && b);
+  connect_all({a.get(), b.get()});
+  std::promise<void> waiting;
+  std::atomic<bool> told{false};
+  SendLimit limit{std::chrono::seconds(600), [&] {
+                    if (!told.exchange(true)) waiting.set_value();
+                    return false;  // the caller still wants the send
+                  }};
+  const auto big = pattern(64u << 20, 3);
+  auto send = std::async(std::launch::async,
+                         [&] { return a->xfer_and_signal(2, 45, big, limit); });
+  ASSERT_EQ(waiting.get_future().wait_for(kWait), std::future_status::ready);
+  a->close();
+  ASSERT_EQ(send.wait_for(kWait), std::future_status::ready);
+  EXPECT_EQ(send.get(), Status::closed);
+}
+
 // Request/reply as the DMA helper does it: the server's handler runs inside
 // progress and answers with xfer_and_signal, including a rendezvous-sized reply.
 TEST(CoreFabric, HandlerServesRequestsAndReplies) {
