@@ -106,10 +106,9 @@ std::string describe_progress(const Job& j) {
   if (!slices) return out + "; no slice had run";
   out += "; " + std::to_string(slices) + " slices, the last " +
          ago(now, p.last_start_ns.load(std::memory_order_relaxed)) + " ago";
-  const uint64_t moved = p.moved_slices.load(std::memory_order_relaxed);
-  out += moved ? ", the last that moved anything " +
-                     ago(now, p.last_moved_ns.load(std::memory_order_relaxed)) + " ago"
-               : ", none of them moved anything";
+  const uint64_t moved_ns = p.last_moved_ns.load(std::memory_order_relaxed);
+  out += moved_ns ? ", the last that moved anything " + ago(now, moved_ns) + " ago"
+                  : ", none of them moved anything";
   // A microphase that some node does not complete stops the job's slices
   // until the phase watchdog (bcs-mm --phase-watchdog) fails it.
   if (const int64_t w = p.waiting_for.load(std::memory_order_relaxed); w >= 0) {

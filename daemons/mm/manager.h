@@ -143,8 +143,8 @@ struct Job {
   struct Progress {
     std::atomic<uint64_t> slices{0};         // slices run (periods skipped not counted)
     std::atomic<uint64_t> last_start_ns{0};  // when the last one started (now_ns)
-    std::atomic<uint64_t> moved_slices{0};   // of them, slices that moved something
-    std::atomic<uint64_t> last_moved_ns{0};  // when the last of those started
+    // When the last slice that moved something started; 0: none did yet.
+    std::atomic<uint64_t> last_moved_ns{0};
     std::atomic<bool> parked{false};         // the strobe waits for a doorbell
     std::atomic<bool> all_blocked{false};    // every rank waited in MPI after the last slice
     // The microphase (wire::phase_value) every node must complete before the
@@ -170,7 +170,7 @@ class Manager {
   grpc::Status launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req, v1::LaunchReply* rep);
   grpc::Status attach(grpc::ServerContext* ctx, uint64_t job_id,
                       grpc::ServerWriter<v1::JobEvent>* w);
-  // `state`: what the job was doing (describe_progress_locked).
+  // `state`: what the job was doing (describe_progress in job_calls.cc).
   grpc::Status kill(grpc::ServerContext* ctx, uint64_t job_id, const std::string& reason,
                     std::string* state);
   grpc::Status list(grpc::ServerContext* ctx, v1::ListReply* rep);

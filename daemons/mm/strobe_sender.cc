@@ -324,10 +324,8 @@ void Manager::run_slices(std::shared_ptr<Job> jp) {
     auto& pr = j.progress;
     pr.slices.fetch_add(1, std::memory_order_relaxed);
     pr.last_start_ns.store(rec.start_ns, std::memory_order_relaxed);
-    if (rec.descriptors || rec.chunks || rec.bytes || rec.collectives || rec.coll_bytes) {
-      pr.moved_slices.fetch_add(1, std::memory_order_relaxed);
+    if (rec.descriptors || rec.chunks || rec.bytes || rec.collectives || rec.coll_bytes)
       pr.last_moved_ns.store(rec.start_ns, std::memory_order_relaxed);
-    }
   };
 
   auto strobe = [&](const wire::Strobe& s) {
