@@ -547,7 +547,12 @@ int kill_job(const KillOptions& o) {
     req.set_job_id(o.job_id);
     req.set_reason("requested with `bcs kill`");
     pb::KillReply rep;
-    return stub->Kill(&ctx, req, &rep);
+    auto st = stub->Kill(&ctx, req, &rep);
+    // What the job was doing when it was killed (the report a timed-out
+    // `bcs run` prints): whoever kills a hung job wants to know why it hung.
+    if (st.ok() && !rep.state().empty())
+      std::printf("job %llu: %s\n", static_cast<unsigned long long>(o.job_id), rep.state().c_str());
+    return st;
   });
 }
 

@@ -388,6 +388,8 @@ TEST_F(RunTest, JobsAndKill) {
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
   r = Bcs(exe_, {"kill", "9", "--manager", addr_}).finish();
   EXPECT_EQ(r.status, 0) << r.err;
+  // With what the manager said the job was doing.
+  EXPECT_EQ(r.out, "job 9: ranks still running: 0 (pid 42 on n1)\n");
   std::lock_guard lk(jobs_.mu);
   EXPECT_EQ(jobs_.kill_job, 9u);
 }
