@@ -8,6 +8,8 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdlib>
+#include <string_view>
 
 #include "job_limits.h"
 #include "launch.h"
@@ -360,6 +362,27 @@ void Manager::fail_noticed_if_due(Job& j, bool now) {
   fail_job_locked(j, j.noticed_status, j.noticed_message);
 }
 
+// An endpoint the fabric gave up during an earlier job (a strobe send
+// that did not complete in time closes it) would fail this job's first
+// strobe with "no such node" although its node manager is alive (its
+// control stream says so): it is connected again before the job starts.
+void Manager::connect_again_locked(const Job& j) {
+  for (uint32_t n : j.nodes) {
+    auto it = nodes_.find(n);
+    if (it == nodes_.end() || fabric_.connected(n)) continue;
+    const auto& a = it->second->ucx_address;
+    const auto st = fabric_.connect(n, {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
+                                    it->second->hostname == host_name());
+    // If that fails, the job's first strobe fails and names the node.
+    if (st != core::Status::ok)
+      spdlog::error("job {}: cannot connect again to node {} ({}): {}", j.id, n,
+                    it->second->name, core::status_str(st));
+    else
+      spdlog::warn("job {}: the endpoint to node {} ({}) had been given up; connected again",
+                   j.id, n, it->second->name);
+  }
+}
+
 void Manager::finish_job_locked(Job& j) {
   if (j.state == Job::State::done) return;
   fail_noticed_if_due(j, true);  // no other cause came
@@ -373,6 +396,14 @@ void Manager::finish_job_locked(Job& j) {
   j.events.push_back(std::move(ev));
   j.exited = true;
   spdlog::info("job {} ended with status {}", j.id, status);
+  // Test only: the endpoints to the job's nodes are given up, as after a
+  // strobe send that did not complete in time (start_job connects again).
+  static const bool fault_endpoints_lost = [] {
+    const char* f = std::getenv("BCS_TEST_FAULT");
+    return f && std::string_view(f) == "endpoints-lost";
+  }();
+  if (fault_endpoints_lost)
+    for (uint32_t n : j.nodes) fabric_.disconnect(n);
   wake_strobe_sender();  // it may be sleeping through a long slice
   // Remember a bounded number of finished jobs.
   constexpr size_t kKeepFinished = 1000;

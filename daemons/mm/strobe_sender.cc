@@ -184,6 +184,7 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
   {
     std::lock_guard lk(mu_);
     j->state = Job::State::starting;
+    connect_again_locked(*j);
     v1::ManagerMsg m;
     auto* s = m.mutable_start_job();
     s->set_job_id(j->id);

@@ -167,6 +167,35 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   std::mutex manager_addr_mu;
   std::vector<uint8_t> manager_addr;
   bool manager_here = false;
+  // Every member's fabric address (and whether it is on this host), from
+  // the last Peers message: an endpoint the fabric gave up during a job
+  // (a send that did not complete in time closes it) is connected again
+  // before the next job, which would otherwise fail with "no such node"
+  // although its peer is alive.
+  std::map<uint32_t, std::pair<std::vector<uint8_t>, bool>> peer_addrs;
+  const bool fault_endpoints_lost = [] {  // test only: drop them after each job
+    const char* f = std::getenv("BCS_TEST_FAULT");
+    return f && std::string_view(f) == "endpoints-lost";
+  }();
+
+  // Before a job: its peers' endpoints that the fabric gave up are
+  // connected again; "" or why one cannot be.
+  auto reconnect = [&](const JobSpec& spec) -> std::string {
+    if (!fabric) return "";
+    std::set<uint32_t> needed(spec.rank_node.begin(), spec.rank_node.end());
+    needed.insert(0);  // the manager
+    needed.erase(self);
+    for (uint32_t n : needed) {
+      auto it = peer_addrs.find(n);
+      if (it == peer_addrs.end() || fabric->connected(n)) continue;
+      const auto& [a, here] = it->second;
+      if (const auto s = fabric->connect(n, a, here); s != core::Status::ok)
+        return "cannot connect again to node " + std::to_string(n) + ": " + core::status_str(s);
+      spdlog::warn("job {}: the endpoint to node {} had been given up; connected again", spec.id,
+                   n);
+    }
+    return "";
+  };
 
   v1::ManagerMsg msg;
   while (stream->Read(&msg)) {
@@ -237,6 +266,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
       case v1::ManagerMsg::kPeers: {
         if (!fabric) break;
         host_peers.clear();  // the message lists every member
+        peer_addrs.clear();
         for (const auto& mem : msg.peers().members()) {
           const auto& a = mem.ucx_address();
           const bool here = mem.hostname() == hostname();
@@ -246,6 +276,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
             manager_here = here;
           }
           if (here && mem.node_id() != self && mem.node_id() != 0) host_peers.insert(mem.node_id());
+          if (mem.node_id() != self) peer_addrs[mem.node_id()] = {{a.begin(), a.end()}, here};
           if (fabric->connected(mem.node_id())) continue;
           // A peer on this host is reached through shared memory (its
           // death is known from the manager's control stream, not UCX).
@@ -297,6 +328,8 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           err = "malformed job: " + why;  // the manager checked it too; trust nothing
         else if (job)
           err = "node is busy with job " + std::to_string(job->id());
+        else if (auto why = reconnect(spec); !why.empty())
+          err = why;
         else
           j = NmJob::start(spec, self, name, &err);
         if (j) {
@@ -340,6 +373,8 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           nic->set_job(nullptr);
           job->kill_all();  // nothing should be alive; make sure
           job.reset();      // the NIC and I/O threads drop their references too
+          if (fault_endpoints_lost)
+            for (const auto& [n, a] : peer_addrs) fabric->disconnect(n);
         }
         break;
       }

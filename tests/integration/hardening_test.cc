@@ -485,6 +485,24 @@ TEST_F(Story, AReportThatCannotReachTheManagerEndsTheJobNamingTheNode) {
       << describe(r);
 }
 
+// The fabric gives an endpoint up when a send on it does not complete in
+// time; its peer may well be alive. The next job connects it again, on the
+// manager and on every node manager: BCS_TEST_FAULT "endpoints-lost" makes
+// every daemon drop its endpoints to the job's nodes as each job ends, and
+// three jobs in a row still run. Before, the second job failed ("node
+// manager n1 (pid ...) was lost (fabric error)"), and so did every job
+// after it until a node manager joined or left.
+TEST_F(Story, AnEndpointGivenUpInOneJobIsConnectedAgainForTheNext) {
+  Standing c(2, {}, {{"BCS_TEST_FAULT", "endpoints-lost"}});
+  ASSERT_TRUE(c.up());
+  for (int job = 1; job <= 3; ++job) {
+    auto r = c.run({"-n", "2", "--nodes", "2", prog("prog_pingpong")});
+    EXPECT_EQ(r.status, 0) << "job " << job << ": " << describe(r);
+    EXPECT_THAT(r.out, HasSubstr("pingpong ok")) << "job " << job << ": " << describe(r);
+  }
+  c.expect_alive_then_stop();
+}
+
 // ------------------------------------------------ a rank that scribbles
 // A rank writes garbage into its part of the job segment (it_scribble): its
 // node manager ends it and names it with the cause, the rest of the job
