@@ -382,6 +382,24 @@ size_t Matcher::posted_count() const {
   return n;
 }
 
+std::vector<RecvDesc> Matcher::waiting(int32_t rank, size_t max, size_t* total) const {
+  *total = 0;
+  auto it = ranks_.find(rank);
+  if (it == ranks_.end()) return {};
+  const PerRank& pr = it->second;
+  std::vector<const Posted*> all;
+  for (const auto& p : pr.posted_wild) all.push_back(&p);
+  for (const auto& [key, q] : pr.posted_exact)
+    for (const auto& p : q) all.push_back(&p);
+  std::sort(all.begin(), all.end(),
+            [](const Posted* a, const Posted* b) { return a->order < b->order; });
+  *total = all.size() + pr.probes.size();
+  std::vector<RecvDesc> out;
+  for (size_t i = 0; i < all.size() && out.size() < max; ++i) out.push_back(all[i]->recv);
+  for (size_t i = 0; i < pr.probes.size() && out.size() < max; ++i) out.push_back(pr.probes[i]);
+  return out;
+}
+
 // ------------------------------------------------------------ ChunkScheduler
 
 void ChunkScheduler::add(Match m) {

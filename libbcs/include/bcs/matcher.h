@@ -160,6 +160,10 @@ class Matcher {
   // descriptors).
   size_t unexpected_moving() const;
   size_t posted_count() const;
+  // `rank`'s receives and blocking probes that no send matched yet, the
+  // earliest posted first, at most `max`; `*total`: how many in all. What
+  // a hung job's ranks wait for (bcs kill's report).
+  std::vector<RecvDesc> waiting(int32_t rank, size_t max, size_t* total) const;
 
  private:
   // Removes `rank`'s posted receive in request slot `request`, if unmatched.

@@ -208,6 +208,28 @@ TEST(MatcherTest, PostedRecvsConsumedFromTheMiddleKeepTheRestInOrder) {
   EXPECT_EQ(m.posted_count(), 0u);
 }
 
+// What a hung job's ranks wait for (bcs kill's report): the receives and
+// blocking probes no send matched, earliest posted first, exact and
+// wildcard receives interleaved as posted, matched ones gone.
+TEST(MatcherTest, WaitingListsUnmatchedReceivesAndProbesInPostOrder) {
+  Matcher m;
+  m.msm(1, {recv(0, 1, 5, 1, 1), recv(0, kAnySource, 7, 2, 1), recv(0, 2, 5, 3, 1)}, {});
+  m.msm(2, {recv(0, 1, 9, 4, 2), probe(0, 3, 1, 5, 2)}, {send(2, 0, 5, 1, 2)});  // takes request 3
+  size_t total = 0;
+  auto w = m.waiting(0, 10, &total);
+  EXPECT_EQ(total, 4u);
+  std::vector<uint32_t> requests;
+  for (const auto& r : w) requests.push_back(r.request);
+  EXPECT_EQ(requests, (std::vector<uint32_t>{1, 2, 4, 5}));
+  EXPECT_EQ(w[1].src, kAnySource);
+  EXPECT_EQ(w[3].kind, DescKind::probe);
+  w = m.waiting(0, 2, &total);  // at most `max`, the count still whole
+  EXPECT_EQ(w.size(), 2u);
+  EXPECT_EQ(total, 4u);
+  EXPECT_TRUE(m.waiting(1, 10, &total).empty());  // a rank nothing is known of
+  EXPECT_EQ(total, 0u);
+}
+
 // ---------------------------------------------------------- separation
 
 TEST(MatcherTest, ContextsNeverMatchEachOther) {
