@@ -129,17 +129,53 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
                            std::string* state) {
   if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
+  std::shared_ptr<Job> jp;
+  bool asked = false;
   {
     std::lock_guard lk(mu_);
-    std::shared_ptr<Job> jp;
     if (grpc::Status st = job_for_locked(who, job_id, &jp); !st.ok()) {
       if (st.error_code() == grpc::StatusCode::PERMISSION_DENIED)
         spdlog::warn("refused to kill job {} for {}: {}", job_id, who.describe(),
                      st.error_message());
       return st;
     }
+    // A running job's node managers say first what its ranks wait for
+    // (DescribeJob), for the report: a deadlocked program then names the
+    // receives nobody sends to.
+    if (state && jp->state == Job::State::running) {
+      jp->described.clear();
+      jp->describing = asked = true;
+      v1::ManagerMsg m;
+      m.mutable_describe_job()->set_job_id(job_id);
+      for (uint32_t n : jp->nodes)
+        if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+    }
+  }
+  if (asked) flush();
+  {
+    std::unique_lock lk(mu_);
     Job& j = *jp;
-    if (state) *state = describe_progress(j);
+    if (asked) {
+      // A node manager answers between two strobes, or within 200 ms when
+      // none come; one stuck in a microphase does not, and is named.
+      cv_.wait_for(lk, kDescribeWait, [&] {
+        return stopping_ || j.state != Job::State::running || j.described.size() >= j.nodes.size();
+      });
+      j.describing = false;
+    }
+    if (state) {
+      *state = describe_progress(j);
+      if (asked && j.state == Job::State::running)
+        for (uint32_t n : j.nodes) {
+          auto it = nodes_.find(n);
+          const std::string name = it == nodes_.end() ? "node " + std::to_string(n) : it->second->name;
+          auto d = j.described.find(n);
+          if (d == j.described.end())
+            *state += "; " + name + " did not say what its ranks wait for";
+          else if (!d->second.empty())
+            *state += "; on " + name + ": " + d->second;
+        }
+    }
     fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
     if (j.state == Job::State::queued) {
       queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());

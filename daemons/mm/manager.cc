@@ -232,6 +232,19 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
                             "): " + why);
         break;
       }
+      case v1::NodeMsg::kJobDescribed: {
+        // A node's words, so checked: only when asked, only for a job on
+        // that node, cut at 1 KiB, nothing but printable ASCII kept.
+        auto it = jobs_.find(msg.job_described().job_id());
+        if (it == jobs_.end()) break;
+        Job& j = *it->second;
+        if (!j.describing || !std::binary_search(j.nodes.begin(), j.nodes.end(), node->id)) break;
+        std::string text = msg.job_described().text().substr(0, 1024);
+        for (char& c : text)
+          if (c < 0x20 || c > 0x7e) c = '?';
+        j.described[node->id] = std::move(text);
+        break;
+      }
       case v1::NodeMsg::kRankExit: {
         auto it = jobs_.find(msg.rank_exit().job_id());
         if (it != jobs_.end()) {

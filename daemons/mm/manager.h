@@ -152,6 +152,10 @@ struct Job {
     std::atomic<int64_t> waiting_for{-1};
     std::atomic<uint64_t> waiting_since_ns{0};
   } progress;
+  // Kill's question to the job's node managers (DescribeJob): asked, and
+  // each one's answer by node id (JobDescribed, checked and cut).
+  bool describing = false;
+  std::map<uint32_t, std::string> described;
 };
 
 // Rank 0's input the manager has sent and its node has not taken yet: past
@@ -234,6 +238,9 @@ class Manager {
   // once its grace period is over (or `now`), unless a first cause came.
   void fail_noticed_if_due(Job& j, bool now);
   static constexpr uint64_t kNoticedGraceNs = 2'000'000'000;
+  // How long Kill waits for the job's node managers to say what its
+  // ranks wait for (DescribeJob).
+  static constexpr std::chrono::seconds kDescribeWait{2};
   void finish_job_locked(Job& j);
   void rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e);
   void node_lost(uint32_t node_id);

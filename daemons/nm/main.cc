@@ -242,6 +242,12 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
               m.mutable_report_lost()->set_message(why);
               up.send(m);
             });
+        nic->on_describe([&up](uint64_t job, const std::string& text) {
+          v1::NodeMsg m;
+          m.mutable_job_described()->set_job_id(job);
+          m.mutable_job_described()->set_text(text);
+          up.send(m);
+        });
         nic_thread = std::thread([&] { nic->run(); });
         {
           auto send = [&up](const std::vector<monitor::LocalSliceRecord>& recs) {
@@ -356,6 +362,9 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         }
         break;
       }
+      case v1::ManagerMsg::kDescribeJob:
+        if (nic) nic->describe(msg.describe_job().job_id());
+        break;
       case v1::ManagerMsg::kInput:
         io.input(msg.input().job_id(), msg.input().data(), msg.input().eof());
         break;

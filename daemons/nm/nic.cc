@@ -2,8 +2,8 @@
 // each microphase and reports to the MM. The roles live in roles/.
 #include "nic.h"
 
+#include "describe.h"
 #include "sched_hint.h"
-
 #include "slice_plan.h"
 
 #include <pthread.h>
@@ -188,6 +188,7 @@ void Nic::run() {
   for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(realtime_, tid);
   core::sched_policy_changed();
   for (;;) {
+    answer_describe();
     pick_priority();
     core::Message m;
     // The timeout only bounds how long a finished job's state lingers when no
@@ -241,6 +242,13 @@ void Nic::run() {
                                                                      : wire::encode(rep);
     report(strobe, done, enc);
   }
+}
+
+void Nic::answer_describe() {
+  const uint64_t job = describe_job_.exchange(0, std::memory_order_relaxed);
+  if (!job || !described_) return;
+  const bool ours = st_ && st_->ranks.job_id() == job;
+  described_(job, ours ? describe_waits(st_->ranks, st_->br.matcher()) : std::string());
 }
 
 // The report is the only way the strobe sender learns that this node

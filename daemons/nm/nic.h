@@ -158,6 +158,14 @@ class Nic : private Net {
     reconnect_manager_ = std::move(reconnect);
     report_lost_ = std::move(lost);
   }
+  // From the control thread: the manager asks what job `job`'s local
+  // ranks wait for (DescribeJob). The strobe receiver answers between two
+  // strobes, or within 200 ms when none come, through `described` (job,
+  // text; empty when it does not run that job). Set before run().
+  void describe(uint64_t job) { describe_job_.store(job, std::memory_order_relaxed); }
+  void on_describe(std::function<void(uint64_t, const std::string&)> described) {
+    described_ = std::move(described);
+  }
 
  private:
   // Net over the fabric.
@@ -214,6 +222,9 @@ class Nic : private Net {
   void report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> enc);
   std::function<bool()> reconnect_manager_;
   std::function<void(uint64_t, const std::string&)> report_lost_;
+  std::function<void(uint64_t, const std::string&)> described_;
+  std::atomic<uint64_t> describe_job_{0};
+  void answer_describe();
   // Test-only (BCS_TEST_FAULT in the node manager's environment):
   // "report-endpoint-lost" drops the endpoint to the manager before the
   // job's fifth report, once, as a send the fabric gave up on does;

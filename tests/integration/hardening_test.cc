@@ -398,8 +398,46 @@ TEST_F(Story, AJobKilledWhileANodeIsStoppedSaysTheStrobeWaitedForIt) {
   EXPECT_THAT(k.out, testing::ContainsRegex("the strobe had waited [0-9.]+ s for every node to "
                                             "complete (DEM|MSM|P2P|BBM|RM) of slice [0-9]+"))
       << describe(k);
+  // Asked what its ranks wait for, the stopped node cannot answer.
+  EXPECT_THAT(k.out, HasSubstr("; n2 did not say what its ranks wait for")) << describe(k);
   EXPECT_EQ(r.status, 143) << describe(r);  // killed with `bcs kill`
   EXPECT_FALSE(r.timed_out) << describe(r);
+  c.expect_alive_then_stop();
+}
+
+// A deadlocked program, killed, is named by what its ranks wait for: the
+// manager asks each node manager (DescribeJob), which reads its matching
+// state. Rank 0 (node 1) waits for tag 8 from rank 1, rank 1 (node 2) for
+// tag 9 from rank 0 and holds rank 0's tag 7 that no receive took, rank 2
+// (node 1) waits in a barrier. The kill comes once every rank printed its
+// line, after a barrier that each one's receive was posted before.
+TEST_F(Story, AKilledDeadlockSaysWhatEachRankWaitsFor) {
+  Standing c(2);
+  ASSERT_TRUE(c.up());
+  bool killed = false;
+  bcs::test::RunResult k;
+  std::string seen;
+  auto r = c.run({"-n", "3", "--nodes", "2", it_prog("it_deadlock")}, [&](const std::string& out) {
+    seen += out;
+    if (killed) return;
+    for (const char* rank : {"rank 0 deadlocked", "rank 1 deadlocked", "rank 2 deadlocked"})
+      if (seen.find(rank) == std::string::npos) return;
+    killed = true;
+    k = bcs::test::run({bin("bcs"), "kill", "1", "--manager", c.addr}, 60s);
+  });
+  ASSERT_TRUE(killed) << describe(r);
+  EXPECT_EQ(k.status, 0) << describe(k);
+  EXPECT_THAT(k.out, testing::ContainsRegex("on n[12]: rank 0 [^;]*unmatched: a receive from rank "
+                                            "1 tag 8 \\(context [0-9]+, posted in slice"))
+      << describe(k);
+  EXPECT_THAT(k.out, testing::ContainsRegex("on n[12]: rank 1 [^;]*unmatched: a receive from rank "
+                                            "0 tag 9 \\(context [0-9]+, posted in slice [0-9]+\\), "
+                                            "1 message\\(s\\) for it no receive took"))
+      << describe(k);
+  EXPECT_THAT(k.out, testing::ContainsRegex("rank 2 (waited in MPI, for no receive or probe|was "
+                                            "not in an MPI wait)"))
+      << describe(k);
+  EXPECT_EQ(r.status, 143) << describe(r);  // killed with `bcs kill`
   c.expect_alive_then_stop();
 }
 

@@ -42,6 +42,8 @@ class BufferReceiver {
   ChunkScheduler& scheduler() { return scheduler_; }
   // Sends waiting here unmatched that would move data once matched.
   size_t unexpected_moving() const { return matcher_.unexpected_moving(); }
+  // The matching state, read between microphases (describe_waits).
+  const Matcher& matcher() const { return matcher_; }
   // Local receivers with max_unexpected or more sends waiting, or
   // max_unexpected_bytes or more of their payloads, ascending.
   std::vector<int32_t> full_receivers(LocalRanks& ranks) const;
