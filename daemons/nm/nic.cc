@@ -248,7 +248,7 @@ void Nic::answer_describe() {
   const uint64_t job = describe_job_.exchange(0, std::memory_order_relaxed);
   if (!job || !described_) return;
   const bool ours = st_ && st_->ranks.job_id() == job;
-  described_(job, ours ? describe_waits(st_->ranks, st_->br.matcher()) : std::string());
+  described_(job, ours ? describe_waits(st_->ranks, st_->br.matcher(), st_->coll) : std::string());
 }
 
 // The report is the only way the strobe sender learns that this node

@@ -200,6 +200,23 @@ std::vector<wire::CollLevel> Collectives::levels() const {
   return out;
 }
 
+std::vector<Collectives::Waiting> Collectives::waiting(int32_t world_rank) const {
+  std::vector<Waiting> out;
+  for (const auto& [id, c] : impl_->ctxs) {
+    auto cr = c.crank_of.find(world_rank);
+    if (cr == c.crank_of.end()) continue;
+    for (const auto& [seq, op] : c.ops) {
+      auto m = op.members.find(cr->second);
+      if (m == op.members.end() || m->second.no_complete) continue;
+      Waiting w{id, seq, op.kind, {}};
+      for (int32_t l : c.local)
+        if (!op.members.count(l)) w.not_posted_here.push_back(c.members[static_cast<size_t>(l)]);
+      out.push_back(std::move(w));
+    }
+  }
+  return out;
+}
+
 size_t Collectives::pending() const {
   size_t n = 0;
   for (const int32_t ctx : impl_->busy) n += impl_->ctxs.at(ctx).ops.size();

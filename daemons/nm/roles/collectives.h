@@ -115,6 +115,16 @@ class Collectives {
   // `seq`: drained already, or - for the world ranks in `posted_since`
   // (sorted) - in its ring since. False for a context not known yet.
   bool posted_locally(int32_t context, uint64_t seq, std::span<const int32_t> posted_since) const;
+  // The collectives local rank `world_rank` posted and waits in (not
+  // complete, not completed by the rank itself), and the local members of
+  // each that have not posted it: for a hung job's report.
+  struct Waiting {
+    int32_t context = 0;
+    uint64_t seq = 0;
+    bcs_coll_t kind = BCS_COLL_BARRIER;
+    std::vector<int32_t> not_posted_here;  // world ranks
+  };
+  std::vector<Waiting> waiting(int32_t world_rank) const;
 
   // Collectives posted and not yet complete on this node (all contexts).
   size_t pending() const;

@@ -8,14 +8,17 @@
 #include <string>
 
 #include "bcs/matcher.h"
+#include "collectives.h"
 #include "ports.h"
 
 namespace bcs::nm {
 
 // A part per local rank, "; "-separated: whether it waited in MPI, its
 // first unmatched receives or probes (source, tag, context, the slice it
-// was posted in), how many more, and how many messages for it no receive
-// took. At most `max_bytes` (cut with " ...").
-std::string describe_waits(LocalRanks& ranks, const Matcher& matcher, size_t max_bytes = 1024);
+// was posted in), how many more, the collectives it waits in (and which
+// local members have not posted them), and how many messages for it no
+// receive took. At most `max_bytes` (cut with " ...").
+std::string describe_waits(LocalRanks& ranks, const Matcher& matcher, const Collectives& coll,
+                           size_t max_bytes = 1024);
 
 }  // namespace bcs::nm

@@ -205,6 +205,25 @@ TEST(Collectives, ARegisteredCommunicatorRunsItsOwnCollectives) {
   EXPECT_EQ(out[2], 0);
 }
 
+// What a hung job's report says of collectives: the ones a rank posted and
+// waits in, and the local members that have not posted them.
+TEST(Collectives, WaitingNamesTheLocalMembersThatHaveNotPosted) {
+  Collectives c(0, {0, 0, 0});
+  std::string why;
+  ASSERT_TRUE(c.post(0, make_desc(args(BCS_COLL_BARRIER, 3), 1, 1), &why)) << why;
+  ASSERT_TRUE(c.post(2, make_desc(args(BCS_COLL_BARRIER, 3), 1, 1), &why)) << why;
+  for (int32_t r : {0, 2}) {
+    auto w = c.waiting(r);
+    ASSERT_EQ(w.size(), 1u) << r;
+    EXPECT_EQ(w[0].context, kWorldColl);
+    EXPECT_EQ(w[0].seq, 1u);
+    EXPECT_EQ(w[0].kind, BCS_COLL_BARRIER);
+    EXPECT_EQ(w[0].not_posted_here, std::vector<int32_t>{1});
+  }
+  EXPECT_TRUE(c.waiting(1).empty()) << "rank 1 posted nothing";
+  EXPECT_TRUE(c.waiting(7).empty()) << "no such rank";
+}
+
 TEST(Collectives, BadRegistrationsAreRefused) {
   Collectives c(0, {0, 0, 0});
   std::string why;
