@@ -443,9 +443,17 @@ struct Fabric::Impl {
       return;
     }
     if (e.data.size() < sizeof(int64_t)) return;  // malformed update
-    VarReplica& r = replicas[{e.id, from}];
+    int64_t value = 0;
+    std::memcpy(&value, e.data.data(), sizeof value);
+    VarReplica& r = replicas[{e.id, from}];  // never written: INT64_MIN
+    // Variables only grow (core.h): a lower value is a late update of a
+    // stream its sender gave up, overtaken by one it sent again on a new
+    // endpoint. Taking it would move the replica back under a condition
+    // that already held, and a waiter for the newer value would wait for
+    // an update that never comes again.
+    if (value < r.value) return;
     r.node = from;
-    std::memcpy(&r.value, e.data.data(), sizeof(int64_t));
+    r.value = value;
     r.attachment.assign(e.data.begin() + sizeof(int64_t), e.data.end());
     wake_locked(true, 0);
   }

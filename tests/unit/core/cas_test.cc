@@ -117,5 +117,27 @@ TEST_F(CompareAndWrite, ReplicasFollowUpdatesInOrder) {
             Status::invalid);
 }
 
+// Variables only grow: an update below the replica's value (a late one
+// of a stream its sender gave up and replaced) is dropped, attachment and
+// all, so a condition that held keeps holding.
+TEST_F(CompareAndWrite, AReplicaNeverMovesBack) {
+  publish(2, 7);
+  publish(2, 5);
+  // A marker on another variable, after both on the same ordered stream:
+  // once it is seen at node 3, so are they.
+  ASSERT_EQ(f(2)->var_set(kPhase + 1, 1, kAll), Status::ok);
+  ASSERT_EQ(f(3)->compare_and_write({2}, kPhase + 1, Cmp::eq, 1, Fabric::kNoWrite, {}, kWait),
+            Status::ok);
+  VarReplica r = f(3)->var_get(kPhase, 2);
+  EXPECT_EQ(r.value, 7);
+  EXPECT_EQ(r.attachment, bytes("report 2/7"));
+  // The same value again is taken (a report sent twice), and a higher one.
+  publish(2, 7);
+  publish(2, 8);
+  ASSERT_EQ(f(3)->compare_and_write({2}, kPhase, Cmp::eq, 8, Fabric::kNoWrite, {}, kWait),
+            Status::ok);
+  EXPECT_EQ(f(3)->var_get(kPhase, 2).attachment, bytes("report 2/8"));
+}
+
 }  // namespace
 }  // namespace bcs::core::test

@@ -15,6 +15,10 @@
 // each other node's variable; the owner pushes every change to its watchers
 // (core_var_set). An update carries a small attachment so that a node can
 // publish "I finished microphase k, and here is my report" atomically.
+// Variables only grow: a replica ignores an update below its value (a
+// late one from a stream its sender gave up and replaced), so a condition
+// `var >= v` that held keeps holding. The daemons' one variable, a node's
+// last finished microphase, only grows.
 // compare_and_write then evaluates the condition over local replicas and,
 // when it holds on every node of the set, does an xfer_and_signal to the set.
 //
