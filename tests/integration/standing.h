@@ -75,6 +75,12 @@ class Standing {
     }
     return r;
   }
+  // `bcs kill JOB` on this cluster: it prints the manager's report of what
+  // the job was doing.
+  RunResult kill_job(uint64_t job) const {
+    return bcs::test::run({bin("bcs"), "kill", std::to_string(job), "--manager", addr},
+                          std::chrono::seconds(60));
+  }
   // Every daemon still running, then stopped cleanly.
   void expect_alive_then_stop() {
     for (auto& n : nms) EXPECT_EQ(kill(n->pid(), 0), 0) << "a node manager died";
