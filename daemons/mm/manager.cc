@@ -156,12 +156,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
     switch (msg.msg_case()) {
       case v1::NodeMsg::kFabricReady: {
         node->ucx_address = msg.fabric_ready().ucx_address();
-        const auto& a = node->ucx_address;
-        // A node manager on this host is reached through shared memory (its
-        // death is known from this control stream, not from UCX).
-        auto s = fabric_.connect(node->id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
-                                 node->hostname == host_name());
-        if (s != core::Status::ok) {
+        if (auto s = connect_node(*node); s != core::Status::ok) {
           spdlog::error("cannot connect to node {}: {}", node->id, core::status_str(s));
           break;
         }
@@ -375,6 +370,14 @@ void Manager::fail_noticed_if_due(Job& j, bool now) {
   fail_job_locked(j, j.noticed_status, j.noticed_message);
 }
 
+// A node manager on this host is reached through shared memory (its
+// death is known from its control stream, not from UCX).
+core::Status Manager::connect_node(const Node& n) {
+  const auto& a = n.ucx_address;
+  return fabric_.connect(n.id, {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
+                         n.hostname == host_name());
+}
+
 // An endpoint the fabric gave up during an earlier job (a strobe send
 // that did not complete in time closes it) would fail this job's first
 // strobe with "no such node" although its node manager is alive (its
@@ -383,9 +386,7 @@ void Manager::connect_again_locked(const Job& j) {
   for (uint32_t n : j.nodes) {
     auto it = nodes_.find(n);
     if (it == nodes_.end() || fabric_.connected(n)) continue;
-    const auto& a = it->second->ucx_address;
-    const auto st = fabric_.connect(n, {reinterpret_cast<const uint8_t*>(a.data()), a.size()},
-                                    it->second->hostname == host_name());
+    const auto st = connect_node(*it->second);
     // If that fails, the job's first strobe fails and names the node.
     if (st != core::Status::ok)
       spdlog::error("job {}: cannot connect again to node {} ({}): {}", j.id, n,

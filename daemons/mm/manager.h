@@ -221,6 +221,7 @@ class Manager {
   void take_local_slices(const Node& node, const v1::LocalSlices& batch);
   void broadcast_peers_locked();
   void fail_job_locked(Job& j, int status, const std::string& message);
+  core::Status connect_node(const Node& n);
   void connect_again_locked(const Job& j);
   void keep_mmds_locked(Job& j, const Node& n, const v1::RankExit& e);
   // The ranks' full reports (distributions, events) kept, oldest first,

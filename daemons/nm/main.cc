@@ -162,21 +162,30 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   std::thread emds_thread;
   uint32_t self = 0;
   std::set<uint32_t> host_peers;  // node managers on this host (their host name is ours)
-  // The manager's fabric address, from the last Peers message, for the
-  // strobe receiver to connect again when its report could not go.
-  std::mutex manager_addr_mu;
-  std::vector<uint8_t> manager_addr;
-  bool manager_here = false;
   // Every member's fabric address (and whether it is on this host), from
-  // the last Peers message: an endpoint the fabric gave up during a job
-  // (a send that did not complete in time closes it) is connected again
-  // before the next job, which would otherwise fail with "no such node"
-  // although its peer is alive.
-  std::map<uint32_t, std::pair<std::vector<uint8_t>, bool>> peer_addrs;
+  // the last Peers message, the manager's (node 0) included: an endpoint
+  // the fabric gave up (a send that did not complete in time closes it)
+  // is connected again from here, by the strobe receiver when its report
+  // could not go, and before the next job, which would otherwise fail with
+  // "no such node" although its peer is alive.
+  std::mutex peer_addrs_mu;
+  std::map<uint32_t, std::pair<std::vector<uint8_t>, bool>> peer_addrs;  // guarded
   const bool fault_endpoints_lost = [] {  // test only: drop them after each job
     const char* f = std::getenv("BCS_TEST_FAULT");
     return f && std::string_view(f) == "endpoints-lost";
   }();
+  // A new endpoint to `n` at its last known address (any thread).
+  auto connect_again = [&](uint32_t n) -> core::Status {
+    std::vector<uint8_t> addr;
+    bool here = false;
+    {
+      std::lock_guard lk(peer_addrs_mu);
+      auto it = peer_addrs.find(n);
+      if (it == peer_addrs.end()) return core::Status::no_such_node;
+      std::tie(addr, here) = it->second;
+    }
+    return fabric->connect(n, addr, here);
+  };
 
   // Before a job: its peers' endpoints that the fabric gave up are
   // connected again; "" or why one cannot be.
@@ -186,10 +195,12 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
     needed.insert(0);  // the manager
     needed.erase(self);
     for (uint32_t n : needed) {
-      auto it = peer_addrs.find(n);
-      if (it == peer_addrs.end() || fabric->connected(n)) continue;
-      const auto& [a, here] = it->second;
-      if (const auto s = fabric->connect(n, a, here); s != core::Status::ok)
+      if (fabric->connected(n)) continue;
+      {
+        std::lock_guard lk(peer_addrs_mu);
+        if (!peer_addrs.count(n)) continue;  // not a member (yet): nothing to connect again
+      }
+      if (const auto s = connect_again(n); s != core::Status::ok)
         return "cannot connect again to node " + std::to_string(n) + ": " + core::status_str(s);
       spdlog::warn("job {}: the endpoint to node {} had been given up; connected again", spec.id,
                    n);
@@ -223,15 +234,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         nic = std::make_unique<Nic>(*fabric, self, liveness, realtime);
         nic->on_report_failure(
             [&] {
-              std::vector<uint8_t> addr;
-              bool here = false;
-              {
-                std::lock_guard lk(manager_addr_mu);
-                addr = manager_addr;
-                here = manager_here;
-              }
-              if (addr.empty()) return false;
-              const auto s = fabric->connect(0, addr, here);
+              const auto s = connect_again(0);
               if (s != core::Status::ok)
                 spdlog::error("cannot connect to the manager again: {}", core::status_str(s));
               return s == core::Status::ok;
@@ -272,23 +275,21 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
       case v1::ManagerMsg::kPeers: {
         if (!fabric) break;
         host_peers.clear();  // the message lists every member
-        peer_addrs.clear();
-        for (const auto& mem : msg.peers().members()) {
-          const auto& a = mem.ucx_address();
-          const bool here = mem.hostname() == hostname();
-          if (mem.node_id() == 0) {
-            std::lock_guard lk(manager_addr_mu);
-            manager_addr.assign(a.begin(), a.end());
-            manager_here = here;
+        {
+          std::lock_guard lk(peer_addrs_mu);
+          peer_addrs.clear();
+          for (const auto& mem : msg.peers().members()) {
+            const auto& a = mem.ucx_address();
+            const bool here = mem.hostname() == hostname();
+            if (here && mem.node_id() != self && mem.node_id() != 0) host_peers.insert(mem.node_id());
+            peer_addrs[mem.node_id()] = {{a.begin(), a.end()}, here};
           }
-          if (here && mem.node_id() != self && mem.node_id() != 0) host_peers.insert(mem.node_id());
-          if (mem.node_id() != self) peer_addrs[mem.node_id()] = {{a.begin(), a.end()}, here};
+        }
+        // A peer on this host is reached through shared memory (its death
+        // is known from the manager's control stream, not UCX).
+        for (const auto& mem : msg.peers().members()) {
           if (fabric->connected(mem.node_id())) continue;
-          // A peer on this host is reached through shared memory (its
-          // death is known from the manager's control stream, not UCX).
-          auto s = fabric->connect(mem.node_id(),
-                                   {reinterpret_cast<const uint8_t*>(a.data()), a.size()}, here);
-          if (s != core::Status::ok)
+          if (auto s = connect_again(mem.node_id()); s != core::Status::ok)
             spdlog::error("cannot connect to node {}: {}", mem.node_id(), core::status_str(s));
         }
         v1::NodeMsg r;
@@ -382,8 +383,11 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           nic->set_job(nullptr);
           job->kill_all();  // nothing should be alive; make sure
           job.reset();      // the NIC and I/O threads drop their references too
-          if (fault_endpoints_lost)
-            for (const auto& [n, a] : peer_addrs) fabric->disconnect(n);
+          if (fault_endpoints_lost) {
+            std::lock_guard lk(peer_addrs_mu);
+            for (const auto& [n, a] : peer_addrs)
+              if (n != self) fabric->disconnect(n);
+          }
         }
         break;
       }
