@@ -115,8 +115,11 @@ core::Status Nic::send(uint32_t node, core::EventId ev, std::span<const uint8_t>
 
 core::Status Nic::send_for(const NmJob* job, uint32_t node, core::EventId ev,
                            std::span<const uint8_t> bytes) {
-  return fabric_.xfer_and_signal(node, ev, bytes,
-                                 core::SendLimit{liveness_, [this, job] { return job_ended(job); }});
+  return fabric_.xfer_and_signal(node, ev, bytes, limit_for(job));
+}
+
+core::SendLimit Nic::limit_for(const NmJob* job) {
+  return {liveness_, [this, job] { return job_ended(job); }};
 }
 
 const NmJob* Nic::running_job() const { return st_ ? st_->ranks.job().get() : nullptr; }
@@ -272,10 +275,7 @@ Nic::ReportFault Nic::report_fault() {
 void Nic::report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> enc) {
   const uint64_t job = s.job;
   if (report_fault_ != ReportFault::none && ++reports_ == 5) fabric_.disconnect(0);  // test only
-  const core::SendLimit limit{liveness_, [this] {
-                                std::lock_guard lk(job_mu_);
-                                return st_ && pending_job_.get() != st_->ranks.job().get();
-                              }};
+  const core::SendLimit limit = limit_for(running_job());
   core::Status st = fabric_.var_set(wire::kVarPhase, done, {0}, enc, limit);
   if (st == core::Status::ok || st == core::Status::closed) return;
   auto cause = [&] {

@@ -175,6 +175,8 @@ class Nic : private Net {
   // and gives up once the manager has ended `job` (nullptr: never).
   core::Status send_for(const NmJob* job, uint32_t node, core::EventId ev,
                         std::span<const uint8_t> bytes);
+  // That limit, for any send of `job` (the reports too).
+  core::SendLimit limit_for(const NmJob* job);
   // The strobe receiver's job (its thread only).
   const NmJob* running_job() const;
   // `job` is no longer the one this node should run (any thread).
