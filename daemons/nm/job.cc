@@ -683,13 +683,16 @@ bool NmJob::rings_empty() {
   return true;
 }
 
+bool NmJob::ranks_bound() const {
+  return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->cpu >= 0; });
+}
+
 bool NmJob::a_rank_computes(uint64_t now_ns, uint64_t min_ns) {
   // Ranks that outnumber the host's CPUs are not bound (binding.h): one
   // out of MPI may only wait for a CPU, and the strobe receiver at real
   // time only took CPU from them (4 ranks on 2 CPUs, 8-byte allreduce:
   // 71-78 against 64-73 us).
-  for (const auto& r : ranks_)
-    if (r->cpu < 0) return false;
+  if (!ranks_bound()) return false;
   bool computes = false;
   for (auto& r : ranks_) {
     const RankControl* c = view(*r).ctl;

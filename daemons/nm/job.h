@@ -173,6 +173,9 @@ class NmJob {
   // to a CPU (more ranks than CPUs, or --bind-to none). Strobe receiver
   // only.
   bool a_rank_computes(uint64_t now_ns, uint64_t min_ns);
+  // Every local rank is bound to a CPU of its own (binding.h: ranks that do
+  // not outnumber the host's CPUs).
+  bool ranks_bound() const;
   uint32_t blocked_count() { return segment_blocked_count(seg_.get(), layout_); }
   uint32_t nlocal_ranks() const { return layout_.nlocal; }
   // No local rank posted a descriptor since the buffer sender last read

@@ -198,8 +198,20 @@ class Nic : private Net {
   // rank that waits was posted or a collective's last local post came
   // (kNmBellOnPost); false at `deadline`.
   // With `rung`: also false, *rung true, after a ring that starts nothing.
+  // With `poll` (the first wait after a slice of a lease): looks for the
+  // next slice's start for up to kPollAfterSliceNs before it sleeps,
+  // yielding the CPU between looks (poll_after_slice).
   bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all,
-                    bool* rung = nullptr);
+                    bool* rung = nullptr, bool poll = false);
+  // Whether the strobe receiver polls after a slice of a lease: at normal
+  // priority (a real-time thread that yields keeps its CPU), and only while
+  // the job's ranks are bound, one to a CPU (a rank then waits on a CPU of
+  // its own, which the look takes nothing from). BCS_NM_POLL=off in the
+  // environment never polls (for comparisons).
+  bool poll_after_slice();
+  const bool poll_enabled_ = poll_enabled();
+  static bool poll_enabled();
+  static constexpr std::chrono::nanoseconds kPollAfterSliceNs{20'000};
   // kNmBellOnWork up (true if the node may sleep through the periods) or down.
   bool set_bell_on_work(bool on);
   // BCS_IDLE_SLEEP=off in the environment keeps the period (for comparisons).

@@ -10,6 +10,7 @@
 // threads.
 #pragma once
 
+#include <sched.h>
 #include <sys/mman.h>
 
 #include <cstddef>
@@ -262,16 +263,39 @@ constexpr uint64_t kWaitSpinNs = 200'000;
 // of holding the slice for a rank that only looks busy.
 //
 // Before it sleeps, a rank on a core of its own spins a little (at most
-// kWaitSpinNs) while another local rank still computes: what it waits for
-// then usually comes with that rank's next post, and a rank that spins is
-// completed without the wake-up of a sleeping thread (20-50 us here, an
-// interrupt to an idle vCPU), twice per step of a blocking halo exchange.
-// It stops as soon as every local rank waits: the node manager needs the
-// CPUs then, and a ping-pong whose ranks both spun took twice as long. For
-// the same reason it does not spin at all when its own wait rang the bell
-// (a slice is owed to it): the node manager it woke is usually placed on
-// this CPU, beside its waker, and a spin kept it off the CPU for the whole
-// 200 us in bench/halo.c (the other CPU's rank computing).
+// kWaitSpinNs): what it waits for then usually comes with the next slice,
+// and a rank that spins is completed without the wake-up of a sleeping
+// thread (18-40 us here: an interrupt to another vCPU, the most when that
+// vCPU is halted), twice per step of a blocking halo exchange.
+//
+// Between the slices of a one-node lease (kNmBellOnAnyBlock) the strobe
+// receiver is the only daemon thread the job's slices wake, and a rank's
+// ring is what wakes it. There the rank spins also when every local rank
+// waits and when its own wait rang, and gives the CPU away instead of
+// keeping it: it yields once after each ring it makes, and once whenever it
+// sees another rank's (the bell's word changed), so a strobe receiver woken
+// onto this CPU runs at once even at normal priority. Sleeping instead, as
+// it did, left the slice's completion a cross-CPU wake-up of a halted vCPU
+// (40 us): an 8-byte ping-pong took 24-26 us per message against 12-13 us,
+// a 2-rank 8-byte MPI_Allreduce 61-77 against 23-29 us, a 64 KiB ping-pong
+// 46-67 against 19-23 us (1 NM, 3 alternating runs). Without a lease (the
+// manager's strobe, a job on several node managers) a slice also wakes the
+// doorbell thread, UCX's and the strobe sender, on whichever CPU the kernel
+// picks: the rank then stops as soon as every local rank waits, and does
+// not spin at all when its own wait rang (spinning there doubled the
+// 8-byte ping-pong on two node managers, 100 to 160 us).
+struct WaitSpinRule {
+  bool after_ring;          // spin although this wait rang the bell
+  bool stop_when_all_wait;  // stop as soon as every local rank waits
+  bool yield_on_ring;       // yield once after its own ring and at each ring seen
+};
+// The rule for the node's flags (SegmentHeader::nm_flags): on a one-node
+// lease (kNmBellOnAnyBlock) or not.
+constexpr WaitSpinRule wait_spin_rule(uint32_t nm_flags) {
+  const bool lease = nm_flags & bcs::kNmBellOnAnyBlock;
+  return {lease, !lease, lease};
+}
+
 template <typename Pred>
 void wait_until(Pred ready) {
   auto& s = st();
@@ -284,13 +308,27 @@ void wait_until(Pred ready) {
   bool owed = std::exchange(s.work_owed, false);
   if (s.wait_spin_ns && !ready()) {
     ctl->waiting.store(1, std::memory_order_seq_cst);
+    const WaitSpinRule rule = wait_spin_rule(s.header->nm_flags.load(std::memory_order_relaxed));
+    uint32_t bell = s.header->bell.load(std::memory_order_relaxed);
     const bool rang_now = ring_if_blocked(std::exchange(owed, false));
+    if (rang_now && rule.yield_on_ring) {
+      bell = s.header->bell.load(std::memory_order_relaxed);
+      sched_yield();
+    }
     timespec t0{}, t{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (uint32_t i = 0; !rang_now && !ready() && !dma_order_posted(ctl); ++i) {
+    for (uint32_t i = 0; (rule.after_ring || !rang_now) && !ready() && !dma_order_posted(ctl);
+         ++i) {
       __builtin_ia32_pause();
       if (i % 64) continue;
-      if (bcs::segment_all_blocked(s.map.base(), s.layout)) break;
+      if (rule.yield_on_ring) {
+        const uint32_t b = s.header->bell.load(std::memory_order_relaxed);
+        if (b != bell) {
+          bell = b;
+          sched_yield();
+        }
+      }
+      if (rule.stop_when_all_wait && bcs::segment_all_blocked(s.map.base(), s.layout)) break;
       clock_gettime(CLOCK_MONOTONIC, &t);
       const int64_t ns = (t.tv_sec - t0.tv_sec) * 1'000'000'000LL + (t.tv_nsec - t0.tv_nsec);
       if (ns > static_cast<int64_t>(s.wait_spin_ns)) break;

@@ -1,5 +1,6 @@
 // Which calls ring the node manager's doorbell (SegmentHeader::bell), and
 // when (segment.h, kNm*): the rank side against a fake segment.
+#include <sched.h>
 #include <sys/syscall.h>
 #include <unistd.h>
 
@@ -210,6 +211,60 @@ TEST_F(ApiTest, ABlockingCallRingsASleepingNodeOnceFromItsWait) {
   ASSERT_EQ(bcs_finalize(), BCS_OK);
   seg_.reset();
   clear_env();
+}
+
+// On a node's lease a rank on a CPU of its own spins before it sleeps even
+// when every local rank waits and its own wait rang (rank.h, wait_until):
+// the slice it rang for usually completes it within its spin. The spin is
+// bounded and rings nothing more: the rank rings once, then sleeps once its
+// spin is up, and the node that completes it then still wakes it.
+TEST_F(ApiTest, OnALeaseAWaitThatRangSpinsAWhileThenSleepsWithoutRingingAgain) {
+  cpu_set_t all, one;
+  ASSERT_EQ(sched_getaffinity(0, sizeof all, &all), 0);
+  if (CPU_COUNT(&all) < 2) GTEST_SKIP() << "2 local ranks need 2 CPUs to spin";
+  CPU_ZERO(&one);
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &all)) {
+      CPU_SET(c, &one);
+      break;
+    }
+  // Bound to one CPU, as the node manager binds ranks that do not
+  // outnumber the CPUs: bcs_init then gives its waits a spin.
+  ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  seg_ = std::make_unique<FakeSegment>(2, 2, 64, 64);
+  SegmentHeader* h = seg_->header();
+  RankView self = seg_->view(0), peer = seg_->view(1);
+  seg_->export_env(0, 0);
+  ASSERT_EQ(bcs_init(), BCS_OK);
+  h->nm_flags.store(kNmBellOnBlock | kNmBellOnAnyBlock | kNmBellOnPost);
+  peer.ctl->waiting.store(1);  // every local rank waits once this one does
+  self.ctl->held_sends.store(1);  // and the node holds a send for it: a slice is owed
+  const pid_t me = static_cast<pid_t>(syscall(SYS_gettid));
+  const uint32_t bell = h->bell.load();
+  uint32_t rang_before_sleep = 0;
+  std::thread nm([&] {
+    // The ring comes first; the sleep after the spin (a spin that never
+    // ended would leave this loop, and the test, to its timeout).
+    while (h->bell.load() == bell) std::this_thread::yield();
+    while (!thread_sleeps(me)) std::this_thread::yield();
+    rang_before_sleep = h->bell.load() - bell;
+    const uint64_t head = self.ctl->head.load();
+    request_complete(self, self.ring[(head - 1) & (self.ring_slots - 1)].request, bcs_err_none, 4,
+                     0, 0, 0, 1, 1);
+  });
+  int v = 0;
+  EXPECT_EQ(bcs_recv(&v, sizeof v, 1, 0, kContextWorld, BCS_BLOCKING, nullptr, nullptr), BCS_OK);
+  nm.join();
+  EXPECT_EQ(rang_before_sleep, 1u) << "one ring for the wait, none for its spin or its sleep";
+  EXPECT_EQ(h->bell.load() - bell, 1u);
+  EXPECT_EQ(self.ctl->waiting.load(), 0u);
+  peer.ctl->waiting.store(0);
+  self.ctl->held_sends.store(0);
+  h->nm_flags.store(0);
+  ASSERT_EQ(bcs_finalize(), BCS_OK);
+  seg_.reset();
+  clear_env();
+  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 }  // namespace
