@@ -687,6 +687,21 @@ bool NmJob::ranks_bound() const {
   return std::all_of(ranks_.begin(), ranks_.end(), [](const auto& r) { return r->cpu >= 0; });
 }
 
+bool NmJob::cpu_waits(int cpu) {
+  for (const auto& r : ranks_) {
+    if (r->cpu != cpu) continue;
+    const RankControl* c = view(*r).ctl;
+    if (!c->waiting.load(std::memory_order_relaxed)) return false;
+    // A rank copying for the runtime waits in MPI but has work (DmaOrder).
+    for (const DmaOrder& o : c->dma) {
+      const uint32_t st = o.state.load(std::memory_order_relaxed);
+      if (st == kDmaPosted || st == kDmaTaken) return false;
+    }
+    return true;
+  }
+  return true;
+}
+
 bool NmJob::a_rank_computes(uint64_t now_ns, uint64_t min_ns) {
   // Ranks that outnumber the host's CPUs are not bound (binding.h): one
   // out of MPI may only wait for a CPU, and the strobe receiver at real

@@ -176,6 +176,9 @@ class NmJob {
   // Every local rank is bound to a CPU of its own (binding.h: ranks that do
   // not outnumber the host's CPUs).
   bool ranks_bound() const;
+  // The rank bound to `cpu` waits in MPI (or no rank is bound there): a
+  // thread running on that CPU takes nothing from a rank.
+  bool cpu_waits(int cpu);
   uint32_t blocked_count() { return segment_blocked_count(seg_.get(), layout_); }
   uint32_t nlocal_ranks() const { return layout_.nlocal; }
   // No local rank posted a descriptor since the buffer sender last read

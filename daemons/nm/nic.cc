@@ -642,13 +642,12 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
   // The look below, again and again for a little while before the first
   // sleep: the next slice then starts without the wake-up of a sleeping
   // thread, which here is an interrupt to another vCPU (18-40 us) whenever
-  // the ring comes from a rank on another CPU. Between looks the thread
-  // yields, so a rank on this CPU (one this slice woke, or the one that
-  // rang) runs first: a waiting rank spins on a lease, and yields to this
-  // thread whenever it sees a ring (rank.h, wait_until). Measured, 1 NM,
-  // 3 alternating runs: 8-byte ping-pong 11-12 against 13-15 us, 2-rank
-  // 8-byte MPI_Allreduce 18-21 against 22-23 us, bench/halo.c (1,000
-  // steps) blocking 0.564-0.574 against 0.584-0.618 s.
+  // the ring comes from a rank on another CPU, and a context switch in
+  // any case (3-6 us in this guest). Between looks the thread yields its
+  // CPU to a rank bound there that does not wait (one this slice woke, or
+  // one still posting), so that rank runs first; beside a rank that waits
+  // it only pauses. A waiting rank spins on a lease and yields to this
+  // thread whenever it sees a ring (rank.h, wait_until).
   const auto poll_end = poll ? clock::now() + kPollAfterSliceNs : clock::time_point{};
   for (;;) {
     // Read the bell, then look: a rank that blocks, or posts such a send,
@@ -673,7 +672,12 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
     const auto now = clock::now();
     if (now >= deadline) return false;
     if (now < poll_end) {
-      sched_yield();
+      // A rank bound to this CPU that waits has nothing to run (only a
+      // slice can complete it): keep the CPU. Any other gets it back.
+      if (job->cpu_waits(sched_getcpu()))
+        __builtin_ia32_pause();
+      else
+        sched_yield();
       continue;
     }
     pick_priority();
