@@ -52,6 +52,10 @@ inline int64_t phase_value(uint64_t slice, Phase p) {
 // ---- a tiny byte writer/reader
 class Writer {
  public:
+  // Most messages (strobes, reports, small batches) fit: one allocation
+  // instead of one per doubling (reports were encoded on every slice, at
+  // about ten allocations each).
+  Writer() { buf_.reserve(kInitialBytes); }
   template <typename T>
   void put(const T& v) {
     static_assert(std::is_trivially_copyable_v<T>);
@@ -65,6 +69,7 @@ class Writer {
   std::vector<uint8_t>& bytes() { return buf_; }
 
  private:
+  static constexpr size_t kInitialBytes = 256;
   std::vector<uint8_t> buf_;
 };
 

@@ -4,7 +4,7 @@
 
 namespace bcs::mm {
 
-DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
+DemPlan plan_after_dem(std::span<const wire::Report> dem, uint32_t max_node,
                        const std::map<int32_t, uint64_t>& released) {
   DemPlan p;
   p.expect_batches.assign(max_node + 1, 0);
@@ -47,7 +47,7 @@ DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
   return p;
 }
 
-MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node) {
+MsmPlan plan_after_msm(std::span<const wire::Report> msm, uint32_t max_node) {
   MsmPlan p;
   p.expect_gets.assign(max_node + 1, 0);
   for (const auto& rep : msm) {

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <cstddef>
 #include <map>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -34,8 +35,13 @@ struct DemPlan {
 // `released`: per context, the collectives released in earlier slices.
 // A context is released only when every node hosting members reported it
 // (a node that has not seen the context yet holds it back).
-DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
+// (A span: the node of a fused slice passes its one report without a copy.)
+DemPlan plan_after_dem(std::span<const wire::Report> dem, uint32_t max_node,
                        const std::map<int32_t, uint64_t>& released);
+inline DemPlan plan_after_dem(const std::vector<wire::Report>& dem, uint32_t max_node,
+                              const std::map<int32_t, uint64_t>& released) {
+  return plan_after_dem(std::span<const wire::Report>(dem), max_node, released);
+}
 
 // What the MSM reports decide: P2P runs only if chunks were scheduled, and
 // each node learns how many remote reads it must serve.
@@ -43,7 +49,10 @@ struct MsmPlan {
   uint32_t chunks = 0;
   std::vector<uint32_t> expect_gets;
 };
-MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node);
+MsmPlan plan_after_msm(std::span<const wire::Report> msm, uint32_t max_node);
+inline MsmPlan plan_after_msm(const std::vector<wire::Report>& msm, uint32_t max_node) {
+  return plan_after_msm(std::span<const wire::Report>(msm), max_node);
+}
 
 // A job's per-slice chunk budget when --chunk names none: what the slowest
 // of its node managers copies in one slice (`copy_rate` bytes per second,

@@ -54,7 +54,7 @@ class JobRanks : public LocalRanks {
   uint32_t nnodes() const override { return nnodes_; }
   uint32_t node_of(int32_t r) const override { return job_->node_of(r); }
   bool is_local(int32_t r) const override { return job_->is_local(r); }
-  std::vector<int32_t> local_ranks() const override { return local_; }
+  std::span<const int32_t> local_ranks() const override { return local_; }
   RankView view_of(int32_t r) override { return job_->view_of(r); }
   int32_t read(int32_t r, uint64_t addr, void* dst, size_t len) override;
   int32_t write(int32_t r, uint64_t addr, const void* src, size_t len) override;

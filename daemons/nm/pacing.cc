@@ -250,12 +250,14 @@ bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point 
   if (!run(Phase::dem)) return false;
   if (!st_) return true;
   std::map<int32_t, uint64_t>& released = st_->released;
-  const mm::DemPlan dem = mm::plan_after_dem({f.parts.back()}, self_, released);
+  // The part just run, without a copy (f.parts grows with the next run).
+  auto last = [&f] { return std::span<const wire::Report>(&f.parts.back(), 1); };
+  const mm::DemPlan dem = mm::plan_after_dem(last(), self_, released);
   m.expect_batches = dem.expect_batches;
   m.coll_release = dem.coll_release;
   if (dem.run_msm) {
     if (!run(Phase::msm)) return false;
-    const mm::MsmPlan msm = mm::plan_after_msm({f.parts.back()}, self_);
+    const mm::MsmPlan msm = mm::plan_after_msm(last(), self_);
     m.expect_gets = msm.expect_gets;
     if (msm.chunks && !run(Phase::p2p)) return false;
   }

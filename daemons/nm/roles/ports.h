@@ -87,7 +87,8 @@ class LocalRanks : public RankMemory {
   virtual uint32_t nnodes() const = 0;  // node ids are 0 .. nnodes-1
   virtual uint32_t node_of(int32_t world_rank) const = 0;
   virtual bool is_local(int32_t world_rank) const = 0;
-  virtual std::vector<int32_t> local_ranks() const = 0;  // world ranks, ascending
+  // World ranks, ascending; valid as long as the job.
+  virtual std::span<const int32_t> local_ranks() const = 0;
   // The rank's control block, ring and request table in the job segment.
   virtual RankView view_of(int32_t world_rank) = 0;
   // Completes a request with a full status (receives, probes); `seq`: a

@@ -63,7 +63,7 @@ class FakeMemory : public fakes::CheckedMemory<LocalRanks> {
   uint32_t nnodes() const override { return 0; }
   uint32_t node_of(int32_t) const override { return 0; }
   bool is_local(int32_t) const override { return true; }
-  std::vector<int32_t> local_ranks() const override { return {}; }
+  std::span<const int32_t> local_ranks() const override { return {}; }
   RankView view_of(int32_t) override { return {}; }
   void complete_status(int32_t, uint32_t, int32_t, int32_t, int32_t, uint64_t, uint32_t,
                        uint64_t) override {}

@@ -173,7 +173,7 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
   bool is_local(int32_t r) const override {
     return std::find(local_.begin(), local_.end(), r) != local_.end();
   }
-  std::vector<int32_t> local_ranks() const override { return local_; }
+  std::span<const int32_t> local_ranks() const override { return local_; }
   RankView view_of(int32_t r) override { return segment_rank_view(base_, index_of(r)); }
   ReadGrants& read_grants() override { return grants_; }
   void rank_corrupted(int32_t r, const std::string& why) override { corrupted_.push_back({r, why}); }
