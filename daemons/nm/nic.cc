@@ -153,8 +153,7 @@ void Nic::set_job(std::shared_ptr<NmJob> job) {
   // it at real time, as if a rank computed (pick_priority), raised from
   // here since it sleeps until that strobe. The strobe receiver applies it
   // again itself, so that a change of its own racing this one cannot win.
-  const bool bound = job && std::all_of(job->ranks().begin(), job->ranks().end(),
-                                        [](const auto& r) { return r->cpu >= 0; });
+  const bool bound = job && job->ranks_bound();
   {
     std::lock_guard lk(job_mu_);
     pending_job_ = std::move(job);

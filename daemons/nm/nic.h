@@ -200,7 +200,8 @@ class Nic : private Net {
   // With `rung`: also false, *rung true, after a ring that starts nothing.
   // With `poll` (the first wait after a slice of a lease): looks for the
   // next slice's start for up to kPollAfterSliceNs before it sleeps,
-  // yielding the CPU between looks (poll_after_slice).
+  // pausing between looks beside a rank that waits and yielding to one
+  // that runs (poll_after_slice).
   bool wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all,
                     bool* rung = nullptr, bool poll = false);
   // Whether the strobe receiver polls after a slice of a lease: at normal
@@ -209,14 +210,14 @@ class Nic : private Net {
   // its own, which the look takes nothing from). BCS_NM_POLL=off in the
   // environment never polls (for comparisons).
   bool poll_after_slice();
-  const bool poll_enabled_ = poll_enabled();
-  static bool poll_enabled();
+  const bool poll_enabled_ = switched_on("BCS_NM_POLL");
   static constexpr std::chrono::nanoseconds kPollAfterSliceNs{20'000};
   // kNmBellOnWork up (true if the node may sleep through the periods) or down.
   bool set_bell_on_work(bool on);
   // BCS_IDLE_SLEEP=off in the environment keeps the period (for comparisons).
-  const bool idle_sleep_ = idle_sleep_enabled();
-  static bool idle_sleep_enabled();
+  const bool idle_sleep_ = switched_on("BCS_IDLE_SLEEP");
+  // False when the environment variable `name` says "off".
+  static bool switched_on(const char* name);
   // Within a lease: nothing posted, nothing in flight, no collective in its
   // rounds; the next slice would have nothing to do.
   bool node_idle();

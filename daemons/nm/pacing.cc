@@ -211,17 +211,12 @@ bool Nic::set_bell_on_work(bool on) {
   return false;
 }
 
-bool Nic::poll_enabled() {
-  const char* e = std::getenv("BCS_NM_POLL");
-  return !(e && std::string_view(e) == "off");
-}
-
 bool Nic::poll_after_slice() {
   return poll_enabled_ && !gate_.realtime() && st_ && st_->ranks.job()->ranks_bound();
 }
 
-bool Nic::idle_sleep_enabled() {
-  const char* e = std::getenv("BCS_IDLE_SLEEP");
+bool Nic::switched_on(const char* name) {
+  const char* e = std::getenv(name);
   return !(e && std::string_view(e) == "off");
 }
 

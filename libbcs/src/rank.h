@@ -309,12 +309,10 @@ void wait_until(Pred ready) {
   if (s.wait_spin_ns && !ready()) {
     ctl->waiting.store(1, std::memory_order_seq_cst);
     const WaitSpinRule rule = wait_spin_rule(s.header->nm_flags.load(std::memory_order_relaxed));
-    uint32_t bell = s.header->bell.load(std::memory_order_relaxed);
     const bool rang_now = ring_if_blocked(std::exchange(owed, false));
-    if (rang_now && rule.yield_on_ring) {
-      bell = s.header->bell.load(std::memory_order_relaxed);
-      sched_yield();
-    }
+    // The rings after this one make the spin below yield.
+    uint32_t bell = s.header->bell.load(std::memory_order_relaxed);
+    if (rang_now && rule.yield_on_ring) sched_yield();
     timespec t0{}, t{};
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (uint32_t i = 0; (rule.after_ring || !rang_now) && !ready() && !dma_order_posted(ctl);

@@ -229,8 +229,13 @@ TEST_F(ApiTest, OnALeaseAWaitThatRangSpinsAWhileThenSleepsWithoutRingingAgain) {
       break;
     }
   // Bound to one CPU, as the node manager binds ranks that do not
-  // outnumber the CPUs: bcs_init then gives its waits a spin.
+  // outnumber the CPUs: bcs_init then gives its waits a spin. Unbound
+  // again however the test ends (the next tests' bcs_init must not spin).
   ASSERT_EQ(sched_setaffinity(0, sizeof one, &one), 0);
+  struct Unbind {
+    cpu_set_t all;
+    ~Unbind() { sched_setaffinity(0, sizeof all, &all); }
+  } unbind{all};
   seg_ = std::make_unique<FakeSegment>(2, 2, 64, 64);
   SegmentHeader* h = seg_->header();
   RankView self = seg_->view(0), peer = seg_->view(1);
@@ -264,7 +269,6 @@ TEST_F(ApiTest, OnALeaseAWaitThatRangSpinsAWhileThenSleepsWithoutRingingAgain) {
   ASSERT_EQ(bcs_finalize(), BCS_OK);
   seg_.reset();
   clear_env();
-  ASSERT_EQ(sched_setaffinity(0, sizeof all, &all), 0);
 }
 
 }  // namespace
