@@ -38,6 +38,16 @@ bool sched_prefer_realtime(pid_t tid = 0);
 // on average, up to 1.8 ms, on bench/strobe.sh's communicating job).
 // Real time when `realtime` and permitted, else the short slice. True if
 // the thread is now at real-time priority (it must then not spin).
+//
+// UCX's async thread is always given `realtime` false. It is not ours and
+// it spins: while a worker thread holds UCX's async lock, it loops on
+// sched_yield over the event it cannot dispatch. At SCHED_FIFO that loop
+// took the real-time runtime of both CPUs (the kernel lends one CPU's to
+// the other), and the strobe sender, at SCHED_FIFO too and holding that
+// lock inside an shmat of a new endpoint, never ran again: the manager
+// stopped answering, and a job's --timeout ended it (about 1 job in 90
+// under three busy loops; none in 450 with the async thread at normal
+// priority, docs/architecture.md, Defaults).
 bool sched_join_wake_path(bool realtime, pid_t tid = 0);
 
 // When a thread that wakes on the ranks' CPUs should be at real-time

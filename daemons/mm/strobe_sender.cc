@@ -155,11 +155,13 @@ void Manager::strobe_sender() {
   // The slice clock must not queue behind other runnable threads (a woken
   // thread waited behind a computing rank for up to 1.8 ms here, even with
   // EEVDF's shortest slice), and neither must its wake-up for the nodes'
-  // reports, nor UCX's async thread, which each report wakes first. At
-  // SCHED_FIFO they preempt a rank at once. Then nothing spins: not the
-  // sender before a strobe (pace.spin_ns) and not the fabric in a wait.
+  // reports. At SCHED_FIFO it preempts a rank at once. Then nothing spins:
+  // not the sender before a strobe (pace.spin_ns) and not the fabric in a
+  // wait. UCX's async thread, which each report wakes first, gets only the
+  // short slice: it spins (sched_yield) while a worker holds UCX's async
+  // lock, and at real time that starved this thread (sched_hint.h).
   realtime_ = sched_join_wake_path(cfg_.realtime);
-  for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(cfg_.realtime, tid);
+  for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(false, tid);
   core::sched_policy_changed();  // the fabric's spin_here
   for (;;) {
     std::shared_ptr<Job> j;

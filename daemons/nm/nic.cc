@@ -182,11 +182,11 @@ void Nic::run() {
   pthread_setname_np(pthread_self(), "bcs-sr");
   sr_tid_.store(static_cast<pid_t>(::gettid()));
   // UCX's async thread wakes this thread for each strobe and report of a
-  // peer (sched_hint.h): real time when permitted, always. This thread
+  // peer: the short slice, never real time (sched_hint.h). This thread
   // itself starts at normal priority with the short slice; pick_priority
   // raises it while a rank computes.
   sched_join_wake_path(false);
-  for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(realtime_, tid);
+  for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(false, tid);
   core::sched_policy_changed();
   for (;;) {
     answer_describe();

@@ -422,24 +422,30 @@ TEST_P(StrobeStory, AJobsChunkBudgetIsOneSliceOfCopyingUnlessChunkNamesIt) {
   }
 }
 
-// The policy of node manager `nm`'s strobe receiver (its thread "bcs-sr"),
-// without SCHED_RESET_ON_FORK; -1 if it is not found.
-int strobe_receiver_policy(pid_t nm) {
-  const std::string dir = "/proc/" + std::to_string(nm) + "/task";
+// The policies of daemon `pid`'s threads named `thread` (the strobe
+// receiver "bcs-sr", UCX's "async"), without SCHED_RESET_ON_FORK.
+std::vector<int> thread_policies(pid_t pid, const std::string& thread) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  std::vector<int> policies;
   DIR* d = opendir(dir.c_str());
-  if (!d) return -1;
-  int policy = -1;
+  if (!d) return policies;
   while (const dirent* e = readdir(d)) {
     if (e->d_name[0] < '0' || e->d_name[0] > '9') continue;
     std::ifstream comm(dir + "/" + e->d_name + "/comm");
     std::string name;
-    if (std::getline(comm, name) && name == "bcs-sr") {
-      policy = sched_getscheduler(std::atoi(e->d_name));
-      if (policy >= 0) policy &= ~SCHED_RESET_ON_FORK;
+    if (std::getline(comm, name) && name == thread) {
+      const int policy = sched_getscheduler(std::atoi(e->d_name));
+      if (policy >= 0) policies.push_back(policy & ~SCHED_RESET_ON_FORK);
     }
   }
   closedir(d);
-  return policy;
+  return policies;
+}
+
+// The policy of node manager `nm`'s strobe receiver; -1 if it is not found.
+int strobe_receiver_policy(pid_t nm) {
+  const auto p = thread_policies(nm, "bcs-sr");
+  return p.empty() ? -1 : p.front();
 }
 
 // The strobe receiver goes to real-time priority while a rank computes, so
@@ -450,7 +456,10 @@ int strobe_receiver_policy(pid_t nm) {
 // CPU guard; here that comes first, and without either the story fails).
 // The job tells when it computes and when it ping-pongs; the story looks
 // at every node manager's strobe receiver each time, then lets the job go
-// on (a file it waits for).
+// on (a file it waits for). UCX's async thread stays at normal priority in
+// every daemon throughout, also while the strobe receivers are at real
+// time: it spins while a worker holds UCX's async lock, and at real time
+// that starved the strobe sender holding it (sched_hint.h).
 TEST_P(StrobeStory, AComputingRankRaisesTheStrobeReceiverUntilTheRanksOnlyCommunicate) {
   if (geteuid() != 0) GTEST_SKIP() << "real-time priority needs root here";
   if (std::thread::hardware_concurrency() < 2) GTEST_SKIP() << "2 ranks must be bound, one to a CPU";
@@ -459,8 +468,18 @@ TEST_P(StrobeStory, AComputingRankRaisesTheStrobeReceiverUntilTheRanksOnlyCommun
   const std::string dir = "/tmp/bcs-it-rt-" + bcs::test::marker();
   ASSERT_EQ(mkdir(dir.c_str(), 0700), 0);
   const std::string go = dir + "/go", stop = dir + "/stop";
-  std::vector<pid_t> nms = c.pids();
-  nms.erase(nms.begin());  // the manager
+  const std::vector<pid_t> daemons = c.pids();  // the manager, then the node managers
+  std::vector<pid_t> nms(daemons.begin() + 1, daemons.end());
+  // Every daemon's UCX async threads (one per process) at normal priority.
+  auto async_normal = [&] {
+    for (pid_t p : daemons) {
+      const auto pol = thread_policies(p, "async");
+      if (pol.empty() || std::any_of(pol.begin(), pol.end(), [](int x) { return x != SCHED_OTHER; }))
+        return false;
+    }
+    return true;
+  };
+  bool async_normal_while_raised = false;
   // Every strobe receiver at `want`, looked at until a deadline.
   auto all_at = [&](int want) {
     const auto deadline = std::chrono::steady_clock::now() + 20s;
@@ -479,6 +498,7 @@ TEST_P(StrobeStory, AComputingRankRaisesTheStrobeReceiverUntilTheRanksOnlyCommun
                    if (!computing && out.find("computing") != std::string::npos) {
                      computing = true;
                      raised = all_at(SCHED_FIFO);
+                     async_normal_while_raised = async_normal();
                      touch(go);
                    }
                    if (!pinging && out.find("ping-ponging") != std::string::npos) {
@@ -494,6 +514,8 @@ TEST_P(StrobeStory, AComputingRankRaisesTheStrobeReceiverUntilTheRanksOnlyCommun
   ASSERT_TRUE(computing && pinging) << r.out;
   EXPECT_TRUE(raised) << "a strobe receiver stayed at normal priority while its rank computed";
   EXPECT_TRUE(lowered) << "a strobe receiver stayed at real time while the ranks only ping-ponged";
+  EXPECT_TRUE(async_normal_while_raised)
+      << "a daemon's UCX async thread ran at real time (or was not found by its name)";
   c.expect_alive_then_stop();
 }
 
