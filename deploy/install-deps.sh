@@ -7,7 +7,7 @@ pkgs=(
   libucx-dev ucx-utils
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libspdlog-dev libgtest-dev libgmock-dev libcli11-dev libbenchmark-dev nlohmann-json3-dev
-  iproute2 procps python3 openssl libmunge-dev
+  iproute2 procps python3 openssl libssl-dev libmunge-dev
 )
 # Peers for bench/ only (never linked by bcs): BCS_WITH_PEERS=1 adds them.
 if [ "${BCS_WITH_PEERS:-0}" = 1 ]; then pkgs+=(openmpi-bin libopenmpi-dev); fi

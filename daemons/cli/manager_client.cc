@@ -89,6 +89,26 @@ std::optional<Connection> connect_manager(const std::string& addr, const std::st
       return std::nullopt;
     }
     c.channel = grpc::CreateChannel(addr, grpc::SslCredentials(ssl));
+    c.send_token = true;
+    return c;
+  }
+  if (!c.token.empty()) {
+    // Whoever answers proves it holds the token before anything is sent:
+    // the program, its arguments and environment, and never the token.
+    auto where = parse_endpoint(addr, &why);
+    if (!where) {
+      say("--manager " + why);
+      return std::nullopt;
+    }
+    bool reached = false;
+    auto mc = open_manager_channel(*where, addr, c.token, grpc::ChannelArguments(), kRpcDeadline,
+                                   nullptr, &why, &reached);
+    if (!mc) {
+      say(reached ? "refusing " + why : "cannot reach the machine manager: " + why);
+      return std::nullopt;
+    }
+    c.channel = mc->channel;
+    c.proven = std::move(mc);
     return c;
   }
   c.channel = grpc::CreateChannel(addr, grpc::InsecureChannelCredentials());

@@ -19,8 +19,10 @@
 #include "bcs/emds.h"
 #include "bcs/export.h"
 #include "bcs/mmds.h"
+#include "manager_channel.h"
 #include "peer.h"
 #include "munge_auth.h"
+#include "proof.h"
 #include "token.h"
 
 namespace bcs::cli {
@@ -37,15 +39,27 @@ std::string code_name(grpc::StatusCode c);
 std::string describe(const grpc::Status& s);
 
 // A channel to the machine manager and what every call on it carries.
+// The token itself is sent only inside TLS, whose certificate proved the
+// manager first; on plain TCP the manager proves it holds the token and we
+// send our proof (proof.h), renewed well within a cookie's lifetime.
 struct Connection {
   std::shared_ptr<grpc::Channel> channel;
   std::string token;    // the cluster's shared token, "" for none
+  bool send_token = false;  // TLS: the token as metadata
+  mutable std::optional<ManagerChannel> proven;  // plain TCP with a token
   std::string session;  // unix socket: the session id the manager gave us
   std::string munge_socket;  // BCS_AUTH=munge: a fresh credential per call from here
 
   void prepare(grpc::ClientContext& ctx,
                std::optional<std::chrono::milliseconds> deadline = std::nullopt) const {
-    if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+    if (send_token && !token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+    if (proven) {
+      // A call after hours (Kill at the end of a long job) proves again
+      // first; if that fails, the manager's refusal of the old one says so.
+      if (std::chrono::steady_clock::now() - proven->proven_at > std::chrono::hours(1))
+        prove_manager(*proven, token, kRpcDeadline);
+      ctx.AddMetadata(kProofMetadata, proven->proof);
+    }
     if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
     if (!munge_socket.empty()) {
       // munged refuses a credential decoded twice: one per call. Without

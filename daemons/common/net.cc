@@ -5,9 +5,14 @@
 #include <net/if.h>
 #include <netdb.h>
 #include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <cerrno>
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <cstring>
 
@@ -189,6 +194,59 @@ std::optional<std::string> fabric_devices_for_manager(const Endpoint& manager,
   auto i = interface_toward(manager.host);
   if (!i && why) *why = "no network interface of this host reaches " + manager.host;
   return i;
+}
+
+int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds limit,
+                std::string* why) {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* res = nullptr;
+  const std::string service = std::to_string(port);
+  if (int e = ::getaddrinfo(host.c_str(), service.c_str(), &hints, &res); e != 0) {
+    *why = "cannot resolve " + host + ": " + gai_strerror(e);
+    return -1;
+  }
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  std::string last = "no address";
+  for (addrinfo* ai = res; ai; ai = ai->ai_next) {
+    UniqueFd fd(::socket(ai->ai_family, ai->ai_socktype | SOCK_CLOEXEC | SOCK_NONBLOCK,
+                         ai->ai_protocol));
+    if (fd.get() < 0) {
+      last = std::strerror(errno);
+      continue;
+    }
+    int r = ::connect(fd.get(), ai->ai_addr, ai->ai_addrlen);
+    if (r != 0 && errno == EINPROGRESS) {
+      pollfd p{fd.get(), POLLOUT, 0};
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
+          deadline - std::chrono::steady_clock::now());
+      r = ::poll(&p, 1, static_cast<int>(std::max<long long>(0, left.count())));
+      if (r == 0) {
+        last = "timed out";
+        continue;
+      }
+      int err = 0;
+      socklen_t len = sizeof err;
+      if (r < 0 || ::getsockopt(fd.get(), SOL_SOCKET, SO_ERROR, &err, &len) != 0) err = errno;
+      if (err != 0) {
+        last = std::strerror(err);
+        continue;
+      }
+    } else if (r != 0) {
+      last = std::strerror(errno);
+      continue;
+    }
+    // gRPC wants a blocking socket; small control messages go at once.
+    ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
+    int one = 1;
+    ::setsockopt(fd.get(), IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+    ::freeaddrinfo(res);
+    return fd.release();
+  }
+  ::freeaddrinfo(res);
+  *why = "cannot connect to " + host + ":" + service + ": " + last;
+  return -1;
 }
 
 }  // namespace bcs

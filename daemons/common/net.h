@@ -8,6 +8,7 @@
 // talk to the daemons".
 #pragma once
 
+#include <chrono>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -26,6 +27,15 @@ struct Endpoint {
 // Parses an address; nullopt (and *why) when it is malformed: no port, a
 // port that is not a number in 0..65535, an empty host or path.
 std::optional<Endpoint> parse_endpoint(std::string_view s, std::string* why = nullptr);
+
+// A blocking TCP socket connected to `host`:`port` (a name or a literal;
+// each resolved address in turn), within `limit`; -1 and *why on failure.
+// The daemons and the CLI connect themselves, rather than let gRPC do it,
+// when they must know their end of the connection or check who accepted
+// it before a byte of gRPC is sent (proof.h, peer.h), and then hand the
+// socket to gRPC (CreateCustomInsecureChannelFromFd).
+int connect_tcp(const std::string& host, uint16_t port, std::chrono::milliseconds limit,
+                std::string* why);
 
 // The host names a loopback address: 127.0.0.0/8, ::1, ::ffff:127.x.y.z or
 // "localhost".

@@ -401,6 +401,43 @@ std::vector<uid_t> loopback_server_uids(const std::string& host, uint16_t port) 
   return uids;
 }
 
+namespace {
+std::string format_addr(const Addr& a) {
+  char buf[INET6_ADDRSTRLEN] = {};
+  if (std::memcmp(a.ip, kMapped, 12) == 0) {
+    inet_ntop(AF_INET, a.ip + 12, buf, sizeof buf);
+    return std::string(buf) + ":" + std::to_string(a.port);
+  }
+  inet_ntop(AF_INET6, a.ip, buf, sizeof buf);
+  return "[" + std::string(buf) + "]:" + std::to_string(a.port);
+}
+}  // namespace
+
+std::optional<std::string> canonical_grpc_peer(const std::string& grpc_peer) {
+  Addr a;
+  if (!parse_grpc_peer(grpc_peer, &a)) return std::nullopt;
+  return format_addr(a);
+}
+
+std::optional<std::string> canonical_local_address(int fd) {
+  sockaddr_storage ss{};
+  socklen_t len = sizeof ss;
+  if (::getsockname(fd, reinterpret_cast<sockaddr*>(&ss), &len) != 0) return std::nullopt;
+  Addr a;
+  if (ss.ss_family == AF_INET) {
+    const auto* in = reinterpret_cast<const sockaddr_in*>(&ss);
+    set_v4(&a, &in->sin_addr);
+    a.port = ntohs(in->sin_port);
+  } else if (ss.ss_family == AF_INET6) {
+    const auto* in = reinterpret_cast<const sockaddr_in6*>(&ss);
+    std::memcpy(a.ip, &in->sin6_addr, 16);
+    a.port = ntohs(in->sin6_port);
+  } else {
+    return std::nullopt;
+  }
+  return format_addr(a);
+}
+
 std::string user_name(uid_t uid) {
   passwd pw{}, *res = nullptr;
   char buf[4096];

@@ -19,7 +19,8 @@
 //    the owner uid of every socket on this host; the client's end of the
 //    connection (found by its address and port) tells the manager who
 //    connected, and the server's end tells a node manager who accepted.
-//  - TCP from another host: nothing; only the shared token counts.
+//  - TCP from another host: nothing; only the proof of the shared token
+//    counts (proof.h), or TLS.
 #pragma once
 
 #include <sys/types.h>
@@ -104,6 +105,15 @@ std::optional<uid_t> loopback_client_uid_by_diag(const std::string& grpc_peer,
 // TCP connections to `ip`:`port` (the manager's accepted sockets). Empty if
 // none is found; every element must be the expected uid.
 std::vector<uid_t> loopback_server_uids(const std::string& host, uint16_t port);
+
+// ----------------------------------------------------- one connection's ends
+// A TCP address in one spelling whatever the socket's family: "1.2.3.4:5"
+// for IPv4 (also when an IPv6 socket holds ::ffff:1.2.3.4), "[::1]:5"
+// otherwise. For a gRPC peer URI ("ipv4:1.2.3.4:5", "ipv6:%5B::1%5D:5"), and
+// for the local end of a connected socket (getsockname). nullopt for
+// anything that is not TCP/IP.
+std::optional<std::string> canonical_grpc_peer(const std::string& grpc_peer);
+std::optional<std::string> canonical_local_address(int fd);
 
 // "root", "alice", or "uid 1234" when there is no such user.
 std::string user_name(uid_t uid);

@@ -9,6 +9,7 @@
 #include "manager.h"
 #include "munge_auth.h"
 #include "peer.h"
+#include "proof.h"
 #include "token.h"
 
 namespace bcs::mm {
@@ -22,6 +23,11 @@ bool Manager::authorized(grpc::ServerContext* ctx) const {
   // A munge credential stands instead of the token; identify() decodes it
   // (once: munged refuses a credential decoded twice).
   if (!cfg_.munge_socket.empty() && md.find(kMungeMetadata) != md.end()) return true;
+  // A proof of the token (proof.h): what node managers and clients that
+  // hold the token send on plain TCP, instead of the token itself.
+  if (auto p = md.find(kProofMetadata); p != md.end())
+    return proof_accepted(cfg_.token, std::string_view(p->second.data(), p->second.size()),
+                          ctx->peer());
   auto it = md.find(kTokenMetadata);
   return it != md.end() &&
          tokens_equal(std::string_view(it->second.data(), it->second.size()), cfg_.token);
@@ -97,6 +103,20 @@ Caller Manager::identify(grpc::ServerContext* ctx) {
     c.gid = *uid == self_uid_ ? self_gid_ : 0;  // only the daemons' user may launch over TCP
   }
   return c;
+}
+
+grpc::Status Manager::prove(grpc::ServerContext* ctx, const v1::ProveRequest& req,
+                            v1::ProveReply* rep) const {
+  if (cfg_.token.empty())
+    return {grpc::StatusCode::FAILED_PRECONDITION,
+            "this manager has no token (bcs-mm --token-file): nothing to prove"};
+  std::string why;
+  auto p = answer_prove(cfg_.token, req.nonce(), ctx->peer(), &why);
+  if (!p) return {grpc::StatusCode::INVALID_ARGUMENT, why};
+  rep->set_cookie(p->cookie);
+  rep->set_seen(p->seen);
+  rep->set_proof(p->proof);
+  return grpc::Status::OK;
 }
 
 std::string Manager::may_touch(const Caller& c, const Job& j) const {

@@ -38,6 +38,18 @@ class NodeControlService final : public v1::NodeControl::Service {
   Manager& m_;
 };
 
+class AuthService final : public v1::Auth::Service {
+ public:
+  explicit AuthService(const Manager& m) : m_(m) {}
+  grpc::Status Prove(grpc::ServerContext* c, const v1::ProveRequest* r,
+                     v1::ProveReply* o) override {
+    return m_.prove(c, *r, o);
+  }
+
+ private:
+  const Manager& m_;
+};
+
 class JobsService final : public v1::Jobs::Service {
  public:
   explicit JobsService(Manager& m) : m_(m) {}
@@ -272,6 +284,7 @@ int main(int argc, char** argv) {
     }
     mm::NodeControlService nodes(manager);
     mm::JobsService jobs(manager);
+    mm::AuthService auth(manager);
     monitor::MonitorService mon(
         manager.emds(), manager.node_series(), [&manager](grpc::ServerContext* c) { return manager.authorized(c); },
         [&manager](grpc::ServerContext* c, const v1::JobStatsRequest& req, v1::JobStatsReply* rep) {
@@ -291,6 +304,7 @@ int main(int argc, char** argv) {
     b.AddListeningPort(listen, creds, &port);
     b.RegisterService(&nodes);
     b.RegisterService(&jobs);
+    b.RegisterService(&auth);
     b.RegisterService(&mon);
     auto server = b.BuildAndStart();
     if (!server || port == 0) {

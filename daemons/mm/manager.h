@@ -171,6 +171,9 @@ class Manager {
 
   // gRPC handlers (thread: the gRPC server's).
   grpc::Status node_session(grpc::ServerContext* ctx, NodeStream* stream);
+  // Auth.Prove: the manager proves it holds the token (proof.h).
+  grpc::Status prove(grpc::ServerContext* ctx, const v1::ProveRequest& req,
+                     v1::ProveReply* rep) const;
   grpc::Status launch(grpc::ServerContext* ctx, const v1::LaunchRequest& req, v1::LaunchReply* rep);
   grpc::Status attach(grpc::ServerContext* ctx, uint64_t job_id,
                       grpc::ServerWriter<v1::JobEvent>* w);

@@ -38,6 +38,8 @@
 #include "io_loop.h"
 #include "job.h"
 #include "job_limits.h"
+#include "manager_channel.h"
+#include "proof.h"
 #include "tls.h"
 #include "launch.h"
 #include "net.h"
@@ -62,7 +64,7 @@ std::string hostname() {
 // it: a manager run by another user must get nothing (a root node manager
 // would otherwise run that user's jobs as anyone, root included). On one
 // host the kernel says who the manager is (daemons/common/peer.h); from
-// another host only the token counts.
+// another host only its proof of the token counts (proof.h), or TLS.
 std::string check_manager_user(const Endpoint& where, const std::optional<PeerCred>& unix_server) {
   const uid_t me = ::geteuid();
   if (where.is_unix) {
@@ -72,7 +74,7 @@ std::string check_manager_user(const Endpoint& where, const std::optional<PeerCr
              ") runs as " + user_name(unix_server->uid) + ", not as " + user_name(me);
     return {};
   }
-  if (!is_loopback_host(where.host)) return {};  // another host: the token is the credential
+  if (!is_loopback_host(where.host)) return {};  // another host: the proof of the token decides
   const auto uids = loopback_server_uids(where.host, where.port);
   if (uids.empty()) return "cannot tell who runs the manager at " + where.host + ":" +
                             std::to_string(where.port);
@@ -95,6 +97,10 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   std::shared_ptr<grpc::Channel> channel;
   std::optional<PeerCred> unix_server;
   std::string session;
+  // What proves us to the manager: nothing on the unix socket (the kernel
+  // does), the proof of the token on plain TCP, the token itself only
+  // inside TLS whose certificate proved the manager first.
+  std::string proof_md, token_md;
   if (where.is_unix) {
     // Our own connection, so that we learn the manager's credentials and
     // it learns ours (peer.h); gRPC then runs on that one socket.
@@ -111,18 +117,46 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
       return 1;
     }
     channel = grpc::CreateCustomInsecureChannelFromFd(manager, us->fd.release(), args);
-  } else {
+  } else if (!tls_ca.empty()) {
     // With a CA, the manager must prove itself with a certificate it signed
-    // (the manager's --tls-cert), and the token travels encrypted.
+    // (the manager's --tls-cert) before the token travels, encrypted.
     grpc::SslCredentialsOptions ssl;
     ssl.pem_root_certs = tls_ca;
-    channel = grpc::CreateCustomChannel(
-        manager, tls_ca.empty() ? grpc::InsecureChannelCredentials() : grpc::SslCredentials(ssl),
-        args);
+    channel = grpc::CreateCustomChannel(manager, grpc::SslCredentials(ssl), args);
+    token_md = token;
+  } else {
+    // Plain TCP. We connect ourselves, so that who accepted is checked
+    // before gRPC sends a byte (on loopback by the kernel's socket table),
+    // and whoever answers proves it holds the token before we send
+    // anything: the token itself never travels (proof.h).
+    if (!is_loopback_host(where.host) && token.empty()) {
+      spdlog::critical(
+          "refusing the machine manager at {}: it is not on loopback and nothing would prove "
+          "who runs it. Give both daemons the cluster's token (--token-file FILE, mode 600, "
+          "the same file on every host; the manager then proves it without sending it), or "
+          "TLS (bcs-mm --tls-cert/--tls-key, bcs-nm --tls-ca)",
+          manager);
+      return 1;
+    }
+    std::string why;
+    bool reached = false;
+    auto mc = open_manager_channel(
+        where, manager, token, args, std::chrono::seconds(10),
+        [&](int) { return check_manager_user(where, std::nullopt); }, &why, &reached);
+    if (!mc) {
+      if (reached)
+        spdlog::critical("refusing the machine manager: {}", why);
+      else
+        spdlog::error("cannot reach the machine manager: {}", why);
+      return 1;
+    }
+    channel = mc->channel;
+    proof_md = mc->proof;
   }
   auto stub = v1::NodeControl::NewStub(channel);
   grpc::ClientContext ctx;
-  if (!token.empty()) ctx.AddMetadata(kTokenMetadata, token);
+  if (!token_md.empty()) ctx.AddMetadata(kTokenMetadata, token_md);
+  if (!proof_md.empty()) ctx.AddMetadata(kProofMetadata, proof_md);
   if (!session.empty()) ctx.AddMetadata(kSessionMetadata, session);
   // Fail fast if the manager is not there, rather than waiting for it.
   ctx.set_wait_for_ready(false);
@@ -130,7 +164,6 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   Uplink up(stream.get());
 
   std::atomic<bool> shutting_down{false};
-  bool refused = false;  // the manager failed authentication
   std::mutex jobs_mu;
   std::shared_ptr<NmJob> job;  // at most one at a time (the MM runs jobs one by one)
 
@@ -212,14 +245,6 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   while (stream->Read(&msg)) {
     switch (msg.msg_case()) {
       case v1::ManagerMsg::kWelcome: {
-        // The connection is up: on TCP loopback, see who accepted it.
-        if (!where.is_unix)
-          if (std::string bad = check_manager_user(where, std::nullopt); !bad.empty()) {
-            spdlog::critical("refusing the machine manager: {}", bad);
-            refused = true;
-            ctx.TryCancel();
-            break;
-          }
         self = msg.welcome().node_id();
         std::string err;
         core::FabricConfig cfg;
@@ -397,9 +422,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   }
   auto st = stream->Finish();
   int rc = 0;
-  if (refused) {
-    rc = 1;
-  } else if (!shutting_down) {
+  if (!shutting_down) {
     spdlog::error("lost the machine manager at {}: {}", manager, st.error_message());
     rc = 1;
   }

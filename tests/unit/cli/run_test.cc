@@ -24,6 +24,7 @@
 #include <vector>
 
 #include "bcs.grpc.pb.h"
+#include "proof.h"
 
 extern char** environ;
 
@@ -60,7 +61,7 @@ class FakeJobs final : public pb::Jobs::Service {
   std::mutex mu;
   std::condition_variable cv;
   std::optional<pb::LaunchRequest> launch;
-  std::string token;
+  std::string token, proof, peer;
   bool attached = false;
   std::optional<std::string> kill_reason;
   uint64_t kill_job = 0;
@@ -71,6 +72,9 @@ class FakeJobs final : public pb::Jobs::Service {
     launch = *req;
     auto it = ctx->client_metadata().find("bcs-token");
     if (it != ctx->client_metadata().end()) token.assign(it->second.data(), it->second.size());
+    it = ctx->client_metadata().find("bcs-proof");
+    if (it != ctx->client_metadata().end()) proof.assign(it->second.data(), it->second.size());
+    peer = ctx->peer();
     if (!launch_status.ok()) return launch_status;
     rep->set_job_id(7);
     return grpc::Status::OK;
@@ -228,6 +232,22 @@ std::vector<pid_t> children_of_us() {
   return kids;
 }
 
+// The manager's side of the proof of the token, as bcs-mm answers it.
+class FakeAuth final : public pb::Auth::Service {
+ public:
+  std::string token = "sekrit";
+  grpc::Status Prove(grpc::ServerContext* ctx, const pb::ProveRequest* req,
+                     pb::ProveReply* rep) override {
+    std::string why;
+    auto p = bcs::answer_prove(token, req->nonce(), ctx->peer(), &why);
+    if (!p) return {grpc::StatusCode::INVALID_ARGUMENT, why};
+    rep->set_cookie(p->cookie);
+    rep->set_seen(p->seen);
+    rep->set_proof(p->proof);
+    return grpc::Status::OK;
+  }
+};
+
 class RunTest : public ::testing::Test {
  protected:
   void SetUp() override {
@@ -236,6 +256,7 @@ class RunTest : public ::testing::Test {
     grpc::ServerBuilder b;
     b.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
     b.RegisterService(&jobs_);
+    b.RegisterService(&auth_);
     server_ = b.BuildAndStart();
     ASSERT_TRUE(server_);
     ASSERT_GT(port_, 0);
@@ -252,6 +273,7 @@ class RunTest : public ::testing::Test {
 
   std::string exe_;
   FakeJobs jobs_;
+  FakeAuth auth_;
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string addr_;
@@ -285,9 +307,26 @@ TEST_F(RunTest, ForwardsLabelledOutputAndExitStatus) {
   ASSERT_NE(::getcwd(cwd, sizeof cwd), nullptr);
   EXPECT_EQ(l.cwd(), cwd);
   EXPECT_NE(std::find(l.env().begin(), l.env().end(), "BCS_TEST_MARKER=xyz"), l.env().end());
-  // The token travels as metadata, never in the ranks' environment.
-  EXPECT_EQ(jobs_.token, "sekrit");
+  // The token never travels: not in the ranks' environment, not as
+  // metadata (plain TCP); the client proves it holds it instead.
+  EXPECT_TRUE(jobs_.token.empty()) << jobs_.token;
+  EXPECT_TRUE(bcs::proof_accepted("sekrit", jobs_.proof, jobs_.peer)) << jobs_.proof;
   for (const auto& e : l.env()) EXPECT_NE(e.rfind("BCS_TOKEN=", 0), 0u) << e;
+}
+
+// A "manager" that answers at the address but does not hold the token (a
+// local user's fake one) gets no Launch: not the program, not the token.
+TEST_F(RunTest, AManagerThatCannotProveTheTokenGetsNothing) {
+  auth_.token = "not-the-clusters";
+  Bcs b(exe_, run_args({"-n", "2", "prog"}), {"BCS_TOKEN=sekrit"});
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 1) << r.err;
+  EXPECT_NE(r.err.find("refusing the manager at " + addr_ +
+                       ": it does not prove that it holds the cluster's token"),
+            std::string::npos)
+      << r.err;
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_FALSE(jobs_.launch);
 }
 
 TEST_F(RunTest, UnlabelledOutputIsPassedThroughUnchanged) {
