@@ -488,3 +488,167 @@ TEST_F(Story, RootsPrivateClusterIsNotAnotherUsersToUse) {
   EXPECT_EQ(launch_user.status, 1) << describe(launch_user);
   EXPECT_THAT(launch_user.err, HasSubstr("PERMISSION_DENIED"));
 }
+
+// ------------------------------------------------- a fake manager (issue 42)
+// A local user starts a manager of their own where root's node managers and
+// clients look for the real one (while it is down or restarting). The real
+// one holds the cluster's token; the fake one cannot prove it does, so it
+// gets no job started, and the token never reaches it: daemons and clients
+// prove the token without sending it (daemons/common/proof.h).
+namespace {
+
+std::string slurp(const std::string& path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+// The cluster's token, in a file only root reads.
+struct TokenFile {
+  TempDir dir{0700};
+  std::string token = "it-secret-" + bcs::test::marker();
+  std::string path = dir / "token";
+  TokenFile() {
+    std::ofstream(path) << token << "\n";
+    chmod(path.c_str(), 0600);
+  }
+};
+
+// `argv` as `who` (setpriv drops root, e.g. inside a network namespace).
+std::vector<std::string> as_user(const TestUser& who, std::vector<std::string> argv) {
+  std::vector<std::string> v{"/usr/bin/setpriv", "--reuid=" + std::to_string(who.as().uid),
+                             "--regid=" + std::to_string(who.as().gid), "--clear-groups", "--"};
+  v.insert(v.end(), argv.begin(), argv.end());
+  return v;
+}
+
+// What the fake manager logged holds no secret and shows nothing past the
+// proof: no session of a node manager, no job.
+void expect_fake_got_nothing(const std::string& log, const TokenFile& t,
+                             const std::string& marker) {
+  EXPECT_THAT(log, testing::Not(HasSubstr(t.token))) << log;
+  EXPECT_THAT(log, testing::Not(HasSubstr("bcs-token"))) << log;
+  EXPECT_THAT(log, testing::Not(HasSubstr("bcs-proof"))) << log;
+  EXPECT_THAT(log, testing::Not(HasSubstr("NodeControl.Session"))) << log;
+  EXPECT_THAT(log, testing::Not(HasSubstr("Jobs.Launch"))) << log;
+  EXPECT_FALSE(std::filesystem::exists(marker)) << "the fake manager's job ran";
+}
+
+}  // namespace
+
+TEST_F(Story, AFakeManagerOnLoopbackGetsNoJobAndNeverSeesTheToken) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  TempDir dir(0777);
+  TokenFile t;
+  const std::string log = dir / "fake.log", marker = dir / "pwned";
+  bcs::test::Background fake({it_prog("it_fake_manager"), "--listen", "127.0.0.1:0", "--log", log,
+                              "--marker", marker},
+                             {}, &u.as());
+  const std::string port = fake.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "the fake manager did not come up";
+  const std::string addr = "127.0.0.1:" + port;
+
+  // Root's node manager sees who accepted its connection before it sends a
+  // byte, and root's client asks for the proof of the token.
+  auto nm = bcs::test::run(
+      {bin("bcs-nm"), "--manager", addr, "--name", "victim", "--token-file", t.path}, 60s);
+  EXPECT_EQ(nm.status, 1) << describe(nm);
+  EXPECT_THAT(nm.err, HasSubstr("refusing the machine manager"));
+  EXPECT_THAT(nm.err, HasSubstr("runs as " + u.name()));
+  auto client = bcs::test::run({bin("bcs"), "run", "--manager", addr, "--token-file", t.path,
+                                "--timeout", "30s", "-n", "1", "/usr/bin/id"},
+                               60s);
+  EXPECT_EQ(client.status, 1) << describe(client);
+  EXPECT_THAT(client.err, HasSubstr("does not prove that it holds the cluster's token"));
+  EXPECT_EQ(fake.stop(), 0);
+  const std::string got = slurp(log);
+  EXPECT_THAT(got, HasSubstr("Auth.Prove"));  // it was asked, and could not answer
+  expect_fake_got_nothing(got, t, marker);
+
+  // The real manager on the same address afterwards works.
+  bcs::test::Background mm(
+      {bin("bcs-mm"), "--listen", addr, "--ready-fd", "3", "--token-file", t.path});
+  ASSERT_EQ(mm.ready_line(30s), port);
+  bcs::test::Background n1(
+      {bin("bcs-nm"), "--manager", addr, "--name", "n1", "--token-file", t.path});
+  auto ok = bcs_run({"--manager", addr, "--token-file", t.path, "-n", "2",
+                     bcs::test::prog("prog_ring")});
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  EXPECT_THAT(ok.out, HasSubstr("ring ok"));
+  EXPECT_EQ(n1.stop(), 0);
+  EXPECT_EQ(mm.stop(), 0);
+}
+
+TEST_F(Story, AFakeManagerOnAHostsAddressGetsNoJobAndNeverSeesTheToken) {
+  TestUser u;
+  if (!u.ok()) GTEST_SKIP() << u.why();
+  bcs::test::TwoHosts hosts;
+  ASSERT_TRUE(hosts.ok()) << "could not create the test network namespaces";
+  TempDir dir(0777);
+  TokenFile t;
+  const std::map<std::string, std::string> net{{"UCX_TLS", "tcp"}, {"UCX_NET_DEVICES", "bcs0"}};
+  const std::string log = dir / "fake.log", marker = dir / "pwned";
+  // On host A's own address, as deploy/README.md's walk-through names the
+  // manager on every host.
+  bcs::test::Background fake(
+      hosts.on(true, as_user(u, {it_prog("it_fake_manager"), "--listen", hosts.addr_a() + ":0",
+                                 "--log", log, "--marker", marker})),
+      net);
+  const std::string port = fake.ready_line(30s);
+  ASSERT_FALSE(port.empty()) << "the fake manager did not come up";
+  const std::string addr = hosts.addr_a() + ":" + port;
+
+  // Root's node managers on both hosts ask for the proof of the token and
+  // get none.
+  for (bool host_a : {true, false}) {
+    auto nm = bcs::test::run(hosts.on(host_a, {bin("bcs-nm"), "--manager", addr, "--name",
+                                               "victim", "--token-file", t.path}),
+                             60s, net);
+    EXPECT_EQ(nm.status, 1) << describe(nm);
+    EXPECT_THAT(nm.err, HasSubstr("refusing the machine manager"));
+    EXPECT_THAT(nm.err, HasSubstr("does not prove that it holds the cluster's token"));
+  }
+  // Without a token nothing could prove the manager: refused before any
+  // connection, saying what to configure.
+  auto bare = bcs::test::run(
+      hosts.on(false, {bin("bcs-nm"), "--manager", addr, "--name", "victim"}), 60s, net);
+  EXPECT_EQ(bare.status, 1) << describe(bare);
+  EXPECT_THAT(bare.err, HasSubstr("--token-file"));
+  EXPECT_THAT(bare.err, HasSubstr("--tls-ca"));
+  // Root's client on host B: the same.
+  auto client = bcs::test::run(hosts.on(false, {bin("bcs"), "run", "--manager", addr,
+                                                "--token-file", t.path, "--timeout", "30s", "-n",
+                                                "1", "/usr/bin/id"}),
+                               60s, net);
+  EXPECT_EQ(client.status, 1) << describe(client);
+  EXPECT_THAT(client.err, HasSubstr("does not prove that it holds the cluster's token"));
+  EXPECT_EQ(fake.stop(), 0);
+  const std::string got = slurp(log);
+  EXPECT_THAT(got, HasSubstr("Auth.Prove"));
+  expect_fake_got_nothing(got, t, marker);
+
+  // The real manager on that address afterwards: a job across both hosts.
+  bcs::test::Background mm(hosts.on(true, {bin("bcs-mm"), "--listen", addr, "--ready-fd", "3",
+                                           "--token-file", t.path}),
+                           net);
+  ASSERT_EQ(mm.ready_line(30s), port);
+  bcs::test::Background nma(
+      hosts.on(true, {bin("bcs-nm"), "--manager", addr, "--name", "hostA", "--token-file", t.path}),
+      net);
+  bcs::test::Background nmb(hosts.on(false, {bin("bcs-nm"), "--manager", addr, "--name", "hostB",
+                                             "--token-file", t.path}),
+                            net);
+  auto ok = bcs::test::run(
+      hosts.on(false, {bin("bcs"), "run", "--manager", addr, "--token-file", t.path, "--timeout",
+                       "60s", "-n", "2", "--nodes", "2", "-l", "/bin/sh", "-c",
+                       "echo on $BCS_NODE"}),
+      90s, net);
+  EXPECT_EQ(ok.status, 0) << describe(ok);
+  EXPECT_THAT(ok.out, HasSubstr("on hostA"));
+  EXPECT_THAT(ok.out, HasSubstr("on hostB"));
+  EXPECT_EQ(nma.stop(), 0);
+  EXPECT_EQ(nmb.stop(), 0);
+  EXPECT_EQ(mm.stop(), 0);
+}
