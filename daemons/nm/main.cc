@@ -8,8 +8,10 @@
 //   bcs-bell the doorbell: tells the MM when every local rank blocks, or
 //            when a rank posts while the node is parked (doorbell.h)
 //   bcs-io   rank stdout/stderr, rank exits (pidfd), SIGTERM/SIGINT
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <grpcpp/create_channel_posix.h>
+#include <netinet/in.h>
 #include <grpcpp/grpcpp.h>
 #include <signal.h>
 #include <spdlog/sinks/stdout_color_sinks.h>
@@ -129,20 +131,35 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
     // before gRPC sends a byte (on loopback by the kernel's socket table),
     // and whoever answers proves it holds the token before we send
     // anything: the token itself never travels (proof.h).
-    if (!is_loopback_host(where.host) && token.empty()) {
-      spdlog::critical(
-          "refusing the machine manager at {}: it is not on loopback and nothing would prove "
-          "who runs it. Give both daemons the cluster's token (--token-file FILE, mode 600, "
-          "the same file on every host; the manager then proves it without sending it), or "
-          "TLS (bcs-mm --tls-cert/--tls-key, bcs-nm --tls-ca)",
-          manager);
-      return 1;
-    }
+    // Whether the manager is on loopback is the connected socket's word,
+    // not the spelling of --manager (a host name can resolve to 127.0.x.y).
+    auto before = [&](int fd) -> std::string {
+      sockaddr_storage ss{};
+      socklen_t len = sizeof ss;
+      char ip[INET6_ADDRSTRLEN] = {};
+      if (::getpeername(fd, reinterpret_cast<sockaddr*>(&ss), &len) == 0) {
+        if (ss.ss_family == AF_INET)
+          inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(&ss)->sin_addr, ip, sizeof ip);
+        else if (ss.ss_family == AF_INET6)
+          inet_ntop(AF_INET6, &reinterpret_cast<sockaddr_in6*>(&ss)->sin6_addr, ip, sizeof ip);
+      }
+      if (*ip && is_loopback_host(ip)) {
+        Endpoint here = where;
+        here.host = ip;
+        return check_manager_user(here, std::nullopt);
+      }
+      if (token.empty())
+        return "the manager at " + manager +
+               " is not on loopback and nothing would prove who runs it. Give both daemons "
+               "the cluster's token (--token-file FILE, mode 600, the same file on every "
+               "host; the manager then proves it without sending it), or TLS (bcs-mm "
+               "--tls-cert/--tls-key, bcs-nm --tls-ca)";
+      return {};
+    };
     std::string why;
     bool reached = false;
-    auto mc = open_manager_channel(
-        where, manager, token, args, std::chrono::seconds(10),
-        [&](int) { return check_manager_user(where, std::nullopt); }, &why, &reached);
+    auto mc = open_manager_channel(where, manager, token, args, std::chrono::seconds(10), before,
+                                   &why, &reached);
     if (!mc) {
       if (reached)
         spdlog::critical("refusing the machine manager: {}", why);
