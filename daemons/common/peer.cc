@@ -58,6 +58,14 @@ struct TcpSock {
   unsigned long inode = 0;
 };
 constexpr unsigned kEstablished = 1;
+constexpr unsigned kListen = 10;
+
+// 0.0.0.0 (as ::ffff:0.0.0.0) or ::: a listener on every address.
+bool any_address(const Addr& a) {
+  static const unsigned char zero[16] = {};
+  return std::memcmp(a.ip, zero, 16) == 0 ||
+         (std::memcmp(a.ip, kMapped, 12) == 0 && std::memcmp(a.ip + 12, zero, 4) == 0);
+}
 
 // "0100007F:1F90": the address as 32-bit words in host order, the port in hex.
 bool parse_addr(const std::string& s, Addr* a) {
@@ -394,9 +402,20 @@ std::vector<uid_t> loopback_server_uids(const std::string& host, uint16_t port) 
     if (t.state != kEstablished || !mine.count(t.inode) || t.remote.port != port ||
         !loopback(t.remote))
       continue;
+    bool found = false;
     for (const TcpSock& s : table)
-      if (s.state == kEstablished && s.inode != 0 && s.local == t.remote && s.remote == t.local)
+      if (s.state == kEstablished && s.inode != 0 && s.local == t.remote && s.remote == t.local) {
         uids.push_back(s.uid);
+        found = true;
+      }
+    // Not accepted yet (a connection still in the accept queue has no
+    // inode): who will accept it is whoever listens on that address and
+    // port, or on the wildcard address of its family.
+    if (!found)
+      for (const TcpSock& s : table)
+        if (s.state == kListen && s.inode != 0 && s.local.port == port &&
+            (std::memcmp(s.local.ip, t.remote.ip, 16) == 0 || any_address(s.local)))
+          uids.push_back(s.uid);
   }
   return uids;
 }

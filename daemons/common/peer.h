@@ -102,8 +102,10 @@ std::optional<uid_t> loopback_client_uid_by_diag(const std::string& grpc_peer,
                                                  uint16_t server_port);
 
 // The owner uids of the *server's* sockets of this process's established
-// TCP connections to `ip`:`port` (the manager's accepted sockets). Empty if
-// none is found; every element must be the expected uid.
+// TCP connections to `ip`:`port` (the manager's accepted sockets; for a
+// connection not accepted yet, the sockets listening on that port, which
+// will accept it). Empty if none is found; every element must be the
+// expected uid.
 std::vector<uid_t> loopback_server_uids(const std::string& host, uint16_t port);
 
 // ----------------------------------------------------- one connection's ends
