@@ -21,12 +21,25 @@
 #include <fstream>
 #include <set>
 #include <sstream>
+#include <string>
+#include <string_view>
 #include <vector>
 
 namespace bcs {
 namespace {
 
 constexpr const char* kPreamblePrefix = "BCS-MM-SESSION ";
+// As long as kPreamblePrefix: the first 15 bytes tell which one came.
+constexpr const char* kRefusalPrefix = "BCS-MM-REFUSED ";
+static_assert(std::char_traits<char>::length(kRefusalPrefix) ==
+              std::char_traits<char>::length(kPreamblePrefix));
+
+// Printable ASCII only: a reason is printed on the refused user's terminal.
+std::string printable(std::string s) {
+  for (char& c : s)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return s;
+}
 
 // ------------------------------------------------------ the kernel's TCP table
 struct Addr {
@@ -277,6 +290,10 @@ std::string new_session_id() {
 
 std::string session_preamble(const std::string& id) { return kPreamblePrefix + id + "\n"; }
 
+std::string refusal_preamble(const std::string& reason) {
+  return kRefusalPrefix + printable(reason.substr(0, kRefusalMax)) + "\n";
+}
+
 UnixListener::~UnixListener() {
   if (!fd_) return;
   // Remove the file only if it is still ours (not replaced by a newer manager).
@@ -338,26 +355,46 @@ std::optional<UnixSession> connect_unix_session(const std::string& path,
   if (::connect(s.fd.get(), reinterpret_cast<const sockaddr*>(&addr), sizeof addr) != 0)
     return fail("cannot connect to " + path + ": " + std::strerror(errno));
   // Exactly the preamble, never a byte more: what follows is the server's
-  // HTTP/2 preface, which belongs to gRPC.
-  char buf[kPreambleBytes];
-  size_t got = 0;
+  // HTTP/2 preface, which belongs to gRPC. A refusal instead is read to its
+  // newline (or the manager's close): nothing follows it.
+  const std::string prefix = kPreamblePrefix;
+  constexpr size_t head = std::char_traits<char>::length(kPreamblePrefix);
+  char buf[head + kRefusalMax + 1];
+  size_t got = 0, want = kPreambleBytes;
+  bool refused = false;
   const auto deadline = std::chrono::steady_clock::now() + limit;
-  while (got < sizeof buf) {
+  auto refusal = [&] {
+    std::string reason(buf + head, got - head);
+    if (!reason.empty() && reason.back() == '\n') reason.pop_back();
+    return fail("the manager at " + path + " refused the connection: " +
+                (reason.empty() ? std::string("it gave no reason") : printable(reason)));
+  };
+  while (got < want) {
     auto left = std::chrono::duration_cast<std::chrono::milliseconds>(
                     deadline - std::chrono::steady_clock::now())
                     .count();
-    if (left <= 0) return fail("the manager at " + path + " sent no session preamble");
+    if (left <= 0)
+      return refused ? refusal() : fail("the manager at " + path + " sent no session preamble");
     pollfd p{s.fd.get(), POLLIN, 0};
     int r = ::poll(&p, 1, static_cast<int>(left));
     if (r < 0 && errno == EINTR) continue;
     if (r <= 0) continue;
-    ssize_t n = ::read(s.fd.get(), buf + got, sizeof buf - got);
+    ssize_t n = ::read(s.fd.get(), buf + got, want - got);
     if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return fail("the manager at " + path + " closed the connection");
+    if (n <= 0) {
+      if (refused) return refusal();
+      return fail("the manager at " + path + " closed the connection");
+    }
     got += static_cast<size_t>(n);
+    if (!refused && got >= head && std::string_view(buf, head) == kRefusalPrefix) {
+      refused = true;
+      want = sizeof buf;
+    }
+    if (refused && std::string_view(buf + head, got - head).find('\n') != std::string_view::npos)
+      return refusal();
   }
-  const std::string pre(buf, sizeof buf);
-  const std::string prefix = kPreamblePrefix;
+  if (refused) return refusal();
+  const std::string pre(buf, kPreambleBytes);
   if (pre.compare(0, prefix.size(), prefix) != 0 || pre.back() != '\n')
     return fail(path + " does not speak the bcs manager protocol");
   s.id = pre.substr(prefix.size(), kSessionIdChars);

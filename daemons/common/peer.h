@@ -55,6 +55,13 @@ inline constexpr const char* kSessionMetadata = "bcs-session";
 // A fresh random session id (getrandom), kSessionIdChars hex digits.
 std::string new_session_id();
 std::string session_preamble(const std::string& id);
+// What a manager writes instead when it refuses the connection (a user over
+// the session cap): "BCS-MM-REFUSED " + reason + "\n", the reason cut to
+// kRefusalMax bytes and its control characters replaced. Then it closes the
+// connection; connect_unix_session reports the reason, so the person refused
+// reads why and not only that the connection closed.
+inline constexpr size_t kRefusalMax = 512;
+std::string refusal_preamble(const std::string& reason);
 
 // A listening unix socket at `path` (mode 0666: any local user may connect;
 // who they are is read from the connection). A stale socket file nobody

@@ -79,8 +79,22 @@ void UnixSessions::accept_loop(grpc::Server* server) {
       int mine = 0;
       for (auto& [k, s] : sessions_) mine += s.cred.uid == cred->uid;
       if (mine >= kPerUser || sessions_.size() >= kTotal) {
-        spdlog::warn("unix socket: refusing a connection of {} (pid {}): {} already open",
-                     user_name(cred->uid), cred->pid, mine);
+        // Said to the one refused, not only in this log: connect_unix_session
+        // reads the reason and bcs prints it.
+        const std::string why =
+            mine >= kPerUser
+                ? user_name(cred->uid) + " already has " + std::to_string(mine) +
+                      " connections open to this manager, the most one user may have (" +
+                      std::to_string(kPerUser) + "); try again when some of them have ended"
+                : "the manager has " + std::to_string(sessions_.size()) +
+                      " connections open, the most it takes (" + std::to_string(kTotal) +
+                      "); try again later";
+        spdlog::warn("unix socket: refusing a connection of {} (pid {}): {}",
+                     user_name(cred->uid), cred->pid, why);
+        // A fresh socket's buffer takes the few hundred bytes; the client
+        // sent nothing yet, so closing does not reset what it is to read.
+        const std::string no = refusal_preamble(why);
+        [[maybe_unused]] auto n = ::write(c.get(), no.data(), no.size());
         continue;
       }
       // The preamble goes out before gRPC owns the socket; 48 bytes always

@@ -93,6 +93,35 @@ TEST_F(PeerTest, ASocketThatSpeaksSomethingElseIsRefused) {
   server.join();
 }
 
+// A manager that refuses the connection (a user over its session cap) says
+// why, and the client reports that reason, not only "closed the
+// connection" (issue 42). Control characters in it reach no terminal.
+TEST_F(PeerTest, ARefusalReachesTheClientWithItsReason) {
+  UnixListener l;
+  std::string why;
+  ASSERT_TRUE(l.open(path("mm.sock"), &why)) << why;
+  const std::string reason =
+      "alice already has 64 connections open to this manager, the most one user may have (64)\x1b[2J";
+  std::thread server([&] {
+    pollfd p{l.fd(), POLLIN, 0};
+    ASSERT_EQ(poll(&p, 1, 10000), 1);
+    UniqueFd c(accept4(l.fd(), nullptr, nullptr, SOCK_CLOEXEC));
+    ASSERT_TRUE(c);
+    const std::string out = refusal_preamble(reason);
+    ASSERT_EQ(write(c.get(), out.data(), out.size()), static_cast<ssize_t>(out.size()));
+    // Closed at once, as the manager does.
+  });
+  EXPECT_FALSE(connect_unix_session(path("mm.sock"), 10s, &why));
+  server.join();
+  EXPECT_NE(why.find("refused the connection: alice already has 64 connections open to this "
+                     "manager, the most one user may have (64)?[2J"),
+            std::string::npos)
+      << why;
+  // Shorter than a session preamble, longer, and cut at kRefusalMax.
+  EXPECT_LT(refusal_preamble("no").size(), kPreambleBytes);
+  EXPECT_EQ(refusal_preamble(std::string(4 * kRefusalMax, 'x')).size(), 15 + kRefusalMax + 1);
+}
+
 TEST_F(PeerTest, ALiveSocketIsNotTakenOverAStaleOneIsAndTheFileGoesWithItsListener) {
   std::string why;
   {
