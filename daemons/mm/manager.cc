@@ -454,7 +454,16 @@ void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
   if (!e.killed_by_bcs()) {
     j.max_status = std::max(j.max_status, status);
     std::string who = "rank " + std::to_string(r) + " (" + j.rank_pids[r] + ")";
-    if (!e.corrupted().empty()) {
+    if (!e.junk().empty()) {
+      // Its control words are not its word (the node manager found junk in
+      // them): what it did is only what its exit says. A job whose rank
+      // wrote over its segment fails, whatever that exit.
+      const std::string how = e.signal() ? "was killed by signal " + signal_name(e.signal())
+                                         : "exited with status " + std::to_string(e.exit_code());
+      fail_job_locked(j, status ? status : 1,
+                      who + " corrupted its part of the job segment (" + e.junk().substr(0, 256) +
+                          ") and " + how);
+    } else if (!e.corrupted().empty()) {
       fail_job_locked(j, status, who + " was ended by its node manager: it " + e.corrupted());
     } else if (e.aborted() && e.noticed_peer_loss()) {
       // Only a consequence: the first cause (a rank that died, a lost

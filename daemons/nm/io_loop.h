@@ -23,6 +23,7 @@
 
 #include "bcs.grpc.pb.h"
 #include "bcs/service.h"
+#include "control_words.h"
 #include "fd.h"
 #include "job.h"
 #include "process_tree.h"
@@ -338,12 +339,22 @@ class IoLoop {
       e->set_exit_code(WEXITSTATUS(status));
     e->set_killed_by_bcs(w.rank->killed_by_bcs && WIFSIGNALED(status) &&
                          WTERMSIG(status) == SIGKILL);
-    auto ms = v.ctl->mpi_state.load();
-    e->set_mpi_initialized(ms != static_cast<uint32_t>(MpiState::none));
-    e->set_mpi_finalized(ms == static_cast<uint32_t>(MpiState::finalized));
-    e->set_aborted(v.ctl->aborted.load() != 0);
-    e->set_noticed_peer_loss(v.ctl->aborted.load() == kAbortedNoticingPeer);
-    e->set_abort_code(v.ctl->abort_code.load());
+    const uint32_t ms = v.ctl->mpi_state.load();
+    const uint32_t aborted = v.ctl->aborted.load();
+    const int32_t code = v.ctl->abort_code.load();
+    if (std::string junk = control_junk(ms, aborted, code, status); !junk.empty()) {
+      // The rank wrote over its control words: its MPI state and abort are
+      // not its word, and the manager reports a corrupted segment instead
+      // of an MPI_Abort with a code read back from the garbage.
+      spdlog::warn("job {} rank {}: {}", w.job->id(), w.rank->world_rank, junk);
+      e->set_junk(junk);
+    } else {
+      e->set_mpi_initialized(ms != static_cast<uint32_t>(MpiState::none));
+      e->set_mpi_finalized(ms == static_cast<uint32_t>(MpiState::finalized));
+      e->set_aborted(aborted != 0);
+      e->set_noticed_peer_loss(aborted == kAbortedNoticingPeer);
+      e->set_abort_code(aborted ? code : 0);
+    }
     e->set_corrupted(w.rank->corrupted);  // set before the kill, read after the reap
     // Its MMDS counters, read without its help (it is gone): checked, and
     // dropped with a warning if torn or scribbled on.
