@@ -575,6 +575,15 @@ TEST_F(Story, ARankThatCorruptsItsSegmentIsEndedAndNamedAndTheNodeManagerRunsThe
         << describe(r);
     EXPECT_THAT(r.err, HasSubstr(why)) << describe(r);
   }
+  // Issue 42: before MPI_Init the whole segment overwritten with a junk
+  // word was read back as "called MPI_Abort with error code 1718986775".
+  auto before = c.run({"-n", "2", it_prog("it_scribble"), "before-init"});
+  EXPECT_NE(before.status, 0) << describe(before);
+  EXPECT_THAT(before.err, testing::ContainsRegex("rank [01] \\(pid [0-9]+ on [^)]*\\) corrupted its "
+                                                 "part of the job segment \\(its MPI state word "
+                                                 "holds 0x6675a817\\)"))
+      << describe(before);
+  EXPECT_THAT(before.err, testing::Not(HasSubstr("MPI_Abort"))) << describe(before);
   auto layout = c.run({"-n", "3", it_prog("it_scribble"), "layout"});
   ASSERT_EQ(layout.status, 0) << describe(layout);
   EXPECT_THAT(layout.out, HasSubstr("scribble done"));

@@ -13,7 +13,10 @@
 // with the reason; the barrier never completes for the others.
 #include <mpi.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
 
 #include <cstdint>
 #include <fstream>
@@ -34,7 +37,25 @@ void* segment_base() {
 
 }  // namespace
 
+// Mode "before-init": before MPI_Init, every rank fills the whole segment
+// (its fd is BCS_SEGMENT_FD) with a repeated junk word, as a wild program
+// could, then calls MPI_Init. Its node manager must report a corrupted
+// segment, not an MPI_Abort with a code read back from the junk.
+void scribble_before_init() {
+  const char* fd_env = std::getenv("BCS_SEGMENT_FD");
+  if (!fd_env) return;
+  const int fd = std::atoi(fd_env);
+  struct stat st {};
+  if (fstat(fd, &st) != 0 || st.st_size <= 0) return;
+  void* p = mmap(nullptr, static_cast<size_t>(st.st_size), PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (p == MAP_FAILED) return;
+  auto* w = static_cast<uint32_t*>(p);
+  for (size_t i = 0; i < static_cast<size_t>(st.st_size) / 4; ++i) w[i] = 0x6675a817u;
+  munmap(p, static_cast<size_t>(st.st_size));
+}
+
 int main(int argc, char** argv) {
+  if (argc > 1 && std::string(argv[1]) == "before-init") scribble_before_init();
   MPI_Init(&argc, &argv);
   int rank = 0, size = 1;
   MPI_Comm_rank(MPI_COMM_WORLD, &rank);
