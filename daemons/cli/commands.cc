@@ -33,6 +33,7 @@
 #include "job_limits.h"
 #include "bcs/service.h"
 #include "jobdir.h"
+#include "launch.h"
 #include "manager_client.h"
 #include "net.h"
 #include "output.h"
@@ -326,9 +327,12 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
   if (!o.strobe.empty())
     req.set_strobe(o.strobe == "fixed" ? v1::STROBE_FIXED : v1::STROBE_ADAPTIVE);
   if (!o.bind.empty()) req.set_bind(o.bind == "none" ? v1::BIND_NONE : v1::BIND_CORE);
-  const bool forward_stdin = stdin_goes_to_rank0(o.stdin_to);
+  // A detached job's stdin is /dev/null: nobody stays to feed it.
+  const bool forward_stdin = !o.detach && stdin_goes_to_rank0(o.stdin_to);
   req.set_stdin_rank0(forward_stdin);
   req.set_wait_nodes_ms(kWaitNodesMs);
+  req.set_detach(o.detach);
+  req.set_client_pid(static_cast<uint32_t>(::getpid()));
 
   pb::LaunchReply rep;
   grpc::Status st;
@@ -354,6 +358,15 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
   const uint64_t job = rep.job_id();
   if (job_out) *job_out = job;
   if (o.verbose) say("job " + std::to_string(job) + " launched on " + addr);
+  if (o.detach) {
+    // The id alone on stdout, for scripts (JOB=$(bcs run --detach ...)).
+    std::printf("%llu\n", static_cast<unsigned long long>(job));
+    std::fflush(stdout);
+    say("job " + std::to_string(job) + " runs detached on " + addr + ": `bcs attach " +
+        std::to_string(job) + " --manager " + addr + "` for its output and exit status, `bcs kill " +
+        std::to_string(job) + "` to end it");
+    return 0;
+  }
 
   bool out_ok[2] = {true, true};
   LineLabeler labeler(o.label, [&](int stream, std::string_view data) {
@@ -370,6 +383,8 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
   {
     grpc::ClientContext ctx;
     conn->prepare(ctx);
+    // Named by the manager if it ends the job because we went away.
+    ctx.AddMetadata(kClientMetadata, "bcs run, pid " + std::to_string(::getpid()));
     watcher.set_context(&ctx);
     watcher.job_started(job);
     pb::AttachRequest areq;
@@ -436,7 +451,9 @@ int run_job(const RunOptions& given) {
   }
   if (!record_prepare(&o)) return 2;
   std::string dir_err;
-  const std::string job_dir = job_dir_prepare(o, &dir_err);
+  // A detached job's statistics stay with the manager (bcs stats JOB): no
+  // bcs waits for its end to write them into a directory.
+  const std::string job_dir = o.detach ? std::string() : job_dir_prepare(o, &dir_err);
   if (!dir_err.empty()) {
     say(dir_err);
     return 2;
@@ -523,12 +540,16 @@ int list_jobs(const JobsOptions& o) {
   if (rc) return rc;
   // SLICE and CHUNK: the job's strobe period and per-slice budget; RATE the
   // copy rate the budget was derived from ("-": --chunk named it).
-  std::printf("%8s  %-8s  %-10s  %6s  %9s  %10s  %9s  %s\n", "JOB", "STATE", "USER", "RANKS",
-              "SLICE_US", "CHUNK_B", "RATE_MBS", "PROGRAM");
+  // MODE: "detached" (runs on without a client, bcs run --detach) or
+  // "attached" (ends when its last client goes away); CLIENTS: how many
+  // follow its output now (bcs run, bcs attach).
+  std::printf("%8s  %-8s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s\n", "JOB", "STATE", "USER",
+              "RANKS", "MODE", "CLIENTS", "SLICE_US", "CHUNK_B", "RATE_MBS", "PROGRAM");
   for (const auto& j : rep.jobs())
-    std::printf("%8llu  %-8s  %-10s  %6u  %9llu  %10llu  %9s  %s\n",
+    std::printf("%8llu  %-8s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s\n",
                 static_cast<unsigned long long>(j.job_id()), j.state().c_str(),
                 j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
+                j.detached() ? "detached" : "attached", j.clients(),
                 static_cast<unsigned long long>(j.slice_ns() / 1000),
                 static_cast<unsigned long long>(j.chunk_bytes()),
                 j.copy_rate() ? std::to_string(j.copy_rate() / 1'000'000).c_str() : "-",
@@ -554,6 +575,90 @@ int kill_job(const KillOptions& o) {
       std::printf("job %llu: %s\n", static_cast<unsigned long long>(o.job_id), rep.state().c_str());
     return st;
   });
+}
+
+}  // namespace bcs::cli
+
+namespace bcs::cli {
+
+int attach_job(const AttachOptions& o) {
+  ::signal(SIGPIPE, SIG_IGN);
+  // Before any thread exists, so that every thread inherits the mask.
+  SignalBlock sig;
+  if (sig.fd() < 0) {
+    say(std::string("signalfd: ") + std::strerror(errno));
+    return 1;
+  }
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return 1;
+  auto stub = pb::Jobs::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx);
+  ctx.AddMetadata(kClientMetadata, "bcs attach, pid " + std::to_string(::getpid()));
+  // A signal leaves the job (the call is cancelled); it does not kill it.
+  UniqueFd wake(::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK));
+  if (!wake) {
+    say(std::string("eventfd: ") + std::strerror(errno));
+    return 1;
+  }
+  std::atomic<int> signo{0};
+  std::thread watcher([&] {
+    pollfd fds[2] = {{sig.fd(), POLLIN, 0}, {wake.get(), POLLIN, 0}};
+    while (::poll(fds, 2, -1) >= 0 || errno == EINTR) {
+      if (fds[1].revents) return;
+      if (fds[0].revents)
+        if (int s = sig.take()) {
+          signo = s;
+          ctx.TryCancel();
+          return;
+        }
+    }
+  });
+  bool out_ok[2] = {true, true};
+  LineLabeler labeler(o.label, [&](int stream, std::string_view data) {
+    const int i = stream == pb::STDERR ? 1 : 0;
+    if (out_ok[i]) out_ok[i] = write_all(i + 1, data);
+  });
+  std::optional<pb::JobExit> job_exit;
+  pb::AttachRequest req;
+  req.set_job_id(o.job_id);
+  auto reader = stub->Attach(&ctx, req);
+  pb::JobEvent ev;
+  while (reader->Read(&ev)) {
+    if (ev.has_output())
+      labeler.feed(ev.output().rank(), ev.output().stream(), ev.output().data());
+    else if (ev.has_exit() && !job_exit)
+      job_exit = ev.exit();
+  }
+  const grpc::Status st = reader->Finish();
+  {
+    const uint64_t one = 1;
+    [[maybe_unused]] auto n = ::write(wake.get(), &one, sizeof one);
+  }
+  watcher.join();
+  labeler.flush();
+  const std::string id = std::to_string(o.job_id);
+  if (int s = signo.load(); s && !job_exit) {
+    say(std::string("interrupted (") + ::sigabbrev_np(s) + "): no longer attached to job " + id +
+        "; a detached job runs on (bcs attach " + id +
+        " again), one run without --detach ends when no client follows it any more");
+    return 128 + s;
+  }
+  if (!job_exit) {
+    // Refusals (not yours, no such job) are the manager's answer, not a loss.
+    if (st.error_code() == grpc::StatusCode::NOT_FOUND ||
+        st.error_code() == grpc::StatusCode::PERMISSION_DENIED ||
+        st.error_code() == grpc::StatusCode::UNAUTHENTICATED)
+      say("machine manager at " + o.manager + ": " + describe(st));
+    else
+      say("lost the machine manager: " +
+          (st.ok() ? std::string("the job's event stream ended without an exit status")
+                   : describe(st)));
+    return 1;
+  }
+  if (!job_exit->message().empty()) say(job_exit->message());
+  const int status = job_exit->status();
+  return status >= 0 && status <= 255 ? status : 1;
 }
 
 }  // namespace bcs::cli

@@ -8,6 +8,8 @@ namespace bcs::cli {
 int run_job(const RunOptions& o);
 int list_jobs(const JobsOptions& o);
 int kill_job(const KillOptions& o);
+// bcs attach JOB: its output and, at its end, its exit status.
+int attach_job(const AttachOptions& o);
 int show_stats(const StatsOptions& o);
 int follow_slices(const MonitorOptions& o);
 // bcs trace / bcs plot of a job id (on the manager) or a job directory.

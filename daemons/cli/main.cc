@@ -1,4 +1,4 @@
-// bcs: the manager CLI (run / jobs / kill / stats / trace / plot). See README.md.
+// bcs: the manager CLI (run / attach / jobs / kill / stats / trace / plot). See README.md.
 #include <iostream>
 #include <variant>
 
@@ -19,6 +19,7 @@ int main(int argc, char** argv) {
         if constexpr (std::is_same_v<T, RunOptions>) return run_job(o);
         else if constexpr (std::is_same_v<T, JobsOptions>) return list_jobs(o);
         else if constexpr (std::is_same_v<T, KillOptions>) return kill_job(o);
+        else if constexpr (std::is_same_v<T, AttachOptions>) return attach_job(o);
         else if constexpr (std::is_same_v<T, StatsOptions>) return show_stats(o);
         else if constexpr (std::is_same_v<T, MonitorOptions>) return follow_slices(o);
         else if constexpr (std::is_same_v<T, ReplayOptions>) return replay_job(o);

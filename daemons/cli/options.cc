@@ -145,6 +145,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "  bcs run -n 8 --nodes 2 -l ./app x   2 node managers, output labelled by rank\n"
       "  bcs run --manager 10.0.0.1:7600 --token-file ~/.bcs-token -n 64 ./app\n"
       "  bcs jobs; bcs kill 3; bcs stats --last 50   (manager at 127.0.0.1:7600)\n"
+      "  bcs run --manager unix:/run/bcs/mm.sock --detach -n 4 ./app; bcs attach 5 --manager ...\n"
       "Run `bcs SUBCOMMAND --help` for the options of each subcommand.");
 
   RunOptions run;
@@ -159,6 +160,12 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "Without --manager, bcs starts a private bcs-mm and K x bcs-nm on this host\n"
       "(found next to the bcs executable, then in PATH; BCS_MM_PATH / BCS_NM_PATH\n"
       "override) and stops them when the job ends.\n"
+      "With --manager the job lives as long as bcs does: if bcs is killed (even with\n"
+      "SIGKILL) or loses its connection, the manager ends the job, as mpirun's would\n"
+      "end. --detach launches it to run on its own: bcs prints the job id and exits 0;\n"
+      "`bcs attach JOB` shows its output (what the manager kept of it, at most 64 MiB\n"
+      "unread: older output is dropped with a note) and returns its exit status, and\n"
+      "`bcs jobs` says which jobs are detached.\n"
       "Exit status: the job's; 124 on --timeout; 130/143 on SIGINT/SIGTERM;\n"
       "1 if the job could not be launched or the machine manager was lost;\n"
       "2 for bad arguments.\n"
@@ -257,6 +264,11 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   auto* manager_opt = run_cmd->add_option(
       "--manager", manager, "Submit to a running machine manager (HOST:PORT) instead of "
                             "starting a private cluster");
+  run_cmd->add_flag(
+      "--detach", run.detach,
+      "With --manager: launch the job, print its id and exit; it runs on without bcs "
+      "(bcs attach JOB for its output and exit status, bcs kill JOB to end it). Without "
+      "--detach the manager ends the job when bcs goes away (killed, connection lost)");
   add_token_options(run_cmd, &run.token_file);
   run_cmd
       ->add_option("--job-dir", run.job_dir,
@@ -321,6 +333,19 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   auto* kill_cmd = app.add_subcommand("kill", "Kill a job on a running machine manager");
   kill_cmd->add_option("JOBID", kill.job_id, "Job id (see `bcs jobs`)")->required();
   add_manager_options(kill_cmd, &kill.manager, &kill.token_file);
+
+  AttachOptions attach;
+  auto* attach_cmd = app.add_subcommand(
+      "attach",
+      "Follow a job's output on a running machine manager (a job run with bcs run --detach: "
+      "what the manager kept of it first) and exit with its status, as bcs run would");
+  attach_cmd->add_option("JOBID", attach.job_id, "Job id (see `bcs jobs`)")->required();
+  attach_cmd->add_flag("-l,--label", attach.label, "Prefix every output line with [RANK]");
+  add_manager_options(attach_cmd, &attach.manager, &attach.token_file);
+  attach_cmd->footer(
+      "Ctrl-C leaves the job: a detached job runs on (attach again later); a job run\n"
+      "without --detach ends when its last client is gone. Exit status: the job's; 130/143\n"
+      "when interrupted; 1 if the manager refused or was lost.");
 
   StatsOptions stats;
   auto* stats_cmd = app.add_subcommand(
@@ -468,6 +493,22 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       if (run.slurm && !run.hosts.empty())
         throw CLI::ValidationError("--slurm", "--slurm places the ranks as Slurm allocated the "
                                               "tasks: no --host/--hostfile with it");
+      if (run.detach) {
+        // Without --manager the cluster is bcs's own and goes with it: a
+        // job cannot outlive it.
+        if (!run.manager)
+          throw CLI::ValidationError(
+              "--detach", "a detached job needs a standing cluster: give --manager HOST:PORT or "
+                          "unix:PATH (without --manager, bcs run starts a private cluster that "
+                          "ends with it)");
+        if (!timeout.empty())
+          throw CLI::ValidationError("--detach", "--timeout is enforced by bcs run itself, "
+                                                 "which a detached job outlives: not with --detach");
+        if (!run.job_dir.empty())
+          throw CLI::ValidationError("--detach", "--job-dir is written when the job ends, by bcs "
+                                                 "run, which a detached job outlives: not with "
+                                                 "--detach (bcs stats JOB reads its statistics)");
+      }
       if (run.slurm && run.manager)
         throw CLI::ValidationError("--slurm", "--slurm starts its own cluster in the allocation "
                                               "(as Slurm allocated the tasks): no --manager with it");
@@ -482,6 +523,7 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
     }
     if (*jobs_cmd) return Command{std::move(jobs)};
     if (*kill_cmd) return Command{std::move(kill)};
+    if (*attach_cmd) return Command{std::move(attach)};
     if (*trace_cmd) return Command{std::move(trace)};
     if (*monitor_cmd) return Command{std::move(mon)};
     if (*plot_cmd) return Command{std::move(plot)};

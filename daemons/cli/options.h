@@ -35,6 +35,10 @@ struct RunOptions {
   std::string token_file;            // --token-file; without it $BCS_TOKEN
   bool verbose = false;
   bool slurm = false;                // --slurm: inside a Slurm allocation (slurm.cc)
+  // --detach (with --manager only): launch, print the job id and return;
+  // the job runs on without a client (bcs attach JOB for its output).
+  // Without it the manager ends the job when this bcs goes away.
+  bool detach = false;
   // --job-dir: where the ranks' MMDS reports and the summary go. A run with
   // BCS_MDS on and no --job-dir gets a new directory (job_dir stays empty
   // here; the run creates it).
@@ -70,6 +74,15 @@ struct KillOptions {
   std::string manager = kDefaultManager;
   std::string token_file;
   uint64_t job_id = 0;
+};
+
+// bcs attach JOB: a job's output from now on (what the manager holds of it
+// first), and its exit status as bcs run would return it.
+struct AttachOptions {
+  std::string manager = kDefaultManager;
+  std::string token_file;
+  uint64_t job_id = 0;
+  bool label = false;
 };
 
 struct StatsOptions {
@@ -121,7 +134,7 @@ struct ReplayOptions {
 };
 
 using Command = std::variant<RunOptions, JobsOptions, KillOptions, StatsOptions, ExportOptions,
-                             MonitorOptions, ReplayOptions>;
+                             MonitorOptions, ReplayOptions, AttachOptions>;
 
 // Either a command to execute or an exit status (help/version printed: 0,
 // bad arguments: 2, message already written to `out`/`err`).

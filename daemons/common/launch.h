@@ -14,6 +14,11 @@
 
 namespace bcs {
 
+// Metadata of a Jobs.Attach call: who attaches ("bcs run, pid 123"), for
+// the message of a job ended because its clients went away (the manager
+// cuts and sanitises it: it is the client's word).
+inline constexpr const char* kClientMetadata = "bcs-client";
+
 // The environment variables a node manager sets for each rank it starts. A
 // job's environment never overrides them: the NM drops such entries from the
 // inherited environment, and explicit settings (`--env`, `-x`) naming them

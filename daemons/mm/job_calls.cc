@@ -3,8 +3,11 @@
 // manager.cc.
 #include <spdlog/spdlog.h>
 
+#include <pthread.h>
+
 #include <algorithm>
 
+#include "launch.h"
 #include "manager.h"
 #include "peer.h"
 #include "wire.h"
@@ -23,6 +26,17 @@ grpc::Status Manager::job_for_locked(const Caller& who, uint64_t job_id,
   return grpc::Status::OK;
 }
 
+namespace {
+// The client's own description of itself ("bcs run, pid 123"), for messages:
+// cut, and nothing but printable ASCII kept.
+std::string client_words(const std::string& said) {
+  std::string s = said.substr(0, 64);
+  for (char& c : s)
+    if (c < 0x20 || c > 0x7e) c = '?';
+  return s.empty() ? "a client" : s;
+}
+}  // namespace
+
 grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
                              grpc::ServerWriter<v1::JobEvent>* w) {
   if (!authorized(ctx)) return unauthenticated();
@@ -32,14 +46,28 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
     std::lock_guard lk(mu_);
     // A job's output is its owner's.
     if (grpc::Status st = job_for_locked(who, job_id, &j); !st.ok()) return st;
+    ++j->clients;
+    j->ever_attached = true;
+    const auto said = ctx->client_metadata().find(kClientMetadata);
+    j->last_client = client_words(said == ctx->client_metadata().end()
+                                      ? std::string()
+                                      : std::string(said->second.data(), said->second.size()));
   }
+  // However this call ends (the exit delivered, the client cancelled or
+  // gone, a failed write), the job learns that one client fewer watches.
+  struct Leave {
+    Manager* m;
+    Job& job;
+    ~Leave() { m->client_left(job); }
+  } leave{this, *j};
   size_t next = 0;  // absolute index of the next event to send
   for (;;) {
     std::vector<v1::JobEvent> batch;
     bool end = false;
     {
       std::unique_lock lk(mu_);
-      // Bounded waits so a client that went away is noticed.
+      // Bounded waits so a client that went away is noticed (IsCancelled
+      // below) within 200 ms even when the job prints nothing.
       cv_.wait_for(lk, 200ms, [&] { return j->events_base + j->events.size() > next; });
       next = std::max(next, j->events_base);  // output already handed to another client
       for (; next < j->events_base + j->events.size(); ++next)
@@ -176,15 +204,78 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
             *state += "; on " + name + ": " + d->second;
         }
     }
-    fail_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
-    if (j.state == Job::State::queued) {
-      queue_.erase(std::remove(queue_.begin(), queue_.end(), job_id), queue_.end());
-      finish_job_locked(j);
-    }
+    end_job_locked(j, 143, "killed: " + (reason.empty() ? std::string("by request") : reason));
   }
   cv_.notify_all();
   flush();
   return grpc::Status::OK;
+}
+
+void Manager::end_job_locked(Job& j, int status, const std::string& message) {
+  fail_job_locked(j, status, message);
+  if (j.state == Job::State::queued) {
+    // Never started: it leaves the queue now, so the next job need not
+    // wait for it.
+    queue_.erase(std::remove(queue_.begin(), queue_.end(), j.id), queue_.end());
+    finish_job_locked(j);
+  }
+}
+
+void Manager::client_left(Job& j) {
+  {
+    std::lock_guard lk(mu_);
+    if (j.clients) --j.clients;
+    if (j.clients || j.state == Job::State::done) return;
+    if (j.detached) {
+      // Nobody reads now: the ranks must not block on a full pipe waiting
+      // for a reader who may never come (push_event_locked drops instead).
+      pause_output_locked(j, false);
+      spdlog::info("job {}: its last client ({}) left; it runs on, detached", j.id, j.last_client);
+    } else {
+      // Like mpirun's job when mpirun dies: without a client nobody gets
+      // its output or its exit status, and it would hold its nodes (and
+      // the queue) until someone noticed.
+      if (!j.failed)
+        spdlog::warn("job {}: its client ({}) went away: ending it", j.id, j.last_client);
+      end_job_locked(j, kClientGoneStatus, "killed: its client (" + j.last_client + ") went away");
+    }
+  }
+  cv_.notify_all();
+  flush();
+}
+
+void Manager::watch_unattached() {
+  pthread_setname_np(pthread_self(), "bcs-attach");
+  std::unique_lock lk(mu_);
+  while (!stopping_) {
+    const auto now = std::chrono::steady_clock::now();
+    auto next = std::chrono::steady_clock::time_point::max();
+    std::vector<std::shared_ptr<Job>> orphans;
+    for (auto& [id, j] : jobs_) {
+      if (j->detached || j->ever_attached || j->failed || j->state == Job::State::done) continue;
+      if (now < j->attach_deadline)
+        next = std::min(next, j->attach_deadline);
+      else
+        orphans.push_back(j);
+    }
+    if (!orphans.empty()) {
+      for (auto& j : orphans) {
+        spdlog::warn("job {}: its client ({}) never attached: ending it", j->id, j->last_client);
+        end_job_locked(*j, kClientGoneStatus,
+                       "killed: its client (" + j->last_client + ") never attached to it within " +
+                           std::to_string(kAttachWait.count()) + " s of its launch");
+      }
+      lk.unlock();
+      cv_.notify_all();
+      flush();
+      lk.lock();
+      continue;
+    }
+    if (next == std::chrono::steady_clock::time_point::max())
+      attach_cv_.wait(lk);
+    else
+      attach_cv_.wait_until(lk, next);
+  }
 }
 
 // `bcs run`'s standard input for rank 0. The first chunk names the job,
@@ -257,6 +348,8 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     x->set_slice_ns(j->slice_ns);
     x->set_chunk_bytes(j->chunk_bytes);
     x->set_copy_rate(j->copy_rate);
+    x->set_detached(j->detached);
+    x->set_clients(j->clients);
     const char* s = "queued";
     switch (j->state) {
       case Job::State::queued:

@@ -36,6 +36,7 @@ using namespace std::chrono_literals;
 Manager::Manager(const Config& cfg, core::Fabric& fabric)
     : cfg_(cfg), fabric_(fabric), self_uid_(::geteuid()), self_gid_(::getegid()) {
   ss_thread_ = std::thread([this] { strobe_sender(); });
+  attach_thread_ = std::thread([this] { watch_unattached(); });
 }
 
 Manager::~Manager() {
@@ -44,8 +45,10 @@ Manager::~Manager() {
     stopping_ = true;
   }
   cv_.notify_all();
+  attach_cv_.notify_all();
   wake_strobe_sender();
   if (ss_thread_.joinable()) ss_thread_.join();
+  if (attach_thread_.joinable()) attach_thread_.join();
 }
 
 void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
@@ -308,7 +311,9 @@ void Manager::pause_output_locked(Job& j, bool pause) {
 void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
   if (ev.has_output()) j.held_bytes += ev.output().data().size();
   j.events.push_back(std::move(ev));
-  if (j.held_bytes > kOutputPause) pause_output_locked(j, true);
+  // Back-pressure only towards a reader: a detached job nobody watches
+  // runs on, and its oldest output goes past kOutputHeld instead.
+  if (j.held_bytes > kOutputPause && (j.clients > 0 || !j.detached)) pause_output_locked(j, true);
   if (j.held_bytes <= kOutputHeld) return;
   // Nobody reads: drop the oldest output down to half the bound, and say so
   // where it was (the client sees a line naming the loss, not a silent gap).
@@ -708,13 +713,17 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   }
   j->rank_done.assign(req.nranks(), false);
   j->rank_pids.assign(req.nranks(), "not started");
+  j->detached = req.detach();
+  j->last_client = req.client_pid() ? "bcs run, pid " + std::to_string(req.client_pid()) : "bcs run";
+  j->attach_deadline = std::chrono::steady_clock::now() + kAttachWait;
   jobs_[j->id] = j;
   queue_.push_back(j->id);
   rep->set_job_id(j->id);
-  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s) for {}", j->id, req.nranks(),
-               req.program(), j->nodes.size(), who.describe());
+  spdlog::info("job {} queued: {} rank(s) of {} on {} node(s) for {}{}", j->id, req.nranks(),
+               req.program(), j->nodes.size(), who.describe(), j->detached ? ", detached" : "");
   lk.unlock();
   cv_.notify_all();
+  if (!j->detached) attach_cv_.notify_all();
   return grpc::Status::OK;
 }
 
@@ -737,6 +746,7 @@ void Manager::shutdown() {
     return true;
   });
   stopping_ = true;
+  attach_cv_.notify_all();
   wake_strobe_sender();
   // Node managers that hear this exit quietly instead of reporting a lost manager.
   v1::ManagerMsg bye;

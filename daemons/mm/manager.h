@@ -156,7 +156,25 @@ struct Job {
   // each one's answer by node id (JobDescribed, checked and cut).
   bool describing = false;
   std::map<uint32_t, std::string> described;
+  // Its clients (docs/architecture.md, "A job's clients"). A job launched
+  // without --detach ends once no Attach stream is open on it any more
+  // (its client was killed, its connection lost), or when none opened
+  // within kAttachWait of Launch. A detached job runs on; its output is
+  // held for a later attach (kOutputHeld) and never paused while nobody
+  // reads it, so that it cannot stall waiting for a reader.
+  bool detached = false;
+  uint32_t clients = 0;        // Attach streams open on it now
+  bool ever_attached = false;
+  std::string last_client;     // who attached last ("bcs run, pid 123")
+  std::chrono::steady_clock::time_point attach_deadline;
 };
+
+// How long after Launch a job not launched with --detach waits for its
+// client's Attach before it counts as orphaned: the client attaches right
+// after Launch returns, so only a client killed in between misses it.
+inline constexpr std::chrono::seconds kAttachWait{30};
+// The exit status of a job ended because its clients went away: a hangup.
+inline constexpr int kClientGoneStatus = 129;
 
 // Rank 0's input the manager has sent and its node has not taken yet: past
 // it, Jobs.Input stops reading the submitter's stream (gRPC flow control
@@ -251,6 +269,15 @@ class Manager {
   void push_event_locked(Job& j, v1::JobEvent ev);
   void drop_delivered_locked(Job& j, size_t next);
   void pause_output_locked(Job& j, bool pause);
+  // Ends `j` as Kill does (a queued job leaves the queue at once).
+  void end_job_locked(Job& j, int status, const std::string& message);
+  // An Attach stream on `j` closed (any way); the job ends if it was the
+  // last of a job not detached that is still running.
+  void client_left(Job& j);
+  // Thread: ends jobs not detached whose client never attached
+  // (kAttachWait).
+  void watch_unattached();
+  std::condition_variable attach_cv_;  // with mu_: a launch, or stopping
 
   // The strobe sender thread: starts queued jobs and drives slices.
   void strobe_sender();
@@ -293,6 +320,7 @@ class Manager {
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
   std::mutex flush_mu_;
   std::thread ss_thread_;
+  std::thread attach_thread_;
 };
 
 }  // namespace bcs::mm

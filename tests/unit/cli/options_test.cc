@@ -231,6 +231,42 @@ TEST(CliOptions, EnvironmentForTheRanks) {
       << "an empty value is a value";
 }
 
+// --detach needs a standing cluster, and what only a waiting bcs run does
+// (--timeout, --job-dir) cannot come with it: refused, saying why.
+TEST(CliOptions, DetachIsForAStandingClusterOnly) {
+  RunOptions r = run_of(parse({"run", "--manager", "unix:/run/bcs/mm.sock", "--detach", "-n", "2", "prog"}));
+  EXPECT_TRUE(r.detach);
+  EXPECT_FALSE(run_of(parse({"run", "--manager", "h:1", "-n", "2", "prog"})).detach);
+  struct Bad {
+    std::vector<std::string> args;
+    const char* says;
+  };
+  for (const Bad& b : {Bad{{"run", "--detach", "-n", "2", "prog"}, "a detached job needs a standing cluster"},
+                       Bad{{"run", "--manager", "h:1", "--detach", "--timeout", "5s", "-n", "1", "p"}, "--timeout"},
+                       Bad{{"run", "--manager", "h:1", "--detach", "--job-dir", "d", "-n", "1", "p"}, "--job-dir"}}) {
+    auto p = parse(b.args);
+    EXPECT_EQ(code_of(p), 2) << b.says;
+    EXPECT_NE(p.err.find(b.says), std::string::npos) << p.err;
+  }
+  // Said in --help.
+  auto h = parse({"run", "--help"});
+  EXPECT_EQ(code_of(h), 0);
+  EXPECT_NE(h.out.find("--detach"), std::string::npos);
+  EXPECT_NE(h.out.find("bcs attach JOB"), std::string::npos) << h.out;
+}
+
+TEST(CliOptions, AttachTakesAJobAndAManager) {
+  auto p = parse({"attach", "12", "--manager", "unix:/run/bcs/mm.sock", "-l"});
+  const Command* c = std::get_if<Command>(&p.result);
+  ASSERT_NE(c, nullptr) << p.err;
+  ASSERT_TRUE(std::holds_alternative<AttachOptions>(*c));
+  const auto& a = std::get<AttachOptions>(*c);
+  EXPECT_EQ(a.job_id, 12u);
+  EXPECT_EQ(a.manager, "unix:/run/bcs/mm.sock");
+  EXPECT_TRUE(a.label);
+  EXPECT_EQ(code_of(parse({"attach"})), 2);
+}
+
 TEST(CliOptions, BadEnvironmentOptionsAreRefused) {
   ::unsetenv("BCS_TEST_UNSET");
   auto p = parse({"run", "-n", "1", "-x", "BCS_TEST_UNSET", "prog"});
