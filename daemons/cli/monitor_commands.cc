@@ -73,9 +73,14 @@ int show_node_stats(const StatsOptions& o) {
 // (every slice carries its job), and for a trace its ranks' calls and
 // messages and its nodes' microphases over those slices.
 int export_job(const ExportOptions& o, uint64_t job) {
-  // A job run without BCS_MDS has no reports: a trace of its slices still.
+  // Asked for a plot too: the manager's answer says whether the job is the
+  // caller's. Its refusal (another user's job, a job it does not know) ends
+  // the command with the reason and status 1, never with a file of another
+  // user's slices (issue 42). A job run without BCS_MDS has no reports, and
+  // a trace of its slices still.
   std::vector<monitor::RankReport> ranks;
-  if (!o.plot && fetch_job_reports(o.manager, o.token_file, job, true, &ranks) != 0) ranks.clear();
+  if (int rc = fetch_job_reports(o.manager, o.token_file, job, !o.plot, &ranks)) return rc;
+  if (o.plot) ranks.clear();
   std::vector<std::string> hosts;
   for (const auto& r : ranks)
     if (std::find(hosts.begin(), hosts.end(), r.host) == hosts.end()) hosts.push_back(r.host);
