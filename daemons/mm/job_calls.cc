@@ -41,6 +41,10 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
                              grpc::ServerWriter<v1::JobEvent>* w) {
   if (!authorized(ctx)) return unauthenticated();
   const Caller who = identify(ctx);
+  const auto said = ctx->client_metadata().find(kClientMetadata);
+  const std::string client = client_words(
+      said == ctx->client_metadata().end() ? std::string()
+                                           : std::string(said->second.data(), said->second.size()));
   std::shared_ptr<Job> j;
   {
     std::lock_guard lk(mu_);
@@ -48,18 +52,15 @@ grpc::Status Manager::attach(grpc::ServerContext* ctx, uint64_t job_id,
     if (grpc::Status st = job_for_locked(who, job_id, &j); !st.ok()) return st;
     ++j->clients;
     j->ever_attached = true;
-    const auto said = ctx->client_metadata().find(kClientMetadata);
-    j->last_client = client_words(said == ctx->client_metadata().end()
-                                      ? std::string()
-                                      : std::string(said->second.data(), said->second.size()));
   }
   // However this call ends (the exit delivered, the client cancelled or
-  // gone, a failed write), the job learns that one client fewer watches.
+  // gone, a failed write), the job learns that this client left.
   struct Leave {
     Manager* m;
     Job& job;
-    ~Leave() { m->client_left(job); }
-  } leave{this, *j};
+    const std::string& client;
+    ~Leave() { m->client_left(job, client); }
+  } leave{this, *j, client};
   size_t next = 0;  // absolute index of the next event to send
   for (;;) {
     std::vector<v1::JobEvent> batch;
@@ -221,10 +222,11 @@ void Manager::end_job_locked(Job& j, int status, const std::string& message) {
   }
 }
 
-void Manager::client_left(Job& j) {
+void Manager::client_left(Job& j, const std::string& client) {
   {
     std::lock_guard lk(mu_);
     if (j.clients) --j.clients;
+    j.last_client = client;
     if (j.clients || j.state == Job::State::done) return;
     if (j.detached) {
       // Nobody reads now: the ranks must not block on a full pipe waiting

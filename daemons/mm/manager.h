@@ -165,7 +165,9 @@ struct Job {
   bool detached = false;
   uint32_t clients = 0;        // Attach streams open on it now
   bool ever_attached = false;
-  std::string last_client;     // who attached last ("bcs run, pid 123")
+  // Who is named when it ends for want of clients: its launcher until an
+  // Attach stream closed, then the client whose stream closed last.
+  std::string last_client;
   std::chrono::steady_clock::time_point attach_deadline;
 };
 
@@ -271,9 +273,9 @@ class Manager {
   void pause_output_locked(Job& j, bool pause);
   // Ends `j` as Kill does (a queued job leaves the queue at once).
   void end_job_locked(Job& j, int status, const std::string& message);
-  // An Attach stream on `j` closed (any way); the job ends if it was the
-  // last of a job not detached that is still running.
-  void client_left(Job& j);
+  // The Attach stream of `client` on `j` closed (any way); the job ends if
+  // it was the last of a job not detached that is still running.
+  void client_left(Job& j, const std::string& client);
   // Thread: ends jobs not detached whose client never attached
   // (kAttachWait).
   void watch_unattached();
