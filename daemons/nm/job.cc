@@ -154,6 +154,19 @@ std::string job_credentials(uid_t uid, gid_t gid, JobSpec* spec) {
   return {};
 }
 
+namespace {
+// Backs the header and each rank's hot part (SegmentLayout::hot_bytes)
+// with memory.
+bool populate_hot(void* base, const SegmentLayout& l) {
+  auto* b = static_cast<uint8_t*>(base);
+  if (!segment_populate(b, l.header_bytes())) return false;
+  for (uint32_t i = 0; i < l.nlocal; ++i)
+    if (!segment_populate(b + l.header_bytes() + size_t{i} * l.rank_area_bytes(), l.hot_bytes()))
+      return false;
+  return true;
+}
+}  // namespace
+
 std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
                                     const std::string& node_name, std::string* error) {
   std::shared_ptr<NmJob> job(new (std::nothrow) NmJob());  // private ctor: no make_shared
@@ -184,15 +197,22 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     *error = std::string("cannot create the job segment: ") + std::strerror(errno);
     return nullptr;
   }
-  // MAP_POPULATE: the pages are allocated and mapped here, at the job's
-  // start, not one minor fault at a time as the slices first touch each
-  // ring page, request slot and landing (a fault costs several
-  // microseconds on a virtual machine, in the middle of a slice). The
-  // ranks populate their own areas the same way (bcs_init).
-  void* base = ::mmap(nullptr, layout.total_bytes(), PROT_READ | PROT_WRITE,
-                      MAP_SHARED | MAP_POPULATE, job->memfd_.get(), 0);
+  void* base = ::mmap(nullptr, layout.total_bytes(), PROT_READ | PROT_WRITE, MAP_SHARED,
+                      job->memfd_.get(), 0);
   if (base == MAP_FAILED) {
     *error = std::string("cannot map the job segment: ") + std::strerror(errno);
+    return nullptr;
+  }
+  // The pages are allocated and mapped here, at the job's start, not one
+  // minor fault at a time as the slices first touch each ring page,
+  // request slot and landing (a fault costs several microseconds on a
+  // virtual machine, in the middle of a slice). The ranks populate their
+  // own areas the same way (bcs_init). Only each rank's hot part
+  // (SegmentLayout::hot_bytes): the rest of its request table is address
+  // space until the rank hands those slots out, so MAP_POPULATE, which
+  // would back all of it, is not used.
+  if (!populate_hot(base, layout)) {
+    *error = std::string("cannot allocate the job segment: ") + std::strerror(errno);
     return nullptr;
   }
   job->seg_ = Mapping(base, layout.total_bytes());

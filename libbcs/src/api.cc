@@ -93,14 +93,10 @@ bcs_status_t bcs_init(void) {
   // every rank maps the whole segment, and populating all of it in every
   // rank would cost page tables quadratic in the local ranks. A kernel
   // without MADV_POPULATE_WRITE (before 5.14) refuses, which costs nothing.
-#ifdef MADV_POPULATE_WRITE
-  {
-    const auto own = reinterpret_cast<uintptr_t>(s.view.ctl);
-    const uintptr_t page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
-    const uintptr_t from = own & ~(page - 1);
-    madvise(reinterpret_cast<void*>(from), own + l.rank_area_bytes() - from, MADV_POPULATE_WRITE);
-  }
-#endif
+  // Only its hot part: the request slots past it are populated as they are
+  // handed out (alloc_slot). A failure here is no error: the pages then
+  // come one fault at a time.
+  bcs::segment_populate(s.view.ctl, l.hot_bytes());
   s.header = h;
   s.layout = l;
   s.rank = static_cast<int32_t>(rank);
@@ -113,9 +109,22 @@ bcs_status_t bcs_init(void) {
   s.coll_last = nullptr;
   s.iprobes.clear();
   s.forgotten.clear();
+  // The slots are free (the memfd is zero-filled) and none handed out yet;
+  // nothing of an earlier attachment's requests is left (its open receives
+  // would name slots of another segment).
+  s.open_recvs.clear();
   s.free_slots.clear();
-  s.free_slots.reserve(s.view.request_slots);
-  s.slot_info.assign(s.view.request_slots, {});
+  s.slot_info.clear();
+  s.fresh = 0;
+  s.populated = std::min(s.view.request_slots, bcs::kHotRequestSlots);
+  s.max_requests = s.view.request_slots;
+  if (const char* m = std::getenv("BCS_MAX_REQUESTS")) {
+    // Fewer, for a program (or a test) that wants to meet the limit early.
+    char* end = nullptr;
+    const unsigned long long v = std::strtoull(m, &end, 10);
+    if (end != m && *end == '\0' && v > 0 && v < s.max_requests)
+      s.max_requests = static_cast<uint32_t>(v);
+  }
   s.send_seq.assign(static_cast<size_t>(s.size), 0);
   s.local_ctl.assign(static_cast<size_t>(s.size), nullptr);
   for (uint32_t i = 0; i < l.nlocal; ++i) {
@@ -127,10 +136,6 @@ bcs_status_t bcs_init(void) {
   world.members_known = true;
   for (const bcs::RankControl* c : s.local_ctl)
     if (c && c != s.view.ctl) world.local_peers.push_back(c);
-  for (uint32_t i = s.view.request_slots; i-- > 0;) {
-    s.free_slots.push_back(i);  // slot 0 on top
-    slot(i).state.store(static_cast<uint32_t>(ReqState::free), std::memory_order_relaxed);
-  }
   s.wait_spin_ns = wait_spin_ns(l.nlocal);
   // Before anything is posted: the node manager copies from and into this
   // process, which need not be the one it started (a wrapper that forks).
@@ -222,7 +227,7 @@ bcs_status_t send_impl(const void* buf, size_t len, const bcs_layout_t* layout, 
       (mode == BCS_NONBLOCKING && !req))
     return BCS_ERR_ARG;
   uint32_t idx;
-  if (!alloc_slot(DescKind::send, &idx)) return BCS_ERR_NO_RESOURCES;
+  if (const bcs_status_t e = alloc_slot(DescKind::send, &idx)) return e;
   Descriptor d = make_desc(DescKind::send, context, dest, tag);
   d.request = idx;
   d.addr = reinterpret_cast<uintptr_t>(buf);
@@ -345,7 +350,7 @@ bcs_status_t recv_impl(void* buf, size_t cap, const bcs_layout_t* layout, int32_
       bcs::shelf_take(st().view.shelf, source, context, tag, buf, cap, &t))
     return shelf_received(t, cap, out);
   uint32_t idx;
-  if (!alloc_slot(DescKind::recv, &idx)) return BCS_ERR_NO_RESOURCES;
+  if (const bcs_status_t e = alloc_slot(DescKind::recv, &idx)) return e;
   // Non-blocking: the slot first, so that a message taken is never lost
   // for want of one.
   if (shelf && mode == BCS_NONBLOCKING &&
@@ -421,7 +426,7 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   }
   if (mode == BCS_BLOCKING) {
     uint32_t idx;
-    if (!alloc_slot(DescKind::probe, &idx)) return BCS_ERR_NO_RESOURCES;
+    if (const bcs_status_t e = alloc_slot(DescKind::probe, &idx)) return e;
     Descriptor d = make_desc(DescKind::probe, context, source, tag);
     d.request = idx;
     post(d);
@@ -461,7 +466,7 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
   // answers one MSM later: MPI lets an Iprobe say no, not forever).
   if (s.iprobes.size() >= kIprobeKeep) drop_answered_iprobes();
   uint32_t idx;
-  if (!alloc_slot(DescKind::iprobe, &idx)) return BCS_ERR_NO_RESOURCES;
+  if (const bcs_status_t e = alloc_slot(DescKind::iprobe, &idx)) return e;
   Descriptor d = make_desc(DescKind::iprobe, context, source, tag);
   d.request = idx;
   post(d, true);
@@ -473,7 +478,7 @@ bcs_status_t bcs_probe(int32_t source, int32_t tag, int32_t context, bcs_mode_t 
 bcs_status_t bcs_cancel(bcs_request_t req) {
   auto& s = st();
   if (!s.initialized) return BCS_ERR_NOT_INIT;
-  if (req < 0 || static_cast<uint32_t>(req) >= s.view.request_slots) return BCS_ERR_ARG;
+  if (req < 0 || static_cast<uint32_t>(req) >= s.fresh) return BCS_ERR_ARG;
   const RequestSlot& r = slot(static_cast<uint32_t>(req));
   const bool send = r.kind == static_cast<uint32_t>(DescKind::send);
   if (!send && r.kind != static_cast<uint32_t>(DescKind::recv)) return BCS_ERR_ARG;
@@ -486,6 +491,8 @@ bcs_status_t bcs_cancel(bcs_request_t req) {
 }
 
 void bcs_set_msg_observer(bcs_msg_observer_t fn) { st().observer = fn; }
+
+uint32_t bcs_request_limit(void) { return st().initialized ? st().max_requests : 0; }
 
 uint64_t bcs_job_slice(void) {
   const auto& s = st();
@@ -531,7 +538,7 @@ bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket) 
       seq > s.send_seq[static_cast<size_t>(dest)])
     return BCS_ERR_ARG;
   uint32_t idx;
-  if (!alloc_slot(DescKind::cancel, &idx)) return BCS_ERR_NO_RESOURCES;
+  if (const bcs_status_t e = alloc_slot(DescKind::cancel, &idx)) return e;
   Descriptor d = make_desc(DescKind::cancel, 0, dest, 0);
   d.request = idx;
   d.addr = seq;

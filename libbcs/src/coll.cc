@@ -141,7 +141,7 @@ bcs_status_t bcs_coll(const bcs_coll_args_t* a, bcs_mode_t mode, bcs_request_t* 
   if (!coll_args_valid(a) || (mode == BCS_NONBLOCKING && !req)) return BCS_ERR_ARG;
   if (a->comm_size > s.size) return BCS_ERR_ARG;
   uint32_t idx;
-  if (!alloc_slot(DescKind::coll, &idx)) return BCS_ERR_NO_RESOURCES;
+  if (const bcs_status_t e = alloc_slot(DescKind::coll, &idx)) return e;
   if (a->comm_size == 1) {
     const bcs_status_t e = bcs_coll_local(a);
     complete_locally(idx, 0);

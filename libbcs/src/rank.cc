@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
+#include <new>
 #include <string_view>
 
 namespace bcs::rank_side {
@@ -23,11 +24,42 @@ bool valid_request(bcs_request_t r) {
 
 size_t drop_answered_iprobes();
 
-bool alloc_slot(DescKind kind, uint32_t* idx) {
+namespace {
+// Makes slot s.fresh usable, then hands it out: its page backed by memory
+// (populated with its neighbours, so that a failure is ENOMEM here rather
+// than a fault in a post, and the faults of a burst of posts are one system
+// call per kPopulateSlots), room for it in free_slots and slot_info.
+bcs_status_t take_fresh(uint32_t* idx) {
   auto& s = st();
-  if (s.free_slots.empty() && drop_answered_iprobes() == 0) return false;
-  *idx = s.free_slots.back();
-  s.free_slots.pop_back();
+  const uint32_t i = s.fresh;
+  try {
+    if (s.free_slots.capacity() <= i)
+      s.free_slots.reserve(std::min<size_t>(s.max_requests, std::max<size_t>(2 * size_t{i}, 64)));
+    if (s.slot_info.size() <= i)
+      s.slot_info.resize(std::min<size_t>(s.max_requests, std::max<size_t>(2 * size_t{i}, 64)));
+  } catch (const std::bad_alloc&) {
+    return BCS_ERR_NO_MEM;
+  }
+  if (i >= s.populated) {
+    const uint32_t n = std::min(kPopulateSlots, s.max_requests - i);
+    if (!bcs::segment_populate(&slot(i), size_t{n} * sizeof(RequestSlot))) return BCS_ERR_NO_MEM;
+    s.populated = i + n;
+  }
+  s.fresh = i + 1;
+  *idx = i;
+  return BCS_OK;
+}
+}  // namespace
+
+bcs_status_t alloc_slot(DescKind kind, uint32_t* idx) {
+  auto& s = st();
+  if (s.free_slots.empty() && s.fresh < s.max_requests) {
+    if (const bcs_status_t e = take_fresh(idx)) return e;
+  } else {
+    if (s.free_slots.empty() && drop_answered_iprobes() == 0) return BCS_ERR_NO_RESOURCES;
+    *idx = s.free_slots.back();
+    s.free_slots.pop_back();
+  }
   RequestSlot& r = slot(*idx);
   r.error = 0;
   r.source = 0;
@@ -45,7 +77,7 @@ bool alloc_slot(DescKind kind, uint32_t* idx) {
   // The NM only looks at a slot after the descriptor naming it was published
   // by the ring's release store, so relaxed is enough here.
   r.state.store(static_cast<uint32_t>(ReqState::pending), std::memory_order_relaxed);
-  return true;
+  return BCS_OK;
 }
 
 void release_slot(uint32_t idx) {
@@ -65,7 +97,7 @@ void take_landed(uint32_t idx) {
   // The node manager lands no more than the receive holds; the bounds are
   // checked anyway, against what this rank posted.
   const size_t n = std::min<uint64_t>({r.landed, b.recv_cap, bcs::kLandingMax});
-  if (n && b.recv_buf)
+  if (n && b.recv_buf && idx < st().view.landing_slots)
     std::memcpy(b.recv_buf, st().view.landing + size_t{idx} * bcs::kLandingMax, n);
   r.landed = 0;
 }

@@ -96,7 +96,17 @@ struct State {
   uint64_t post_seq = 0;
   uint64_t ring_tail_seen = 0;  // the NM's ring tail as last read (ring_try_post)
   bool post_fence = true;       // false: kNmAsymmetricFence, and registered for it
-  std::vector<uint32_t> free_slots;                // LIFO: reuse hot slots
+  // Request slots. The table is large and sparse (segment.h,
+  // kRequestSlots): slots [0, fresh) were handed out at least once, and the
+  // freed ones among them wait in free_slots (LIFO: reuse hot slots, so a
+  // program that keeps few requests touches few pages); a new one is taken
+  // at `fresh` only when none is free. Slots [0, populated) are backed by
+  // memory. `max_requests` is how many the rank may use: the table's size,
+  // or fewer with BCS_MAX_REQUESTS in its environment.
+  std::vector<uint32_t> free_slots;  // capacity >= fresh: release_slot never allocates
+  uint32_t fresh = 0;
+  uint32_t populated = 0;
+  uint32_t max_requests = 0;
   // Per slot, what only this rank knows of its request: a send's
   // destination (for bcs_cancel), a receive's buffer and capacity (where the
   // bytes the node manager left in the slot's landing go, RequestSlot::landed).
@@ -193,7 +203,12 @@ inline bool shelf_may_take() {
   }
   return true;
 }
-bool alloc_slot(DescKind kind, uint32_t* idx);
+// A free request slot for a descriptor of `kind`, pending. BCS_OK, or
+// BCS_ERR_NO_RESOURCES when max_requests are all in use (bcs_request_limit),
+// or BCS_ERR_NO_MEM when memory for a new one ran out; nothing changes then.
+bcs_status_t alloc_slot(DescKind kind, uint32_t* idx);
+// How many slots alloc_slot populates at once past the hot ones: 64 KiB.
+constexpr uint32_t kPopulateSlots = 1024;
 void release_slot(uint32_t idx);
 // Frees the slots of non-blocking probes the node manager has answered;
 // returns how many.

@@ -400,7 +400,7 @@ bcs_status_t bcs_reduce_local(bcs_op_t op, bcs_dtype_t t, void* inout, const voi
       const std::vector<unsigned char> copy(b, b + bytes);
       return run(op, t, a, copy.data(), count) ? BCS_OK : BCS_ERR_ARG;
     } catch (const std::bad_alloc&) {
-      return BCS_ERR_NO_RESOURCES;
+      return BCS_ERR_NO_MEM;
     }
   }
   return run(op, t, a, b, count) ? BCS_OK : BCS_ERR_ARG;

@@ -2,6 +2,7 @@
 
 #include <linux/futex.h>
 #include <linux/membarrier.h>
+#include <sys/mman.h>
 #include <sys/syscall.h>
 #include <time.h>
 #include <unistd.h>
@@ -28,6 +29,21 @@ bool futex_wait(std::atomic<uint32_t>* word, uint32_t expected, uint64_t timeout
 
 void futex_wake_all(std::atomic<uint32_t>* word) {
   syscall(SYS_futex, reinterpret_cast<uint32_t*>(word), FUTEX_WAKE, INT32_MAX, nullptr, nullptr, 0);
+}
+
+bool segment_populate(void* p, size_t len) {
+  if (len == 0) return true;
+  const auto page = static_cast<uintptr_t>(sysconf(_SC_PAGESIZE));
+  const auto at = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t from = at & ~(page - 1);
+#ifdef MADV_POPULATE_WRITE
+  if (madvise(reinterpret_cast<void*>(from), at + len - from, MADV_POPULATE_WRITE) == 0) return true;
+  if (errno != EINVAL) return false;
+#endif
+  // An old kernel: a read of each page allocates it (the segment is shared
+  // memory), without writing anything a rank may be using.
+  for (uintptr_t a = from; a < at + len; a += page) (void)*reinterpret_cast<volatile const char*>(a);
+  return true;
 }
 
 bool ring_try_post(RankView& v, const Descriptor& d, uint64_t* tail_seen) {

@@ -24,11 +24,12 @@ typedef enum {
   BCS_ERR_PEER = 2,       /* peer memory unreachable (peer died) */
   BCS_ERR_INTERNAL = 3,
   BCS_ERR_ARG = 4,        /* invalid argument */
-  BCS_ERR_NO_RESOURCES = 5, /* request table full */
+  BCS_ERR_NO_RESOURCES = 5, /* every request slot in use (bcs_request_limit) */
   BCS_ERR_NOT_INIT = 6,   /* not started under a bcs node manager */
   BCS_ERR_COLL_MISMATCH = 7, /* members called different collectives (or roots, counts, ops) */
   BCS_CANCELLED = 8,      /* a request's status: it was cancelled (bcs_cancel), no data moved */
   BCS_ERR_BAD_ADDRESS = 9, /* a message buffer (the sender's or the receiver's) is not mapped */
+  BCS_ERR_NO_MEM = 10,    /* no memory left for another request (its slot or bookkeeping) */
 } bcs_status_t;
 
 #define BCS_ANY_SOURCE (-1)
@@ -160,6 +161,12 @@ bcs_status_t bcs_cancel_sent(int32_t dest, uint64_t seq, bcs_request_t* ticket);
  * in its buffer by the time any later test or wait of this rank finds a
  * request complete. *req becomes BCS_REQUEST_NULL. */
 bcs_status_t bcs_request_free(bcs_request_t* req);
+/* How many requests this rank may hold at once (posted and not yet freed
+ * by a test, a wait or bcs_request_free): the job segment's request table
+ * (2^21 slots), or fewer if BCS_MAX_REQUESTS in the rank's environment says
+ * so. Posting one more fails at once with BCS_ERR_NO_RESOURCES; 0 before
+ * bcs_init. */
+uint32_t bcs_request_limit(void);
 /* Test (non-blocking) or wait (blocking) for one request. On completion the
  * request is freed and *req set to BCS_REQUEST_NULL. A NULL request is
  * complete at once with an empty status. */

@@ -174,9 +174,10 @@ void request_complete(RankView& v, uint32_t idx, int32_t error, int32_t source, 
 // Puts a small receive's `n` bytes into the landing of request `idx` and
 // says so in the slot (the NM, before request_complete, whose release store
 // publishes them). False, landing nothing, when `n` is 0 or more than
-// kLandingMax, or `idx` is out of range: the caller writes the buffer.
+// kLandingMax, or slot `idx` has no landing (SegmentLayout::landing_slots):
+// the caller writes the buffer.
 inline bool request_land(RankView& v, uint32_t idx, const void* src, size_t n) {
-  if (n == 0 || n > kLandingMax || idx >= v.request_slots) return false;
+  if (n == 0 || n > kLandingMax || idx >= v.landing_slots) return false;
   std::memcpy(v.landing + size_t{idx} * kLandingMax, src, n);
   v.requests[idx].landed = static_cast<uint32_t>(n);
   return true;

@@ -14,10 +14,11 @@
 //     RankControl               futexes, ring indices, MPI state
 //     MmdsArea, report block     the MMDS's counters and final report
 //     Descriptor ring[ring_slots]
-//     RequestSlot[request_slots]
 //     DrainNote[ring_slots]     the slice schedule, for a recording rank
-//     landing[request_slots]    small receives, kLandingMax bytes each
+//     landing[landing_slots()]  small receives of the first slots, kLandingMax bytes each
 //     Shelf                     small unexpected messages offered to the rank
+//     RequestSlot[request_slots] last: only its first kHotRequestSlots are
+//                               backed by memory at the start (see SegmentLayout)
 #pragma once
 
 #include <algorithm>
@@ -31,14 +32,15 @@
 namespace bcs {
 
 constexpr uint32_t kSegmentMagic = 0x42435331;  // "BCS1"
-constexpr uint32_t kSegmentVersion = 14;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
+constexpr uint32_t kSegmentVersion = 15;  // 3: the MMDS area per rank; 4: RequestSlot::seq,
                                          // the MMDS report block; 5: job slices, drain notes,
                                          // DMA (single copy) orders; 6: nm_flags on its own line;
                                          // 7: landings for small receives; 8: mpi_pid;
                                          // 9: two DMA order slots; 10: DmaOrder::write;
                                          // 11: DmaOrder::split and ::second;
                                          // 12: RankControl::held_sends; 13: the shelf;
-                                         // 14: kNmBellOnWork
+                                         // 14: kNmBellOnWork; 15: the request table
+                                         // last, 2^21 slots, landings for the first 4096
 constexpr int32_t kAnySource = -1;
 constexpr int32_t kAnyTag = -1;
 constexpr int32_t kProcNull = -2;
@@ -514,11 +516,31 @@ struct alignas(64) SegmentHeader {
   alignas(64) std::atomic<uint32_t> nm_flags;
 };
 
+// The request table holds as many requests as a program may keep
+// outstanding, by default kRequestSlots per rank: 128 MiB of address space,
+// yet only the pages of slots in use are memory. The memfd is sparse; the
+// node manager and the rank populate the first kHotRequestSlots slots at the
+// job's start (as the rest of the rank's area) and the rank populates the
+// others as it first hands them out (rank_side::alloc_slot), a page run at a
+// time, where a lack of memory is an error of the call (MPI_ERR_NO_MEM)
+// rather than a fault. A fixed table of 4096 used to fail a correct program
+// of 10,000 outstanding large sends after 30 s. The node manager's part is
+// unchanged: it checks every index against its own copy of request_slots,
+// and what it keeps per posted request (its matcher's entry, held to
+// --max-unexpected per receiver) was already bounded by the table.
+// Only the first kLandingSlots slots have a landing (kLandingMax bytes
+// each): a small receive in a later slot is written into its buffer by the
+// node manager instead (request_land refuses it), so the landings stay
+// 768 KiB per rank and the table's pages stay 64 bytes a request.
+constexpr uint32_t kRequestSlots = uint32_t{1} << 21;
+constexpr uint32_t kHotRequestSlots = 4096;
+constexpr uint32_t kLandingSlots = 4096;
+
 // Sizing and addressing. Both sides compute the same layout from the header.
 struct SegmentLayout {
   uint32_t nlocal = 0;
   uint32_t ring_slots = 1024;
-  uint32_t request_slots = 4096;
+  uint32_t request_slots = kRequestSlots;
 
   static size_t align64(size_t n) { return (n + 63) & ~size_t{63}; }
   size_t header_bytes() const { return align64(sizeof(SegmentHeader)); }
@@ -527,11 +549,19 @@ struct SegmentLayout {
   size_t ring_bytes() const { return size_t{ring_slots} * kDescriptorSize; }
   size_t requests_bytes() const { return size_t{request_slots} * sizeof(RequestSlot); }
   size_t drains_bytes() const { return align64(size_t{ring_slots} * sizeof(DrainNote)); }
-  size_t landing_bytes() const { return size_t{request_slots} * kLandingMax; }
+  uint32_t landing_slots() const { return std::min(request_slots, kLandingSlots); }
+  size_t landing_bytes() const { return size_t{landing_slots()} * kLandingMax; }
   size_t shelf_bytes() const { return align64(sizeof(Shelf)); }
-  size_t rank_area_bytes() const {
-    return control_bytes() + mmds_bytes() + ring_bytes() + requests_bytes() + drains_bytes() +
-           landing_bytes() + shelf_bytes();
+  // Where the request table starts in a rank's area (after everything else).
+  size_t requests_offset() const {
+    return control_bytes() + mmds_bytes() + ring_bytes() + drains_bytes() + landing_bytes() +
+           shelf_bytes();
+  }
+  size_t rank_area_bytes() const { return requests_offset() + requests_bytes(); }
+  // The part of a rank's area populated at the job's start: all of it but
+  // the request slots past the first kHotRequestSlots.
+  size_t hot_bytes() const {
+    return requests_offset() + size_t{std::min(request_slots, kHotRequestSlots)} * sizeof(RequestSlot);
   }
   size_t total_bytes() const { return header_bytes() + size_t{nlocal} * rank_area_bytes(); }
 };
@@ -544,10 +574,11 @@ struct RankView {
   Descriptor* ring = nullptr;
   RequestSlot* requests = nullptr;
   DrainNote* drains = nullptr;  // ring_slots notes
-  uint8_t* landing = nullptr;   // request_slots landings of kLandingMax bytes
+  uint8_t* landing = nullptr;   // landing_slots landings of kLandingMax bytes
   Shelf* shelf = nullptr;
   uint32_t ring_slots = 0;
   uint32_t request_slots = 0;
+  uint32_t landing_slots = 0;   // slots [0, landing_slots) have a landing
 };
 
 // With the layout given: the node manager passes its private copy, never the
@@ -559,14 +590,15 @@ inline RankView segment_rank_view(void* base, uint32_t local_index, const Segmen
   v.ctl = reinterpret_cast<RankControl*>(area);
   v.mmds = reinterpret_cast<MmdsArea*>(area + l.control_bytes());
   v.mmds_report = reinterpret_cast<char*>(area + l.control_bytes() + SegmentLayout::align64(sizeof(MmdsArea)));
+  v.requests = reinterpret_cast<RequestSlot*>(area + l.requests_offset());
   area += l.control_bytes() + l.mmds_bytes();
   v.ring = reinterpret_cast<Descriptor*>(area);
-  v.requests = reinterpret_cast<RequestSlot*>(area + l.ring_bytes());
-  v.drains = reinterpret_cast<DrainNote*>(area + l.ring_bytes() + l.requests_bytes());
-  v.landing = area + l.ring_bytes() + l.requests_bytes() + l.drains_bytes();
+  v.drains = reinterpret_cast<DrainNote*>(area + l.ring_bytes());
+  v.landing = area + l.ring_bytes() + l.drains_bytes();
   v.shelf = reinterpret_cast<Shelf*>(v.landing + l.landing_bytes());
   v.ring_slots = l.ring_slots;
   v.request_slots = l.request_slots;
+  v.landing_slots = l.landing_slots();
   return v;
 }
 
@@ -610,6 +642,13 @@ inline uint32_t segment_blocked_count(void* base, const SegmentLayout& l) {
   }
   return n;
 }
+
+// Backs [p, p + len) of a shared mapping of the segment with memory now
+// (MADV_POPULATE_WRITE; `p` need not be page-aligned). False with errno
+// set when the kernel cannot (ENOMEM: no memory left). A kernel without
+// MADV_POPULATE_WRITE (before 5.14) touches each page instead, where a
+// lack of memory is a fault rather than an error.
+bool segment_populate(void* p, size_t len);
 
 // Rings the node manager's doorbell (&SegmentHeader::bell): bump, FUTEX_WAKE.
 void segment_ring_bell(std::atomic<uint32_t>* bell);

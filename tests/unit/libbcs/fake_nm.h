@@ -80,7 +80,8 @@ class FakeSegment {
 };
 
 inline void clear_env() {
-  for (const char* v : {"BCS_SEGMENT_FD", "BCS_LOCAL_INDEX", "BCS_RANK", "BCS_SIZE", "BCS_JOB"})
+  for (const char* v : {"BCS_SEGMENT_FD", "BCS_LOCAL_INDEX", "BCS_RANK", "BCS_SIZE", "BCS_JOB",
+                        "BCS_MAX_REQUESTS"})
     unsetenv(v);
 }
 

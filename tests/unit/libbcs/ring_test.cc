@@ -112,6 +112,10 @@ TEST(SegmentLayoutTest, BlocksAre64ByteAlignedAndDisjoint) {
     EXPECT_LT(reinterpret_cast<uint8_t*>(v.ring), reinterpret_cast<uint8_t*>(v.requests));
     EXPECT_EQ(reinterpret_cast<uintptr_t>(v.landing) % 64, 0u);
     EXPECT_LE(reinterpret_cast<uint8_t*>(v.drains + v.ring_slots), v.landing);
+    EXPECT_EQ(v.landing_slots, 16u);
+    // The request table comes last, after the landings and the shelf.
+    EXPECT_LE(v.landing + size_t{v.landing_slots} * kLandingMax, reinterpret_cast<uint8_t*>(v.shelf));
+    EXPECT_LE(reinterpret_cast<uint8_t*>(v.shelf + 1), reinterpret_cast<uint8_t*>(v.requests));
     // The request table and the landings of the last rank end inside the
     // segment.
     EXPECT_LE(reinterpret_cast<uint8_t*>(v.requests + v.request_slots), base + l.total_bytes());
@@ -124,6 +128,40 @@ TEST(SegmentLayoutTest, BlocksAre64ByteAlignedAndDisjoint) {
                 reinterpret_cast<uint8_t*>(v.ctl));
     }
   }
+}
+
+// The default table holds more than 10^6 requests a rank (issue 42), yet
+// what the job's start backs with memory (hot_bytes) is what a table of
+// 4096 was: the slots past kHotRequestSlots are at the end of the rank's
+// area, and only the first kLandingSlots slots have a landing.
+TEST(SegmentLayoutTest, TheLargeRequestTableIsLastAndOnlyItsHotSlotsArePopulated) {
+  SegmentLayout l{2, 1024, kRequestSlots};
+  EXPECT_GE(l.request_slots, 1'000'000u);
+  EXPECT_EQ(l.landing_slots(), kLandingSlots);
+  EXPECT_EQ(l.landing_bytes(), size_t{kLandingSlots} * kLandingMax);
+  EXPECT_EQ(l.requests_offset() % 64, 0u);
+  EXPECT_EQ(l.rank_area_bytes(), l.requests_offset() + size_t{kRequestSlots} * sizeof(RequestSlot));
+  EXPECT_EQ(l.hot_bytes(), l.requests_offset() + size_t{kHotRequestSlots} * sizeof(RequestSlot));
+  // As much at the start as the layout of a 4096-slot table.
+  SegmentLayout small{2, 1024, 4096};
+  EXPECT_EQ(l.hot_bytes(), small.rank_area_bytes());
+  // A table smaller than the hot part is all hot, and all landed.
+  SegmentLayout tiny{1, 16, 8};
+  EXPECT_EQ(tiny.landing_slots(), 8u);
+  EXPECT_EQ(tiny.hot_bytes(), tiny.rank_area_bytes());
+}
+
+// A slot past the landings gets no landing: the node manager writes the
+// receive's buffer instead (request_land says false, and leaves the slot).
+TEST(SegmentLayoutTest, ASlotPastTheLandingsIsNotLanded) {
+  TestSegment seg(1, 16, kLandingSlots + 8);
+  RankView v = seg.view(0);
+  const uint8_t bytes[8] = {1, 2, 3, 4, 5, 6, 7, 8};
+  EXPECT_TRUE(request_land(v, kLandingSlots - 1, bytes, sizeof bytes));
+  EXPECT_EQ(v.requests[kLandingSlots - 1].landed, 8u);
+  EXPECT_FALSE(request_land(v, kLandingSlots, bytes, sizeof bytes));
+  EXPECT_EQ(v.requests[kLandingSlots].landed, 0u);
+  EXPECT_FALSE(request_land(v, kLandingSlots + 8, bytes, sizeof bytes));
 }
 
 TEST(RingTest, DrainReturnsPostOrder) {
