@@ -82,14 +82,6 @@ int bcs_impl_Init_thread(int* argc, char*** argv, int required, int* provided) {
     bcs_abort(MPI_ERR_OTHER);
   }
   comm_init();
-  // How long a post waits for a request slot when the table is full
-  // (BCS_REQUEST_WAIT, seconds; 30 by default) before it fails.
-  if (const char* w = std::getenv("BCS_REQUEST_WAIT")) {
-    char* end = nullptr;
-    const double sec = std::strtod(w, &end);
-    if (end != w && *end == '\0' && sec >= 0 && sec <= 86400)
-      s.request_wait_us = static_cast<int64_t>(sec * 1e6);
-  }
   s.main_thread = pthread_self();
   s.thread_level = std::min(std::max(required, MPI_THREAD_SINGLE), MPI_THREAD_SERIALIZED);
   if (provided) *provided = s.thread_level;

@@ -275,6 +275,10 @@ int bcs_to_class(int e) {
     case BCS_ERR_INTERNAL: return MPI_ERR_INTERN;
     case BCS_ERR_COLL_MISMATCH: return MPI_ERR_OTHER;
     case BCS_ERR_BAD_ADDRESS: return MPI_ERR_BUFFER;
+    // Out of request slots or of memory for one: the program holds more
+    // requests than this rank has room for.
+    case BCS_ERR_NO_RESOURCES: return MPI_ERR_NO_MEM;
+    case BCS_ERR_NO_MEM: return MPI_ERR_NO_MEM;
     default: return MPI_ERR_OTHER;
   }
 }
@@ -289,7 +293,8 @@ const char* bcs_text(int e) {
     case BCS_ERR_INTERNAL: return "internal error in the bcs runtime";
     case BCS_ERR_ARG: return "invalid argument passed to the bcs runtime";
     case BCS_ERR_NO_RESOURCES:
-      return "too many outstanding requests (the job segment's request table is full)";
+      return "too many outstanding requests (every slot of this rank's request table is in use)";
+    case BCS_ERR_NO_MEM: return "out of memory for another request";
     case BCS_ERR_NOT_INIT: return "not attached to a bcs node manager";
     case BCS_ERR_COLL_MISMATCH:
       return "the members of the communicator called different collectives here (or the same "
@@ -305,6 +310,18 @@ int raise_bcs(int comm, const char* fn, int e, size_t cap) {
   const PeerGoneCause mark(e == BCS_ERR_PEER);
   if (e == BCS_ERR_TRUNCATE)
     return raise_error(comm, fn, MPI_ERR_TRUNCATE, "%s (%zu bytes)", bcs_text(e), cap);
+  // Name the limit, and how many requests the program holds against it.
+  if (e == BCS_ERR_NO_RESOURCES)
+    return raise_error(comm, fn, MPI_ERR_NO_MEM,
+                       "too many outstanding requests: this rank holds %u, the most its request "
+                       "table allows (the job segment's, 2^21 a rank; fewer if BCS_MAX_REQUESTS "
+                       "says so); complete or free some first",
+                       bcs_request_limit());
+  if (e == BCS_ERR_NO_MEM)
+    return raise_error(comm, fn, MPI_ERR_NO_MEM,
+                       "out of memory for another request: the rank's memory is exhausted "
+                       "(its address-space or cgroup limit) with %zu requests outstanding",
+                       requests_held());
   return raise_error(comm, fn, bcs_to_class(e), "%s", bcs_text(e));
 }
 

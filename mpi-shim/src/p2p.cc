@@ -19,6 +19,7 @@
 #include <algorithm>
 #include <cstddef>
 #include <cstdio>
+#include <new>
 #include <vector>
 
 #include "dtype.h"
@@ -53,6 +54,19 @@ Req& req_new(MPI_Request* handle) {
   r.used = true;
   *handle = kReqBase + idx;
   return r;
+}
+
+bool req_room() {
+  Shim& s = S();
+  if (!s.free_reqs.empty() || s.reqs.size() < s.reqs.capacity()) return true;
+  try {
+    s.reqs.reserve(std::max<size_t>(64, 2 * s.reqs.size()));
+    // A request freed later goes back on free_reqs: room for it now too.
+    s.free_reqs.reserve(s.reqs.capacity());
+  } catch (const std::bad_alloc&) {
+    return false;
+  }
+  return true;
 }
 
 MPI_Request req_alloc(Req r) {
@@ -123,7 +137,13 @@ void harvest_one(int idx, const bcs_msg_status_t& st) {
 }
 }  // namespace
 
-bool harvest_requests(bool block) {
+size_t requests_held() {
+  size_t n = 0;
+  for (const Req& r : S().reqs) n += r.used && !r.local_done && r.breq != BCS_REQUEST_NULL;
+  return n + S().orphans.size();
+}
+
+bool harvest_requests() {
   auto& s = S();
   std::vector<int> idx;
   std::vector<bcs_request_t> b;
@@ -138,23 +158,6 @@ bool harvest_requests(bool block) {
     }
   }
   if (idx.empty()) return false;
-  if (block) {
-    // Polls with a growing sleep: this path is rare (a program holding
-    // thousands of requests), and a blocking wait could not give up.
-    for (int64_t us = 50, waited = 0; waited < s.request_wait_us;
-         waited += us, us = std::min<int64_t>(us * 2, 20'000)) {
-      int which = -1, flag = 0;
-      bcs_msg_status_t st{};
-      bcs_testany(static_cast<int>(b.size()), b.data(), BCS_NONBLOCKING, &which, &flag, &st);
-      if (flag && which >= 0) {
-        harvest_one(idx[static_cast<size_t>(which)], st);
-        return true;
-      }
-      const timespec ts{0, us * 1000L};
-      nanosleep(&ts, nullptr);
-    }
-    return false;
-  }
   bool any = false;
   for (size_t k = 0; k < idx.size(); ++k) {
     int done = 0;
@@ -306,6 +309,7 @@ int isend(const char* fn, const void* buf, int count, MPI_Datatype type, int des
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  if (!req_room()) return raise_bcs(comm, fn, BCS_ERR_NO_MEM);
   const P2pBuf p = stage_send(buf, count, type);
   r.coll = p.keep;
   bcs_request_t b = BCS_REQUEST_NULL;
@@ -350,6 +354,7 @@ int irecv(const char* fn, void* buf, int count, MPI_Datatype type, int source, i
     return MPI_SUCCESS;
   }
   if (S().singleton) return singleton_p2p(comm, fn);
+  if (!req_room()) return raise_bcs(comm, fn, BCS_ERR_NO_MEM);
   if (replay::g_mode != replay::Mode::off) r.wild = replay::recv_posted(fn, &source, &tag);
   const P2pBuf p = stage_recv(buf, count, type);
   r.coll = p.keep;

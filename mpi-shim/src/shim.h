@@ -232,7 +232,6 @@ struct Shim {
   int rank = 0;
   int size = 1;
   int thread_level = MPI_THREAD_SINGLE;
-  int64_t request_wait_us = 30'000'000;  // back-pressure limit (BCS_REQUEST_WAIT)
   pthread_t main_thread{};
   // Communicators by index (0 world, 1 self); slots are never reused.
   std::vector<std::unique_ptr<Comm>> comms;
@@ -536,6 +535,11 @@ MPI_Request req_alloc(Req r);
 // A fresh request slot (all fields default, `used` set) and its handle in
 // *handle: the caller fills it in place, without moving a whole Req.
 Req& req_new(MPI_Request* handle);
+// Room for one more request in the table req_new takes from, so that it
+// cannot fail (the table grows by doubling); false when memory ran out.
+// A call that posts checks first, and fails with MPI_ERR_NO_MEM, before it
+// posts anything.
+bool req_room();
 // MPI_Cancel of the MPI_Ibsend request at `idx` (request.cc).
 int bsend_cancel(int idx);
 void req_release(int idx);
@@ -610,21 +614,24 @@ bool reclaim_orphans();
 
 // Requests the runtime completed but the program has not waited for yet:
 // their status moves into the MPI request (local_done) and their runtime
-// slot is freed. With `block`, first waits (up to BCS_REQUEST_WAIT, 30 s) for one of this
-// process's requests to complete. Whether a slot was freed.
-bool harvest_requests(bool block);
+// slot is freed. Whether a slot was freed.
+bool harvest_requests();
 
-// Runs a posting call; when the BCS request table is full, reclaims orphans
-// and completed requests and retries, waiting for completions as long as
-// they come (back-pressure instead of failure). Fails only when nothing
-// this process waits for completes for 30 s.
+// Runs a posting call; when the BCS request table is full (bcs_request_limit,
+// 2^21 slots a rank), reclaims orphans and completed requests and retries.
+// If none had completed, the program really holds that many: the call fails
+// at once (MPI_ERR_NO_MEM, raise_bcs names the limit). Waiting, as it did
+// when the table held 4096, could only make a correct program that posts
+// more before it receives fail later (after 30 s) instead of at once.
 template <typename Fn>
 int post_with_retry(Fn fn) {
   int e = fn();
-  if (e == BCS_ERR_NO_RESOURCES && (reclaim_orphans() | harvest_requests(false))) e = fn();
-  while (e == BCS_ERR_NO_RESOURCES && harvest_requests(true)) e = fn();
+  while (e == BCS_ERR_NO_RESOURCES && (reclaim_orphans() | harvest_requests())) e = fn();
   return e;
 }
+// The MPI requests this process holds that are still the runtime's (for
+// the message of an MPI_ERR_NO_MEM).
+size_t requests_held();
 
 // ------------------------------------------------------------ reductions
 
