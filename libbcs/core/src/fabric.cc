@@ -124,6 +124,23 @@ Status Fabric::test_event(EventId ev, Message* out, std::optional<std::chrono::n
   return I.block(attempt, /*on_var=*/false, ev, timeout);
 }
 
+Status Fabric::wait_event_or_var(EventId ev, uint64_t var_gen,
+                                 std::optional<std::chrono::nanoseconds> timeout) {
+  auto& I = *impl_;
+  auto attempt = [&] {
+    std::lock_guard lk(I.state_mu);
+    if (I.var_gen != var_gen) return true;
+    auto it = I.queues.find(ev);
+    return it != I.queues.end() && !it->second.empty();
+  };
+  return I.block(attempt, /*on_var=*/false, ev, timeout, /*both=*/true);
+}
+
+uint64_t Fabric::var_generation() {
+  std::lock_guard lk(impl_->state_mu);
+  return impl_->var_gen;
+}
+
 void Fabric::signal_local(EventId ev, std::span<const uint8_t> data) {
   auto& I = *impl_;
   std::lock_guard lk(I.state_mu);

@@ -179,6 +179,7 @@ struct Fabric::Impl {
     Fd efd;
     bool on_var = false;  // waits for variable changes (compare_and_write)
     EventId ev = 0;       // else waits for messages on this event
+    bool both = false;    // waits for either (wait_event_or_var)
     // Set after each write to `efd` (kick), cleared by the read that empties
     // it (WaiterLease::drain): an unkicked fd is never read, so a wait costs
     // no read that can only fail with EAGAIN.
@@ -215,6 +216,9 @@ struct Fabric::Impl {
   std::unordered_map<VarId, LocalVar> vars;
   std::map<std::pair<VarId, NodeId>, VarReplica> replicas;
   std::list<Waiter*> waiters;
+  // Grows with every variable change taken here (a replica or a local
+  // value): wait_event_or_var's caller tells by it what it has seen.
+  uint64_t var_gen = 0;
   // Send ops abandoned after a timeout whose UCX request never completed:
   // kept alive so a late completion callback writes to valid memory.
   std::vector<std::unique_ptr<SendOp>> orphans;
@@ -471,14 +475,15 @@ struct Fabric::Impl {
   }
 
   void wake_locked(bool var, EventId ev) {
+    if (var) ++var_gen;
     for (Waiter* w : waiters)
-      if (w->on_var == var && (var || w->ev == ev)) kick(*w);
+      if ((w->both || w->on_var == var) && (var || w->ev == ev)) kick(*w);
   }
 
   // A registered waiter, borrowed from the pool for one blocking call.
   class WaiterLease {
    public:
-    WaiterLease(Impl& impl, bool on_var, EventId ev) : impl_(impl) {
+    WaiterLease(Impl& impl, bool on_var, EventId ev, bool both = false) : impl_(impl) {
       {
         std::lock_guard lk(impl_.pool_mu);
         if (!impl_.waiter_pool.empty()) {
@@ -492,6 +497,7 @@ struct Fabric::Impl {
       }
       w_->on_var = on_var;
       w_->ev = ev;
+      w_->both = both;
       std::lock_guard lk(impl_.state_mu);
       impl_.waiters.push_back(w_.get());
     }
@@ -561,7 +567,8 @@ struct Fabric::Impl {
   // The common blocking loop of test_event and compare_and_write: poll,
   // bounded spin, then sleep until `attempt()` succeeds, close() or timeout.
   template <class Attempt>
-  Status block(Attempt&& attempt, bool on_var, EventId ev, std::optional<nanoseconds> timeout) {
+  Status block(Attempt&& attempt, bool on_var, EventId ev, std::optional<nanoseconds> timeout,
+               bool both = false) {
     if (attempt()) return Status::ok;
     progress();
     if (attempt()) return Status::ok;
@@ -578,7 +585,7 @@ struct Fabric::Impl {
       if (deadline && Clock::now() >= *deadline) return Status::timeout;
     }
 
-    WaiterLease lease(*this, on_var, ev);
+    WaiterLease lease(*this, on_var, ev, both);
     if (!lease.ok()) {
       set_error("eventfd failed");
       return Status::io_error;

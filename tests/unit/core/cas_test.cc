@@ -139,5 +139,46 @@ TEST_F(CompareAndWrite, AReplicaNeverMovesBack) {
   EXPECT_EQ(f(3)->var_get(kPhase, 2).attachment, bytes("report 2/8"));
 }
 
+// One thread waiting for several things (the strobe sender: any running
+// job's reports and bells) wakes on a variable change it has not seen.
+TEST_F(CompareAndWrite, AWaitWakesOnAReplicaChangeItHasNotSeen) {
+  const uint64_t gen = f(1)->var_generation();
+  EXPECT_EQ(f(1)->wait_event_or_var(kStrobe, gen, 0ns), Status::timeout);
+  auto waited = std::async(std::launch::async,
+                           [&] { return f(1)->wait_event_or_var(kStrobe, gen, kWait); });
+  publish(2, 9);
+  ASSERT_EQ(waited.get(), Status::ok);
+  EXPECT_EQ(f(1)->var_get(kPhase, 2).value, 9);
+  // Seen now: with the new generation it waits again.
+  EXPECT_EQ(f(1)->wait_event_or_var(kStrobe, f(1)->var_generation(), 20ms), Status::timeout);
+}
+
+TEST_F(CompareAndWrite, AWaitWakesOnAMessageAndLeavesItQueued) {
+  const uint64_t gen = f(1)->var_generation();
+  auto waited = std::async(std::launch::async,
+                           [&] { return f(1)->wait_event_or_var(kStrobe, gen, kWait); });
+  ASSERT_EQ(f(2)->xfer_and_signal(1, kStrobe, bytes("bell")), Status::ok);
+  ASSERT_EQ(waited.get(), Status::ok);
+  Message m;
+  ASSERT_EQ(f(1)->test_event(kStrobe, &m, 0ns), Status::ok);
+  EXPECT_EQ(m.from, 2u);
+  EXPECT_EQ(m.data, bytes("bell"));
+  // Another event's message does not wake it.
+  ASSERT_EQ(f(2)->xfer_and_signal(1, kStrobe + 1, bytes("other")), Status::ok);
+  ASSERT_EQ(f(1)->test_event(kStrobe + 1, &m, kWait), Status::ok);
+  EXPECT_EQ(f(1)->wait_event_or_var(kStrobe, f(1)->var_generation(), 20ms), Status::timeout);
+}
+
+TEST_F(CompareAndWrite, AWaitForeverEndsAtClose) {
+  std::promise<void> waiting;
+  auto waited = std::async(std::launch::async, [&] {
+    waiting.set_value();
+    return f(3)->wait_event_or_var(kStrobe, f(3)->var_generation(), std::nullopt);
+  });
+  waiting.get_future().wait();
+  f(3)->close();
+  EXPECT_EQ(waited.get(), Status::closed);
+}
+
 }  // namespace
 }  // namespace bcs::core::test

@@ -144,6 +144,16 @@ class Fabric {
   // and wakes a thread blocked on it: how another thread of the process
   // interrupts a test_event (shutdown, a state change to look at).
   void signal_local(EventId ev, std::span<const uint8_t> data);
+  // Blocks (progressing, as test_event) until a message is queued on `ev`
+  // or a variable changed since var_generation() returned `var_gen`, or
+  // close() or the timeout; consumes nothing. How one thread waits for
+  // several things at once: the strobe sender, for any running job's
+  // reports (variables) and bells (an event). Read the generation before
+  // looking at what it guards, so that a change in between is not missed.
+  Status wait_event_or_var(EventId ev, uint64_t var_gen,
+                           std::optional<std::chrono::nanoseconds> timeout);
+  // Counts every variable change taken here (replicas and local values).
+  uint64_t var_generation();
   // Number of messages waiting on `ev` (after one progress pass).
   size_t pending(EventId ev);
 
