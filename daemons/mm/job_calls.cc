@@ -110,9 +110,10 @@ std::string ago(uint64_t now, uint64_t then) {
 // whether its program waits for something no rank will do (every rank
 // blocked in MPI, nothing moved for long: a deadlock in the program) or the
 // runtime stopped (no slice for long).
-std::string describe_progress(const Job& j) {
+std::string describe_progress(const Job& j, const std::string& waiting) {
   switch (j.state) {
-    case Job::State::queued: return "it was still queued (another job ran)";
+    case Job::State::queued:
+      return "it was still queued" + (waiting.empty() ? std::string() : " (" + waiting + ")");
     case Job::State::starting: return "its node managers had not started all of its ranks yet";
     case Job::State::done: return "";
     case Job::State::running: break;
@@ -193,7 +194,7 @@ grpc::Status Manager::kill(grpc::ServerContext* ctx, uint64_t job_id, const std:
       j.describing = false;
     }
     if (state) {
-      *state = describe_progress(j);
+      *state = describe_progress(j, why_waiting_locked(j));
       if (asked && j.state == Job::State::running)
         for (uint32_t n : j.nodes) {
           auto it = nodes_.find(n);

@@ -122,6 +122,12 @@ int main(int argc, char** argv) {
                  "slices whose statistics the Monitor service keeps (bcs stats, bcs monitor)")
       ->check(CLI::Range(size_t{1}, size_t{10'000'000}))
       ->capture_default_str();
+  std::string space_share = "on";
+  app.add_option("--space-share", space_share,
+                 "run jobs whose node managers do not overlap at the same time (off: one job at "
+                 "a time on the whole cluster)")
+      ->check(CLI::IsMember({"on", "off"}))
+      ->capture_default_str();
   std::string strobe_mode = "adaptive";
   app.add_option("--strobe", strobe_mode,
                  "default pacing of jobs: adaptive (next slice at once when every rank is "
@@ -216,6 +222,7 @@ int main(int argc, char** argv) {
   }
   cfg.strobe_spin_ns = *sp;
   cfg.fixed_strobe = strobe_mode == "fixed";
+  cfg.space_share = space_share == "on";
   const auto lv = parse_duration_ns(liveness), wd = parse_duration_ns(watchdog);
   if (!lv || *lv < 1'000'000'000ull) {
     std::fprintf(stderr, "bcs-mm: --liveness-timeout %s: expected a duration of at least 1s\n",

@@ -177,6 +177,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         if (it == jobs_.end()) break;
         Job& j = *it->second;
         j.started.push_back(node->id);
+        wake_strobe_sender();  // it waits for every node's answer (start_job)
         uint32_t k = 0;
         for (uint32_t r = 0; r < j.rank_node.size(); ++r)
           if (j.rank_node[r] == node->id && k < static_cast<uint32_t>(js.pids_size()))
@@ -293,6 +294,7 @@ void Manager::node_lost(uint32_t id) {
       spdlog::info("node {} ({}) left", id, node->name);
     if (node->fabric_ready) broadcast_peers_locked();
   }
+  wake_strobe_sender();  // a job on it waits for a report that will not come
   cv_.notify_all();
   flush();
 }
@@ -354,6 +356,7 @@ void Manager::fail_job_locked(Job& j, int status, const std::string& message) {
   j.fail_status = status;
   j.fail_message = message;
   spdlog::info("job {} failed: {}", j.id, message);
+  wake_strobe_sender();  // its slices stop at once, not at the next check
   v1::ManagerMsg m;
   m.mutable_kill_job()->set_job_id(j.id);
   m.mutable_kill_job()->set_reason(message);
@@ -594,6 +597,10 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
       if (n->peers_applied < need) return false;
     return true;
   };
+  // Free node managers first (held by no job that has not ended, so that
+  // the job can start at once beside the running ones), then the least
+  // loaded; in id order among equals, which on an idle cluster is the
+  // first k.
   auto usable = [&](std::vector<uint32_t>* chosen) {
     std::vector<std::shared_ptr<Node>> ready;
     for (auto& [id, n] : nodes_)
@@ -601,7 +608,15 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
     uint32_t k = req.nodes() ? req.nodes() : static_cast<uint32_t>(ready.size());
     k = std::min<uint32_t>(k, req.nranks());
     if (ready.size() < want || k == 0) return false;
+    std::map<uint32_t, uint32_t> load;
+    for (const auto& [jid, job] : jobs_)
+      if (job->state != Job::State::done)
+        for (uint32_t n : job->nodes) ++load[n];
+    std::stable_sort(ready.begin(), ready.end(), [&](const auto& a, const auto& b) {
+      return load[a->id] < load[b->id];
+    });
     ready.resize(k);
+    std::sort(ready.begin(), ready.end(), [](const auto& a, const auto& b) { return a->id < b->id; });
     if (!all_connected(ready)) return false;
     chosen->clear();
     for (auto& n : ready) chosen->push_back(n->id);
@@ -718,6 +733,7 @@ grpc::Status Manager::launch(grpc::ServerContext* ctx, const v1::LaunchRequest& 
   j->attach_deadline = std::chrono::steady_clock::now() + kAttachWait;
   jobs_[j->id] = j;
   queue_.push_back(j->id);
+  wake_strobe_sender();  // it admits the job once its nodes are free
   rep->set_job_id(j->id);
   spdlog::info("job {} queued: {} rank(s) of {} on {} node(s) for {}{}", j->id, req.nranks(),
                req.program(), j->nodes.size(), who.describe(), j->detached ? ", detached" : "");

@@ -21,8 +21,12 @@
 #include "bcs/emds.h"
 #include "bcs/service.h"
 #include "callers.h"
+#include "task.h"
 
 namespace bcs::mm {
+
+struct JobRun;
+struct Pacing;
 
 struct Config {
   uint64_t slice_ns = 500'000;
@@ -44,6 +48,10 @@ struct Config {
   // The paper's fixed strobe for jobs that do not choose (--strobe fixed);
   // otherwise work-conserving (see strobe_sender.cc).
   bool fixed_strobe = false;
+  // Jobs whose node sets do not overlap run at the same time (off: one job
+  // at a time on the whole cluster, as before space sharing; for
+  // comparisons).
+  bool space_share = true;
   std::string token;
   // --munge: callers over TCP may prove who they are with a munge
   // credential decoded by the munged at this socket ("" = not accepted).
@@ -281,22 +289,28 @@ class Manager {
   void watch_unattached();
   std::condition_variable attach_cv_;  // with mu_: a launch, or stopping
 
-  // The strobe sender thread: starts queued jobs and drives slices.
+  // The strobe sender thread: admits queued jobs and drives the slices of
+  // every running one (strobe_sender.cc); each job's code is a coroutine
+  // it resumes (job_run.h).
   void strobe_sender();
-  bool start_job(std::shared_ptr<Job> j);
-  void run_slices(std::shared_ptr<Job> j);
-  bool wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
-                  uint64_t* retries);
-  // Between two slices of a job: when the next one starts. See
-  // strobe_sender.cc.
-  struct Pacing;
+  // Starts every queued job whose nodes are free, in queue order, without
+  // overtaking an earlier job on any of its nodes.
+  void admit_locked(std::vector<std::unique_ptr<JobRun>>& runs);
+  // Why a queued job has not started ("" if nothing holds it).
+  std::string why_waiting_locked(const Job& j) const;
+  Task<bool> run_job(JobRun& r);
+  Task<bool> start_job(JobRun& r);
+  Task<bool> run_slices(JobRun& r);
+  Task<bool> wait_phase(JobRun& r, uint64_t slice, uint8_t phase,
+                        std::vector<core::VarReplica>* snap, uint64_t* retries);
   // next: the nodes ran the slice's DEM at the end of the previous one
   // (Strobe::next_dem).
   enum class Start { period, early, unparked, woken, closed, next };
-  Start wait_for_slice(Job& j, Pacing& p);
-  // Takes one message of kEvBell into `p`; false if it was the empty one of
-  // wake_strobe_sender().
+  // Between two slices of a job: when the next one starts.
+  Task<Start> wait_for_slice(JobRun& r, Pacing& p);
+  // Takes one of the job's bells into `p`; false if it is not the job's.
   bool take_bell(Job& j, Pacing& p, const core::Message& m);
+  // Makes the strobe sender look at every job now (a state changed).
   void wake_strobe_sender();
 
   const Config cfg_;
@@ -318,7 +332,10 @@ class Manager {
   std::map<uint32_t, std::shared_ptr<Node>> nodes_;
   std::map<uint64_t, std::shared_ptr<Job>> jobs_;
   std::deque<uint64_t> queue_;
-  uint64_t slice_ = 0;  // global slice counter, never reset (phase values stay monotonic)
+  // The highest slice number any job used, plus the gap left after each
+  // job's end (strobe thread only); a job's numbers start above it, so the
+  // phase values each node reports only ever grow.
+  uint64_t slice_ = 0;
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
   std::mutex flush_mu_;
   std::thread ss_thread_;

@@ -1,41 +1,39 @@
 // The strobe sender (SS): one thread of the machine manager that owns the
-// slice clock. For every slice it sends the strobe (= the DEM microstrobe),
-// waits with compare-and-write until every node manager of the job reports
-// the microphase done, and only then sends the next microstrobe. Microphases
-// with nothing to do anywhere are skipped, as the paper allows: the DEM
-// reports say whether there is anything to match (MSM), the MSM reports
-// whether anything is scheduled (P2P), and the barrier levels whether a
-// barrier can be released (BBM).
+// slice clock and drives the slices of every running job.
+//
+// Several jobs run at once when their node sets do not overlap (space
+// sharing). The one thread keeps one clock and one slice high-water mark,
+// and never waits on a single job: each job's slice loop (run_slices,
+// job_run.cc) is a coroutine that suspends where it waits (a microphase
+// on its nodes, the next slice's start, its nodes starting it), and the
+// thread resumes every job whenever anything happened (a node's report, a
+// bell, a local wake) or a job's deadline came. Whether a job's microphase
+// is complete is judged over that job's nodes only, so a stalled job costs
+// the others one look per wake-up, never a wait.
+//
+// Admission is first come, first served, with backfilling: a queued job
+// starts as soon as none of its nodes is held by a running job or wanted
+// by a job queued before it (so a job is never overtaken on its nodes, and
+// cannot starve). --space-share off keeps one job at a time.
 #include <pthread.h>
 #include <sched.h>
 #include <spdlog/spdlog.h>
 #include <string.h>
 #include <sys/prctl.h>
-#include <time.h>
 
 #include <algorithm>
 #include <map>
 #include <set>
 
+#include "job_run.h"
 #include "manager.h"
 #include "sched_hint.h"
-#include "slice_plan.h"
 #include "wire.h"
 
 namespace bcs::mm {
 
 using namespace std::chrono_literals;
 using wire::Phase;
-
-namespace {
-
-uint64_t now_ns() {
-  timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return static_cast<uint64_t>(ts.tv_sec) * 1000000000ull + static_cast<uint64_t>(ts.tv_nsec);
-}
-
-}  // namespace
 
 // Pacing between slices. Three ways a slice starts:
 //
@@ -64,78 +62,45 @@ uint64_t now_ns() {
 // empty message there, so a SIGTERM need not wait out a 10 s slice.
 namespace {
 constexpr uint64_t kParkRecheckNs = 100'000'000;
-// Slices with nothing to do anywhere before the strobe may park. A parked
-// node makes every post ring its doorbell (a system call that wakes a
-// thread), so short gaps between communications (a rank computing for a
-// millisecond, skew before a collective) keep the period and cost the
-// ranks nothing; only an idle stretch longer than this parks.
-constexpr uint32_t kParkAfterEmpty = 8;
-// A one-node job's lease (Strobe::lease_ns) lasts this long: the node paces
-// its own slices meanwhile (period, early, skipped), and the manager hears
-// from it at least this often. Each renewal costs the manager and the node
-// a round trip, the strobe sender's spin and the slices' records, on the
-// ranks' cores: at 10 ms, a halo exchange stepping every millisecond paid
-// 26 µs of manager CPU per step, at 100 ms 7 µs. The job's end does not
-// wait for it (a rank gone ends the lease at once), only `bcs stats` hears
-// of the slices later.
-constexpr uint64_t kMaxLeaseNs = 100'000'000;
-// A held report (Strobe::hold_ns) is due this long before the period ends
-// (plus the strobe spin), so that a node whose ranks never all block still
-// reports in time for the next strobe.
-constexpr uint64_t kHoldMarginNs = 50'000;
+// The strobe sender looks at every job at least this often, whatever it
+// waits for: a state change whose wake was missed costs latency, never a
+// hang.
+constexpr uint64_t kLookAtLeastNs = 100'000'000;
+// How often a job waiting for a microphase checks whether it was failed
+// meanwhile, its nodes are gone, or its watchdog ran out.
+constexpr uint64_t kPhaseCheckNs = 50'000'000;
 }  // namespace
 
-struct Manager::Pacing {
-  uint64_t next = 0;  // when the next slice starts by the period
-  uint64_t spin_ns = 0;
-  bool adaptive = false;
-  bool parked = false;
-  uint64_t parked_at = 0;
-  bool rung = false;  // parked, and a node rang for work
-  uint32_t bells = 0;  // bells of this job taken since the last slice began
-  uint64_t skipped_carry = 0;  // periods a lease skipped after its last slice
-  uint32_t empty_run = 0;  // consecutive slices with nothing to do
-  // Blocked since the last microphase of the previous slice (phase value
-  // `end_value`), per node of the job: from its report or a later bell.
-  int64_t end_value = 0;
-  std::set<uint32_t> blocked;
-  bool all_blocked(const std::vector<uint32_t>& nodes) const {
-    return std::all_of(nodes.begin(), nodes.end(), [&](uint32_t n) { return blocked.count(n); });
-  }
-};
-
-Manager::Start Manager::wait_for_slice(Job& j, Pacing& p) {
+Task<Manager::Start> Manager::wait_for_slice(JobRun& r, Pacing& p) {
+  Job& j = *r.job;
   for (;;) {
+    for (; !r.bells.empty(); r.bells.pop_front()) take_bell(j, p, r.bells.front());
+    if (r.closed) co_return Start::closed;
+    if (std::exchange(r.woken, false)) co_return Start::woken;
     if (p.adaptive) {
-      if (p.parked && p.rung) return Start::unparked;
-      if (!p.parked && p.all_blocked(j.nodes)) return Start::early;
+      if (p.parked && p.rung) co_return Start::unparked;
+      if (!p.parked && p.all_blocked(j.nodes)) co_return Start::early;
     }
     const uint64_t wake_at =
         p.parked ? p.parked_at + kParkRecheckNs : (p.next > p.spin_ns ? p.next - p.spin_ns : p.next);
-    const uint64_t now = now_ns();
-    if (now >= wake_at) {
-      if (p.parked) return Start::unparked;
+    if (now_ns() >= wake_at) {
+      if (p.parked) co_return Start::unparked;
       while (now_ns() < p.next) __builtin_ia32_pause();
-      return Start::period;
+      co_return Start::period;
     }
-    core::Message m;
-    const auto s = fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(wake_at - now));
-    if (s == core::Status::closed) return Start::closed;
-    if (s != core::Status::ok) continue;  // the deadline: decided above
-    if (!take_bell(j, p, m)) return Start::woken;
+    co_await r.until(wake_at);
   }
 }
 
 bool Manager::take_bell(Job& j, Pacing& p, const core::Message& m) {
-  if (m.data.empty()) return false;  // wake_strobe_sender()
   wire::Bell b;
   try {
     b = wire::decode_bell(m.data);
   } catch (const std::exception& e) {
     spdlog::warn("bell from node {}: {}", m.from, e.what());
-    return true;
+    return false;
   }
-  if (b.job != j.id || !std::binary_search(j.nodes.begin(), j.nodes.end(), m.from)) return true;
+  if (b.job != j.id || !std::binary_search(j.nodes.begin(), j.nodes.end(), m.from)) return false;
   ++p.bells;
   if (b.kind == wire::BellKind::work) {
     p.rung = p.rung || p.parked;
@@ -146,6 +111,77 @@ bool Manager::take_bell(Job& j, Pacing& p, const core::Message& m) {
 }
 
 void Manager::wake_strobe_sender() { fabric_.signal_local(wire::kEvBell, {}); }
+
+namespace {
+// The job a bell is for (its first field), without decoding the rest: the
+// job's own take_bell checks it whole.
+bool bell_job(const core::Message& m, uint64_t* job) {
+  try {
+    *job = wire::decode_bell(m.data).job;
+    return true;
+  } catch (const std::exception& e) {
+    spdlog::warn("bell from node {}: {}", m.from, e.what());
+    return false;
+  }
+}
+}  // namespace
+
+void Manager::admit_locked(std::vector<std::unique_ptr<JobRun>>& runs) {
+  std::set<uint32_t> held, wanted;
+  for (const auto& r : runs) held.insert(r->job->nodes.begin(), r->job->nodes.end());
+  for (auto it = queue_.begin(); it != queue_.end();) {
+    auto jt = jobs_.find(*it);
+    if (jt == jobs_.end() || jt->second->state != Job::State::queued) {
+      it = queue_.erase(it);  // ended while queued (killed, shut down)
+      continue;
+    }
+    const auto& j = jt->second;
+    const bool one_at_a_time = !cfg_.space_share && !runs.empty();
+    const bool free = !one_at_a_time && std::none_of(j->nodes.begin(), j->nodes.end(), [&](uint32_t n) {
+      return held.count(n) || wanted.count(n);
+    });
+    if (!free) {
+      wanted.insert(j->nodes.begin(), j->nodes.end());
+      ++it;
+      continue;
+    }
+    auto r = std::make_unique<JobRun>();
+    r->job = j;
+    r->slice = slice_;  // its first slice is above every number its nodes may report
+    r->task = run_job(*r);
+    r->resume = r->task.handle();
+    j->state = Job::State::starting;
+    held.insert(j->nodes.begin(), j->nodes.end());
+    runs.push_back(std::move(r));
+    it = queue_.erase(it);
+  }
+}
+
+std::string Manager::why_waiting_locked(const Job& j) const {
+  // The first job (running, or queued before it) holding one of its nodes.
+  for (const auto& [id, o] : jobs_) {
+    if (id == j.id || o->state == Job::State::done) continue;
+    if (o->state == Job::State::queued) {
+      const auto at = std::find(queue_.begin(), queue_.end(), id);
+      const auto me = std::find(queue_.begin(), queue_.end(), j.id);
+      if (at == queue_.end() || me == queue_.end() || at > me) continue;
+    }
+    for (uint32_t n : j.nodes)
+      if (std::binary_search(o->nodes.begin(), o->nodes.end(), n)) {
+        const auto it = nodes_.find(n);
+        return "waits for " + (it == nodes_.end() ? "node " + std::to_string(n) : it->second->name) +
+               (o->state == Job::State::queued ? ", wanted by job " : ", held by job ") +
+               std::to_string(id);
+      }
+  }
+  return cfg_.space_share ? "" : "waits for the running job (--space-share off)";
+}
+
+Task<bool> Manager::run_job(JobRun& r) {
+  const bool started = co_await start_job(r);
+  if (started) (void)co_await run_slices(r);
+  co_return started;
+}
 
 void Manager::strobe_sender() {
   pthread_setname_np(pthread_self(), "bcs-ss");
@@ -163,29 +199,85 @@ void Manager::strobe_sender() {
   realtime_ = sched_join_wake_path(cfg_.realtime);
   for (int tid : fabric_.ucx_async_threads()) sched_join_wake_path(false, tid);
   core::sched_policy_changed();  // the fabric's spin_here
+  std::vector<std::unique_ptr<JobRun>> runs;
+  size_t first = 0;  // which job looks first: each in turn
+  bool closed = false;
   for (;;) {
-    std::shared_ptr<Job> j;
-    {
-      std::unique_lock lk(mu_);
-      cv_.wait(lk, [&] { return stopping_ || !queue_.empty(); });
-      if (stopping_) return;
-      auto it = jobs_.find(queue_.front());
-      queue_.pop_front();
-      if (it == jobs_.end() || it->second->state == Job::State::done) continue;
-      j = it->second;
+    // Read before looking: a report that comes while the jobs look ends
+    // the wait below at once.
+    const uint64_t gen = fabric_.var_generation();
+    core::Message m;
+    for (;;) {
+      const auto st = fabric_.test_event(wire::kEvBell, &m, 0ns);
+      if (st == core::Status::closed) closed = true;
+      if (st != core::Status::ok) break;
+      uint64_t job = 0;
+      const bool wake = m.data.empty();  // wake_strobe_sender()
+      if (!wake && !bell_job(m, &job)) continue;
+      for (auto& r : runs)
+        if (wake)
+          r->woken = true;
+        else if (r->job->id == job)
+          r->bells.push_back(m);  // another job's (or an ended one's) bell is dropped
     }
-    if (start_job(j)) run_slices(j);
-    // The next job starts only when every rank of this one is accounted for.
-    std::unique_lock lk(mu_);
-    cv_.wait(lk, [&] { return stopping_ || j->state == Job::State::done; });
-    if (stopping_) return;
+    for (size_t k = 0; k < runs.size(); ++k) {
+      JobRun& r = *runs[(first + k) % runs.size()];
+      r.closed = r.closed || closed;
+      if (auto h = std::exchange(r.resume, {})) h.resume();
+    }
+    if (!runs.empty()) first = (first + 1) % runs.size();
+    bool admitted = false;
+    {
+      std::lock_guard lk(mu_);
+      if (stopping_) break;
+      // A job whose code ended and whose every rank is accounted for gives
+      // its nodes back.
+      std::erase_if(runs, [&](const std::unique_ptr<JobRun>& r) {
+        if (!r->task.done()) return false;
+        if (const auto e = r->task.error()) {
+          std::string what = "unknown";
+          try {
+            std::rethrow_exception(e);
+          } catch (const std::exception& x) {
+            what = x.what();
+          } catch (...) {
+          }
+          spdlog::error("job {}: the strobe sender's slice loop failed: {}", r->job->id, what);
+          fail_job_locked(*r->job, 1, "internal error in the strobe sender: " + what);
+          slice_ = std::max(slice_, r->slice + 2 + wire::kMaxLeaseSlices + wire::kMaxLeaseSkipped);
+        }
+        return r->job->state == Job::State::done;
+      });
+      const size_t before = runs.size();
+      if (!closed) admit_locked(runs);
+      admitted = runs.size() > before;
+    }
+    if (admitted) continue;  // start them at once
+    uint64_t next = now_ns() + kLookAtLeastNs;
+    for (const auto& r : runs)
+      if (r->resume) next = std::min(next, r->wake_at);
+    const uint64_t now = now_ns();
+    if (closed) {
+      // Shutting down: nothing arrives any more; the jobs end as their
+      // ranks are accounted for (mu_'s state), looked at now and then.
+      std::unique_lock lk(mu_);
+      cv_.wait_for(lk, 10ms, [&] { return stopping_; });
+      continue;
+    }
+    if (next > now &&
+        fabric_.wait_event_or_var(wire::kEvBell, gen, std::chrono::nanoseconds(next - now)) ==
+            core::Status::closed)
+      closed = true;
   }
+  // Stopping: each job's code is dropped where it waits (its frame's
+  // guards undo what it had set: Kill's "waiting for" report).
+  runs.clear();
 }
 
-bool Manager::start_job(std::shared_ptr<Job> j) {
+Task<bool> Manager::start_job(JobRun& r) {
+  const std::shared_ptr<Job> j = r.job;
   {
     std::lock_guard lk(mu_);
-    j->state = Job::State::starting;
     connect_again_locked(*j);
     v1::ManagerMsg m;
     auto* s = m.mutable_start_job();
@@ -208,18 +300,25 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
       if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
   }
   flush();
+  // Until every node answered JobStarted (node_session wakes us), 30 s.
+  const uint64_t deadline = now_ns() + 30'000'000'000ull;
+  for (;;) {
+    {
+      std::lock_guard lk(mu_);
+      if (stopping_ || j->state == Job::State::done || j->started.size() == j->nodes.size()) break;
+    }
+    if (r.closed || now_ns() >= deadline) break;
+    co_await r.until(deadline);
+  }
   std::unique_lock lk(mu_);
-  const bool answered = cv_.wait_for(lk, 30s, [&] {
-    return stopping_ || j->state == Job::State::done || j->started.size() == j->nodes.size();
-  });
-  if (stopping_ || j->state == Job::State::done) return false;
-  if (!answered) {
+  if (stopping_ || r.closed || j->state == Job::State::done) co_return false;
+  if (j->started.size() != j->nodes.size()) {
     fail_job_locked(*j, 1, "the node managers did not start the job within 30 s");
-    for (uint32_t r = 0; r < j->rank_node.size(); ++r) {
+    for (uint32_t k = 0; k < j->rank_node.size(); ++k) {
       bool started =
-          std::find(j->started.begin(), j->started.end(), j->rank_node[r]) != j->started.end();
-      if (!started && !j->rank_done[r]) {
-        j->rank_done[r] = true;
+          std::find(j->started.begin(), j->started.end(), j->rank_node[k]) != j->started.end();
+      if (!started && !j->rank_done[k]) {
+        j->rank_done[k] = true;
         j->ranks_done++;
       }
     }
@@ -227,448 +326,66 @@ bool Manager::start_job(std::shared_ptr<Job> j) {
     lk.unlock();
     cv_.notify_all();
     flush();
-    return false;
+    co_return false;
   }
-  if (j->failed) return false;
+  if (j->failed) co_return false;
   j->state = Job::State::running;
   spdlog::info("job {} running, slice {} us ({} strobe), chunk budget {} bytes{}", j->id,
                j->slice_ns / 1000, j->fixed_strobe ? "fixed" : "adaptive", j->chunk_bytes,
                j->copy_rate ? fmt::format(" (copy rate {} MB/s)", j->copy_rate / 1'000'000) : "");
-  return true;
+  co_return true;
 }
 
-bool Manager::wait_phase(Job& j, uint64_t slice, uint8_t phase, std::vector<core::VarReplica>* snap,
-                         uint64_t* retries) {
-  const auto t0 = std::chrono::steady_clock::now();
+Task<bool> Manager::wait_phase(JobRun& r, uint64_t slice, uint8_t phase,
+                               std::vector<core::VarReplica>* snap, uint64_t* retries) {
+  Job& j = *r.job;
+  const uint64_t t0 = now_ns();
   const int64_t value = wire::phase_value(slice, static_cast<Phase>(phase));
-  // For Kill's report, and cleared however the wait ends.
-  j.progress.waiting_since_ns.store(now_ns(), std::memory_order_relaxed);
+  // For Kill's report, and cleared however the wait ends (its frame may be
+  // dropped at shutdown).
+  j.progress.waiting_since_ns.store(t0, std::memory_order_relaxed);
   j.progress.waiting_for.store(value, std::memory_order_relaxed);
   struct Done {
     Job& j;
     ~Done() { j.progress.waiting_for.store(-1, std::memory_order_relaxed); }
   } done{j};
+  uint64_t check_at = t0 + kPhaseCheckNs;
   for (;;) {
-    uint64_t r = 0;
+    // One look (no wait): the job's nodes only.
+    uint64_t n = 0;
     auto s = fabric_.compare_and_write(j.nodes, wire::kVarPhase, core::Cmp::ge, value,
-                                       core::Fabric::kNoWrite, {}, std::chrono::nanoseconds(50ms),
-                                       snap, &r);
-    *retries += r;
-    if (s == core::Status::ok) return true;
-    if (s == core::Status::closed) return false;
+                                       core::Fabric::kNoWrite, {}, 0ns, snap, &n);
+    *retries += n;
+    if (s == core::Status::ok) co_return true;
+    if (s == core::Status::closed || r.closed) co_return false;
     if (s != core::Status::timeout) {
-      spdlog::error("slice {}: waiting for {}: {}", slice,
+      spdlog::error("job {} slice {}: waiting for {}: {}", j.id, slice,
                     wire::phase_name(static_cast<Phase>(phase)), core::status_str(s));
-      return false;
+      co_return false;
     }
-    std::lock_guard lk(mu_);
-    if (stopping_) return false;
-    for (uint32_t n : j.nodes)
-      if (!nodes_.count(n)) return false;  // node_lost() already failed the job
-    // Failed meanwhile (a node said its report was lost, a kill): the job
-    // is being ended, and the report waited for may never come.
-    if (j.failed || j.state == Job::State::done) return false;
-    if (std::chrono::steady_clock::now() - t0 > cfg_.phase_watchdog) {
-      std::string late;
-      for (uint32_t n : j.nodes)
-        if (fabric_.var_get(wire::kVarPhase, n).value < value) late += " " + std::to_string(n);
-      fail_job_locked(j, 1,
-                      std::string("microphase ") + wire::phase_name(static_cast<Phase>(phase)) +
-                          " of slice " + std::to_string(slice) + " did not complete on node(s)" +
-                          late);
-      return false;
-    }
-  }
-}
-
-void Manager::run_slices(std::shared_ptr<Job> jp) {
-  Job& j = *jp;
-  const uint64_t slice_ns = j.slice_ns;
-  // Never spin for more than a quarter of the job's slice, nor at all at
-  // real-time priority.
-  Pacing pace;
-  pace.spin_ns = realtime_ ? 0 : std::min(cfg_.strobe_spin_ns, slice_ns / 4);
-  pace.adaptive = !j.fixed_strobe;
-  pace.next = now_ns();
-  const uint32_t max_node = *std::max_element(j.nodes.begin(), j.nodes.end());
-  uint64_t prev_start = 0;
-  std::map<int32_t, uint64_t> released;  // per context: collectives released so far
-  // Per node: its receivers at their unexpected-send limit, from its last
-  // MSM report; the next DEM strobe tells every node to hold sends to them.
-  std::map<uint32_t, std::vector<int32_t>> full;
-  // Every node reported all its ranks blocked after the last slice.
-  bool job_blocked = false;
-  std::vector<core::VarReplica> snap;
-  // The next slice's DEM reports, when the nodes ran it at the end of this
-  // one (Strobe::next_dem), in the order of j.nodes; and its longest time.
-  std::vector<wire::Report> next_dem;
-  uint64_t next_dem_ns = 0;
-  bool ok = true;
-
-  // A node that failed its own part of a microphase (a batch or bundle that
-  // never came or did not decode, a remote read that failed, or a report
-  // that does not decode here) lost work the ranks wait for: the job fails
-  // at once, naming the node, the microphase and the cause, instead of
-  // hanging until the watchdog.
-  auto fail_node = [&](uint32_t node, uint64_t slice, Phase phase, const std::string& why) {
-    std::lock_guard lk(mu_);
-    const auto it = nodes_.find(node);
-    const std::string who =
-        it == nodes_.end() ? "node " + std::to_string(node) : "node " + it->second->name;
-    fail_job_locked(j, 1,
-                    who + ": microphase " + wire::phase_name(phase) + " of slice " +
-                        std::to_string(slice) + " failed: " + why);
-  };
-
-  // Each slice's record: to the EMDS, and to the job's progress for Kill's
-  // report (a job that timed out says how far it got).
-  auto record = [&](const monitor::SliceRecord& rec) {
-    if (cfg_.emds) emds_.record(rec);
-    auto& pr = j.progress;
-    pr.slices.fetch_add(1, std::memory_order_relaxed);
-    pr.last_start_ns.store(rec.start_ns, std::memory_order_relaxed);
-    if (rec.descriptors || rec.chunks || rec.bytes || rec.collectives || rec.coll_bytes)
-      pr.last_moved_ns.store(rec.start_ns, std::memory_order_relaxed);
-  };
-
-  auto strobe = [&](const wire::Strobe& s) {
-    auto st = fabric_.xfer_and_signal(j.nodes, wire::kEvStrobe, wire::encode(s));
-    if (st == core::Status::closed) return false;  // shutting down: nothing to report
-    if (st != core::Status::ok) {
-      // UCX's own words too: "io error" alone left a lost node's cause
-      // unknown (slurm_three_hosts, once in CI: both network peers lost at
-      // the first strobe).
-      spdlog::error("slice {}: {} microstrobe: {} ({})", s.slice, wire::phase_name(s.phase),
-                    core::status_str(st), fabric_.last_error());
-      return false;
-    }
-    return true;
-  };
-
-  while (ok) {
-    {
-      std::lock_guard lk(mu_);
-      fail_noticed_if_due(j, false);
-      if (stopping_ || j.state == Job::State::done) break;
-    }
-    Start how = Start::next;
-    if (next_dem.empty()) {
-      how = wait_for_slice(j, pace);
-    } else {
-      // The nodes already ran this slice's DEM; bells that came meanwhile
-      // are only counted (and must not pile up).
-      core::Message m;
-      while (fabric_.test_event(wire::kEvBell, &m, std::chrono::nanoseconds(0)) ==
-             core::Status::ok)
-        take_bell(j, pace, m);
-    }
-    if (how == Start::woken) continue;  // look at the job again
-    if (how == Start::closed) {
-      ok = false;
-      break;
-    }
-    const uint64_t start = now_ns();
-    monitor::SliceRecord rec;
-    if (how == Start::unparked) {
-      rec.skipped = (start - pace.parked_at) / slice_ns;
-      slice_ += rec.skipped;
-    }
-    rec.skipped += std::exchange(pace.skipped_carry, 0);
-    rec.slice = ++slice_;
-    rec.job = j.id;
-    rec.start_ns = start;
-    rec.period_ns = prev_start ? start - prev_start : 0;
-    rec.early = how == Start::next ? start < pace.next : how != Start::period;
-    rec.late_ns = how == Start::period && start > pace.next ? start - pace.next : 0;
-    rec.bells = std::exchange(pace.bells, 0);
-    rec.dem_ahead = how == Start::next;
-    prev_start = start;
-    // The period bounds this slice from above, counted from when it began.
-    const uint64_t scheduled = how == Start::period ? pace.next : start;
-    const bool blocked_at_start = job_blocked || pace.all_blocked(j.nodes);
-    pace.parked = pace.rung = false;
-    pace.blocked.clear();
-    Phase last = Phase::dem;
-
-    wire::Strobe s;
-    s.slice = rec.slice;
-    s.job = j.id;
-    s.phase = Phase::dem;
-    s.may_park = pace.adaptive && pace.empty_run + 1 >= kParkAfterEmpty;
-    s.job_blocked = blocked_at_start;
-    s.held.clear();
-    for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());
-    // What the slice's microphases found, for the record and the pacing.
-    bool all_parked = true, nothing_to_do = true;
-    std::set<uint32_t> blocked_after;  // nodes blocked after their last microphase
-    auto account = [&](Phase p, const std::vector<wire::Report>& reps) {
-      for (const auto& r : reps) {
-        switch (p) {
-          case Phase::dem:
-            rec.descriptors += r.drained + r.coll_drained;
-            rec.coll_descriptors += r.coll_drained;
-            rec.held += r.held;
-            all_parked = all_parked && r.parked;
-            break;
-          case Phase::msm:
-            rec.chunks += r.chunks + r.delivered;
-            rec.bytes += r.bytes;
-            break;
-          case Phase::p2p: rec.bytes += r.bytes; break;
-          case Phase::bbm:
-          case Phase::rm:
-            rec.collectives += r.collectives;
-            rec.coll_bytes += r.bytes;
-            break;
-        }
-      }
-      if (p != Phase::dem) nothing_to_do = false;
-      last = p;
-    };
-    // Runs microphase `phase` on every node: strobe, wait, then the nodes'
-    // reports, decoded once (a node's bytes are input: one that does not
-    // decode fails the job like a failure it reports).
-    std::vector<wire::Report> reps;
-    auto microphase = [&](Phase phase) {
-      const auto k = static_cast<uint8_t>(phase);
-      s.phase = phase;
-      const uint64_t t = now_ns();
-      if (!(ok = strobe(s) && wait_phase(j, s.slice, k, &snap, &rec.retries[k]))) return false;
-      reps.clear();
-      next_dem.clear();
-      next_dem_ns = 0;
-      for (const auto& v : snap) {
-        try {
-          if (!s.next_dem) {
-            reps.push_back(wire::decode_report(v.attachment));
-          } else {
-            // This microphase's report, then (unless it failed) the next
-            // slice's DEM.
-            wire::FusedReport f = wire::decode_fused(v.attachment);
-            reps.push_back(std::move(f.parts[0]));
-            if (!reps.back().errors) {
-              if (f.parts.size() != 2 || f.parts[1].phase != Phase::dem ||
-                  f.parts[1].slice != s.slice + 1)
-                throw std::runtime_error("the next slice's DEM is missing or out of place");
-              next_dem.push_back(std::move(f.parts[1]));
-              if (f.ns.size() == 2) next_dem_ns = std::max(next_dem_ns, f.ns[1]);
-              if (next_dem.back().errors) {
-                fail_node(v.node, s.slice + 1, Phase::dem, next_dem.back().error);
-                return ok = false;
-              }
-            }
-          }
-        } catch (const std::exception& e) {
-          fail_node(v.node, s.slice, phase, std::string("malformed report: ") + e.what());
-          return ok = false;
-        }
-        if (reps.back().errors) {
-          fail_node(v.node, s.slice, phase, reps.back().error);
-          return ok = false;
-        }
-      }
-      // A held report (Strobe::hold_ns) waited for ranks, not for work.
-      uint64_t waited = UINT64_MAX;
-      for (const auto& r : reps) waited = std::min(waited, r.waited_ns);
-      rec.phase_ns[k] = now_ns() - t;
-      rec.phase_ns[k] -= std::min(rec.phase_ns[k], waited == UINT64_MAX ? 0 : waited);
-      account(phase, reps);
-      return true;
-    };
-
-    if (j.nodes.size() == 1 && pace.adaptive) {
-      // One node: it runs the whole slice on one strobe (Nic::run_fused),
-      // and, on a lease, the slices after it while all its ranks block.
-      s.fused = true;
-      s.lease_ns = kMaxLeaseNs;
-      s.lease_slices = wire::kMaxLeaseSlices;
-      if (!(ok = strobe(s) && wait_phase(j, s.slice, 0, &snap, &rec.retries[0]))) break;
-      wire::FusedReport f;
-      try {
-        f = wire::decode_fused(snap.at(0).attachment);
-      } catch (const std::exception& e) {
-        f.parts.emplace_back().fail(std::string("malformed report: ") + e.what());
-        f.parts.back().slice = s.slice;
-      }
-      // The parts, slice by slice (split_fused checks their order): each
-      // slice the node ran on its lease gets its own record.
-      const FusedSlices cut = split_fused(f, s.slice, s.lease_slices);
-      const size_t good = std::min(cut.bad, f.parts.size());
-      for (size_t i = 0; i < good; ++i) {
-        const auto& part = f.parts[i];
-        if (i > 0 && part.phase == Phase::dem) {
-          record(rec);
-          // The node's offsets are input: a slice never starts before the
-          // one it follows (they only feed the statistics).
-          const uint64_t at = std::max(prev_start, start + (i < f.at.size() ? f.at[i] : 0));
-          rec = monitor::SliceRecord{};
-          // Periods the lease skipped with nothing to do (split_fused
-          // bounds them) keep the numbering global.
-          rec.skipped = part.slice - s.slice - 1;
-          slice_ += rec.skipped;
-          rec.slice = s.slice = ++slice_;
-          rec.job = j.id;
-          rec.start_ns = at;
-          rec.period_ns = at - prev_start;
-          // Early when every rank was blocked after the slice before, or a
-          // send to a waiting rank came (the node says so on its last part);
-          // else the lease's period began it.
-          rec.leased = true;
-          rec.early = f.parts[i - 1].all_blocked || f.parts[i - 1].post_started;
-          prev_start = at;
-          all_parked = nothing_to_do = true;
-        }
-        rec.phase_ns[static_cast<size_t>(part.phase)] = i < f.ns.size() ? f.ns[i] : 0;
-        account(part.phase, {part});
-      }
-      if (cut.bad != SIZE_MAX) {
-        const wire::Report* part = cut.bad < f.parts.size() ? &f.parts[cut.bad] : nullptr;
-        fail_node(j.nodes[0], part ? part->slice : s.slice, part ? part->phase : Phase::dem,
-                  cut.why);
-        ok = false;
-      }
-      if (!ok) break;
-      // Periods skipped after the lease's last slice: the next slice says so.
-      slice_ += f.skipped;
-      pace.skipped_carry = f.skipped;
-      if (f.parts.back().all_blocked) blocked_after.insert(j.nodes[0]);
-    } else {
-      // DEM (the strobe itself, or run by the nodes at the end of the last
-      // slice: Strobe::next_dem).
-      if (next_dem.empty()) {
-        if (!microphase(Phase::dem)) break;
-      } else {
-        reps = std::move(next_dem);
-        next_dem.clear();
-        rec.phase_ns[0] = next_dem_ns;
-        account(Phase::dem, reps);
-      }
-      s.held.clear();  // only the DEM needs it: the later microstrobes go without
-      const DemPlan dem = plan_after_dem(reps, max_node, released);
-      s.expect_batches = dem.expect_batches;
-      s.coll_release = dem.coll_release;
-      nothing_to_do = dem.drained == 0 && dem.coll_drained == 0 && !dem.run_msm && !dem.run_bbm &&
-                      !dem.run_rm && dem.coll_release.empty();
-      // The slice's last microstrobe lets the nodes hold their reports until
-      // their ranks block (Nic::hold_report), up to shortly before the
-      // period ends, so the report doubles as the doorbell.
-      auto last_of_slice = [&] {
-        if (!pace.adaptive) return;
-        const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
-        s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
-        // With a hold, the nodes also run the next slice's DEM when it ends.
-        s.next_dem = s.hold_ns > 0;
-        s.held.clear();
-        if (s.next_dem)
-          for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());
-      };
-      // MSM: only if something was posted or transfers are still being chunked.
-      uint32_t chunks = 0;
-      if (dem.run_msm) {
-        // Nothing it matches moves data in a P2P (the nodes deliver inline
-        // messages in the MSM): the MSM ends the slice.
-        const bool msm_last = !dem.may_move && !dem.run_bbm && !dem.run_rm;
-        if (msm_last) last_of_slice();
-        if (!microphase(Phase::msm)) break;
-        // A node names only its own ranks as full.
-        for (size_t i = 0; ok && i < reps.size(); ++i) {
-          for (int32_t r : reps[i].full)
-            if (r < 0 || static_cast<size_t>(r) >= j.rank_node.size() ||
-                j.rank_node[r] != snap[i].node) {
-              fail_node(snap[i].node, s.slice, Phase::msm,
-                        "malformed report: rank " + std::to_string(r) + " is not on this node");
-              ok = false;
-              break;
-            }
-          full[snap[i].node] = std::move(reps[i].full);
-        }
-        if (!ok) break;
-        MsmPlan msm = plan_after_msm(reps, max_node);
-        s.expect_gets = std::move(msm.expect_gets);
-        chunks = msm.chunks;
-        if (msm_last && chunks) {
-          // The nodes said nothing would move; one did not keep its word
-          // (its bytes are input), and the slice cannot go on past the
-          // next DEM its nodes already ran.
-          for (size_t i = 0; i < reps.size(); ++i)
-            if (reps[i].chunks) {
-              fail_node(snap[i].node, s.slice, Phase::msm,
-                        "malformed report: chunks scheduled after a DEM that announced none");
-              break;
-            }
-          ok = false;
-          break;
-        }
-      }
-      // P2P: only if the MSM scheduled chunks somewhere.
-      if (chunks) {
-        if (!dem.run_bbm && !dem.run_rm) last_of_slice();
-        if (!microphase(Phase::p2p)) break;
-      }
-      // BBM (collective helper) and RM (reduce helper): collectives that every
-      // member has posted; each microphase only if one of its kinds is due.
-      for (auto [phase, due] :
-           {std::pair{Phase::bbm, dem.run_bbm}, std::pair{Phase::rm, dem.run_rm}}) {
-        if (!due) continue;
-        if (phase == Phase::rm || !dem.run_rm) last_of_slice();
-        if (!microphase(phase)) break;
-      }
-      if (!ok) break;
-      for (const auto& r : s.coll_release) released[r.context] = r.level;
-      for (size_t i = 0; i < reps.size(); ++i)
-        if (reps[i].all_blocked) blocked_after.insert(snap[i].node);
-    }
-    record(rec);
-    job_blocked = blocked_after.size() == j.nodes.size();
-
-    // Next strobe one period after this one started; if this slice
-    // overran, at once (no burst of catch-up slices).
-    pace.next = scheduled + slice_ns;
     const uint64_t now = now_ns();
-    if (pace.next < now) pace.next = now;
-    if (pace.adaptive) {
-      // Who is blocked after the slice's last microphase; bells from later
-      // count too (wait_for_slice).
-      pace.end_value = wire::phase_value(s.slice, last);
-      pace.blocked = std::move(blocked_after);
-      pace.empty_run = nothing_to_do ? pace.empty_run + 1 : 0;
-      if (nothing_to_do && all_parked && s.may_park) {
-        pace.parked = true;
-        pace.parked_at = now;
+    if (std::exchange(r.woken, false) || now >= check_at) {
+      check_at = now + kPhaseCheckNs;
+      std::lock_guard lk(mu_);
+      if (stopping_) co_return false;
+      for (uint32_t node : j.nodes)
+        if (!nodes_.count(node)) co_return false;  // node_lost() already failed the job
+      // Failed meanwhile (a node said its report was lost, a kill): the job
+      // is being ended, and the report waited for may never come.
+      if (j.failed || j.state == Job::State::done) co_return false;
+      if (std::chrono::nanoseconds(now - t0) > cfg_.phase_watchdog) {
+        std::string late;
+        for (uint32_t node : j.nodes)
+          if (fabric_.var_get(wire::kVarPhase, node).value < value) late += " " + std::to_string(node);
+        fail_job_locked(j, 1,
+                        std::string("microphase ") + wire::phase_name(static_cast<Phase>(phase)) +
+                            " of slice " + std::to_string(slice) + " did not complete on node(s)" +
+                            late);
+        co_return false;
       }
     }
-    j.progress.parked.store(pace.parked, std::memory_order_relaxed);
-    j.progress.all_blocked.store(job_blocked, std::memory_order_relaxed);
+    co_await r.until(check_at);
   }
-  // Reports of this job's last strobes may still come when it ended early:
-  // a node stuck in a microphase finishes it and runs the DEM of the slice
-  // after (Strobe::next_dem), or a lease runs on for slices the manager never
-  // counted. Their phase values must never meet the next job's waits (one
-  // did: the next job's first slice took a stale two-part report for its
-  // fused one and failed), so the next job starts past every slice number
-  // they could carry. Slice numbers stay global and monotonic.
-  slice_ += 2 + wire::kMaxLeaseSlices + wire::kMaxLeaseSkipped;
-  if (!ok) {
-    std::lock_guard lk(mu_);
-    if (!j.failed && !stopping_) {
-      // The fabric may notice a dead node manager (a UCX peer error) before
-      // its control stream breaks: name the node either way.
-      std::string lost;
-      for (uint32_t n : j.nodes) {
-        if (fabric_.connected(n) && nodes_.count(n)) continue;
-        auto it = nodes_.find(n);
-        lost += (lost.empty() ? "" : ", ") +
-                (it == nodes_.end()
-                     ? "node " + std::to_string(n)
-                     : it->second->name + " (pid " + std::to_string(it->second->pid) + ")");
-      }
-      fail_job_locked(j, 1,
-                      lost.empty() ? "the strobe protocol failed (see the manager's log)"
-                                   : "node manager " + lost + " was lost (fabric error)");
-    }
-  }
-  cv_.notify_all();
-  flush();
 }
 
 }  // namespace bcs::mm
