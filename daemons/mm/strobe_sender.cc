@@ -25,6 +25,7 @@
 #include <map>
 #include <set>
 
+#include "admission.h"
 #include "job_run.h"
 #include "manager.h"
 #include "sched_hint.h"
@@ -127,33 +128,24 @@ bool bell_job(const core::Message& m, uint64_t* job) {
 }  // namespace
 
 void Manager::admit_locked(std::vector<std::unique_ptr<JobRun>>& runs) {
-  std::set<uint32_t> held, wanted;
+  std::set<uint32_t> held;
   for (const auto& r : runs) held.insert(r->job->nodes.begin(), r->job->nodes.end());
-  for (auto it = queue_.begin(); it != queue_.end();) {
-    auto jt = jobs_.find(*it);
-    if (jt == jobs_.end() || jt->second->state != Job::State::queued) {
-      it = queue_.erase(it);  // ended while queued (killed, shut down)
-      continue;
-    }
-    const auto& j = jt->second;
-    const bool one_at_a_time = !cfg_.space_share && !runs.empty();
-    const bool free = !one_at_a_time && std::none_of(j->nodes.begin(), j->nodes.end(), [&](uint32_t n) {
-      return held.count(n) || wanted.count(n);
-    });
-    if (!free) {
-      wanted.insert(j->nodes.begin(), j->nodes.end());
-      ++it;
-      continue;
-    }
+  std::vector<QueuedJob> queue;
+  std::erase_if(queue_, [&](uint64_t id) {
+    auto jt = jobs_.find(id);
+    return jt == jobs_.end() || jt->second->state != Job::State::queued;  // ended while queued
+  });
+  for (uint64_t id : queue_) queue.push_back({id, jobs_.at(id)->nodes});
+  for (uint64_t id : admit(queue, std::move(held), runs.size(), cfg_.space_share)) {
+    const auto& j = jobs_.at(id);
     auto r = std::make_unique<JobRun>();
     r->job = j;
     r->slice = slice_;  // its first slice is above every number its nodes may report
     r->task = run_job(*r);
     r->resume = r->task.handle();
     j->state = Job::State::starting;
-    held.insert(j->nodes.begin(), j->nodes.end());
     runs.push_back(std::move(r));
-    it = queue_.erase(it);
+    queue_.erase(std::find(queue_.begin(), queue_.end(), id));
   }
 }
 
