@@ -18,24 +18,33 @@ std::vector<int> allowed_cpus() {
   return cpus;
 }
 
-std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& cpus) {
+std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& cpus,
+                           uint32_t base) {
   std::vector<int> out(nranks, -1);
   if (cpus.empty() || b == Binding::none) return out;
+  const uint64_t n = cpus.size();
   // Oversubscribed: by default nobody is bound (as Open MPI does), so the
-  // scheduler may still move a rank to whatever core is free.
-  if (b == Binding::by_default && nranks > cpus.size()) return out;
-  for (uint32_t k = 0; k < nranks; ++k) out[k] = cpus[k % cpus.size()];
+  // scheduler may still move a rank to whatever core is free. The same when
+  // the ranks do not fit past `base`: wrapping round would pin them onto
+  // CPUs that another job's ranks hold; the manager gives a base of n (or
+  // more) when no free range of the host is wide enough. (64 bits: the sum
+  // does not wrap.)
+  if (b == Binding::by_default && uint64_t{base} + nranks > n) return out;
+  // An explicit core that does not fit keeps today's round robin, now from
+  // `base`: the user asked for bound ranks and accepts sharing, as with more
+  // ranks than CPUs. A base of n is then exactly today's (CPU 0 first).
+  for (uint32_t k = 0; k < nranks; ++k) out[k] = cpus[(uint64_t{base} + k) % n];
   return out;
 }
 
 std::vector<int> host_rank_cpus(Binding b, const std::vector<uint32_t>& rank_node,
                                 const std::vector<uint32_t>& host_nodes,
-                                const std::vector<int>& cpus) {
+                                const std::vector<int>& cpus, uint32_t base) {
   std::vector<size_t> here;  // world ranks on this host, ascending
   for (size_t r = 0; r < rank_node.size(); ++r)
     if (std::find(host_nodes.begin(), host_nodes.end(), rank_node[r]) != host_nodes.end())
       here.push_back(r);
-  const std::vector<int> each = rank_cpus(b, static_cast<uint32_t>(here.size()), cpus);
+  const std::vector<int> each = rank_cpus(b, static_cast<uint32_t>(here.size()), cpus, base);
   std::vector<int> out(rank_node.size(), -1);
   for (size_t k = 0; k < here.size(); ++k) out[here[k]] = each[k];
   return out;

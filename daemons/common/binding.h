@@ -24,15 +24,21 @@ enum class Binding {
 std::vector<int> allowed_cpus();
 
 // For each of a host's `nranks` ranks, the CPU to bind it to, or -1 for
-// none, out of `cpus` (allowed_cpus()).
-std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& cpus);
+// none, out of `cpus` (allowed_cpus()). The k-th rank goes to
+// cpus[(base + k) % n]: `base` (StartJob::host_slot_base) is where the
+// manager put this job among the jobs running at once on the host, so that
+// their ranks do not pin to the same CPUs. by_default binds only when the
+// ranks fit from there (base + nranks <= n), else none is bound, as when
+// ranks outnumber CPUs. core always binds, wrapping round: it was asked for.
+std::vector<int> rank_cpus(Binding b, uint32_t nranks, const std::vector<int>& cpus,
+                           uint32_t base = 0);
 
 // Per world rank of a job placed by `rank_node` (rank -> node id), the CPU
-// to bind it to: rank_cpus over the ranks on the nodes in `host_nodes` (the
-// node managers of this host), -1 for every other rank.
+// to bind it to: rank_cpus (from `base`) over the ranks on the nodes in
+// `host_nodes` (the node managers of this host), -1 for every other rank.
 std::vector<int> host_rank_cpus(Binding b, const std::vector<uint32_t>& rank_node,
                                 const std::vector<uint32_t>& host_nodes,
-                                const std::vector<int>& cpus);
+                                const std::vector<int>& cpus, uint32_t base);
 
 // Binds the calling process to `cpu` with the raw system call (safe between
 // fork and exec in a multi-threaded parent). False on failure.

@@ -134,6 +134,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
   node->any_user = msg.register_().any_user();
   node->pid = msg.register_().pid();
   node->copy_rate = msg.register_().copy_rate();
+  node->cpus = msg.register_().cpus();
   {
     std::lock_guard lk(mu_);
     if (stopping_) return {grpc::StatusCode::UNAVAILABLE, "manager is shutting down"};

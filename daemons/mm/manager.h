@@ -79,6 +79,9 @@ struct Node {
   uint32_t pid = 0;
   bool any_user = false;  // runs jobs as any user (Register::any_user)
   uint64_t copy_rate = 0;  // bytes/s it copies memory (Register::copy_rate; 0: unknown)
+  // CPUs its ranks may use (Register::cpus; 0: unknown). A host's CPU slots
+  // (host_slots.h) are the least of its node managers'.
+  uint32_t cpus = 0;
   NodeStream* stream = nullptr;
   std::mutex write_mu;
   std::string ucx_address;
@@ -114,6 +117,10 @@ struct Job {
   v1::Binding bind = v1::BIND_DEFAULT;  // as asked; each node resolves the default
   std::vector<uint32_t> nodes;      // fabric ids, sorted
   std::vector<uint32_t> rank_node;  // world rank -> node id
+  // Per host name it runs on, where its ranks there begin among the host's
+  // CPU slots (StartJob::host_slot_base, host_slots.h), so that jobs
+  // running at once on node managers of one host do not share CPUs.
+  std::map<std::string, uint32_t> host_slot_base;
   State state = State::queued;
   std::chrono::steady_clock::time_point start_deadline;
   std::vector<uint32_t> started;       // nodes that answered JobStarted

@@ -258,11 +258,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   }
   // Each rank's CPU, from this node manager's own (a cgroup's, Slurm's),
   // counting the job's ranks on every node manager of this host: each of
-  // them reckons the same way, so no two share a CPU.
+  // them reckons the same way, so no two share a CPU. They start at the
+  // manager's base for this host, so other jobs' ranks there keep theirs.
   std::vector<uint32_t> host_nodes = spec.host_peers;
   host_nodes.push_back(self);
-  const std::vector<int> cpu_of =
-      host_rank_cpus(spec.bind, spec.rank_node, host_nodes, allowed_cpus());
+  const std::vector<int> cpu_of = host_rank_cpus(spec.bind, spec.rank_node, host_nodes,
+                                                 allowed_cpus(), spec.host_slot_base);
   rlimit nofile{};
   const int max_fd = ::getrlimit(RLIMIT_NOFILE, &nofile) == 0 && nofile.rlim_cur < (1u << 20)
                          ? static_cast<int>(nofile.rlim_cur)

@@ -48,8 +48,11 @@ struct JobSpec {
   // The paper's fixed strobe: ranks are not asked to ring the doorbell when
   // they block, and the node never parks.
   bool fixed_strobe = false;
-  // Where the ranks run (binding.h).
+  // Where the ranks run (binding.h), and where among this host's allowed
+  // CPUs the job's ranks on the host begin (StartJob::host_slot_base): the
+  // manager keeps the ranges of jobs running at once on a host apart.
   Binding bind = Binding::by_default;
+  uint32_t host_slot_base = 0;
   // Rank 0's stdin is a pipe the node feeds with RankInput (LocalRank::in);
   // else every rank's stdin is /dev/null.
   bool stdin_rank0 = false;

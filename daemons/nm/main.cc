@@ -201,6 +201,9 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   reg.mutable_register_()->set_any_user(can_run_as_any_user());
   reg.mutable_register_()->set_pid(static_cast<uint32_t>(::getpid()));
   reg.mutable_register_()->set_copy_rate(copy_rate);
+  // The CPUs this node manager's ranks may use, so that the manager can
+  // give jobs sharing this host disjoint ranges of them (host_slot_base).
+  reg.mutable_register_()->set_cpus(static_cast<uint32_t>(allowed_cpus().size()));
   up.send(reg);
 
   std::unique_ptr<core::Fabric> fabric;
@@ -357,6 +360,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         spec.bind = sj.bind() == v1::BIND_CORE   ? Binding::core
                     : sj.bind() == v1::BIND_NONE ? Binding::none
                                                  : Binding::by_default;
+        spec.host_slot_base = sj.host_slot_base();
         spec.max_unexpected = std::min<uint64_t>(sj.slice().max_unexpected(), kMaxUnexpectedLimit);
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;
