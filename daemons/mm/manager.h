@@ -305,6 +305,9 @@ class Manager {
   void admit_locked(std::vector<std::unique_ptr<JobRun>>& runs);
   // Why a queued job has not started ("" if nothing holds it).
   std::string why_waiting_locked(const Job& j) const;
+  // Gives `j` its CPU slots on each of its hosts beside the running jobs
+  // (Job::host_slot_base, host_slots.h).
+  void place_on_host_slots_locked(Job& j, const std::vector<std::unique_ptr<JobRun>>& runs);
   Task<bool> run_job(JobRun& r);
   Task<bool> start_job(JobRun& r);
   Task<bool> run_slices(JobRun& r);

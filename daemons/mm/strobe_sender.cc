@@ -26,6 +26,7 @@
 #include <set>
 
 #include "admission.h"
+#include "host_slots.h"
 #include "job_run.h"
 #include "manager.h"
 #include "sched_hint.h"
@@ -138,6 +139,7 @@ void Manager::admit_locked(std::vector<std::unique_ptr<JobRun>>& runs) {
   for (uint64_t id : queue_) queue.push_back({id, jobs_.at(id)->nodes});
   for (uint64_t id : admit(queue, std::move(held), runs.size(), cfg_.space_share)) {
     const auto& j = jobs_.at(id);
+    place_on_host_slots_locked(*j, runs);
     auto r = std::make_unique<JobRun>();
     r->job = j;
     r->slice = slice_;  // its first slice is above every number its nodes may report
@@ -146,6 +148,33 @@ void Manager::admit_locked(std::vector<std::unique_ptr<JobRun>>& runs) {
     j->state = Job::State::starting;
     runs.push_back(std::move(r));
     queue_.erase(std::find(queue_.begin(), queue_.end(), id));
+  }
+}
+
+namespace {
+// Ranks of `j` per host name (over every node manager of the host).
+std::map<std::string, uint32_t> ranks_per_host(const Job& j,
+                                               const std::map<uint32_t, std::shared_ptr<Node>>& nodes) {
+  std::map<std::string, uint32_t> out;
+  for (uint32_t n : j.rank_node)
+    if (auto it = nodes.find(n); it != nodes.end()) ++out[it->second->hostname];
+  return out;
+}
+}  // namespace
+
+void Manager::place_on_host_slots_locked(Job& j, const std::vector<std::unique_ptr<JobRun>>& runs) {
+  j.host_slot_base.clear();
+  for (const auto& [host, ranks] : ranks_per_host(j, nodes_)) {
+    uint32_t cpus = 0;
+    for (const auto& [id, n] : nodes_)
+      if (n->hostname == host && n->cpus) cpus = cpus ? std::min(cpus, n->cpus) : n->cpus;
+    std::vector<SlotRange> held;
+    for (const auto& r : runs) {
+      const auto it = r->job->host_slot_base.find(host);
+      if (it == r->job->host_slot_base.end()) continue;
+      held.push_back({it->second, ranks_per_host(*r->job, nodes_)[host]});
+    }
+    j.host_slot_base[host] = host_slot_base(cpus, held, ranks);
   }
 }
 
@@ -289,7 +318,11 @@ Task<bool> Manager::start_job(JobRun& r) {
     s->set_uid(j->uid);
     s->set_gid(j->gid);
     for (uint32_t n : j->nodes)
-      if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+      if (auto it = nodes_.find(n); it != nodes_.end()) {
+        const auto base = j->host_slot_base.find(it->second->hostname);
+        s->set_host_slot_base(base == j->host_slot_base.end() ? 0 : base->second);
+        queue_locked(it->second, m);
+      }
   }
   flush();
   // Until every node answered JobStarted (node_session wakes us), 30 s.
