@@ -10,21 +10,87 @@ void EmdsRecorder::record(const SliceRecord& r) {
     ring_.push_back(r);
     if (ring_.size() > cap_) ring_.pop_front();
     ++total_;
+    // The job's own window: another job's slices never push these out.
+    auto [it, fresh] = jobs_.try_emplace(r.job);
+    JobWindow& w = it->second;
+    if (fresh) {
+      w.lru = lru_.insert(lru_.end(), r.job);
+    } else if (std::next(w.lru) != lru_.end()) {
+      lru_.splice(lru_.end(), lru_, w.lru);  // the most recently recorded now
+    }
+    w.ring.push_back(r);
+    ++w.total;
+    ++job_records_;
+    if (w.ring.size() > cap_) {
+      w.ring.pop_front();
+      --job_records_;
+    }
+    if (fresh || job_records_ > job_records_cap_) bound_jobs_locked();
   }
   // Followers copy what they need under the lock and send outside it: the
   // strobe sender never waits for a client.
   grown_.notify_all();
 }
 
+void EmdsRecorder::bound_jobs_locked() {
+  while ((jobs_.size() > kept_jobs_ || job_records_ > job_records_cap_) && lru_.size() > 1) {
+    auto it = jobs_.find(lru_.front());
+    job_records_ -= it->second.ring.size();
+    jobs_.erase(it);
+    lru_.pop_front();
+  }
+}
+
+namespace {
+
+// Records numbered first..last of `ring`, which need not be sorted by
+// slice: kept is its lowest and highest number.
+bool range_in(const std::deque<SliceRecord>& ring, uint64_t first, uint64_t last,
+              std::vector<SliceRecord>* out, std::pair<uint64_t, uint64_t>* kept) {
+  *kept = {0, 0};
+  if (ring.empty()) return false;
+  *kept = {UINT64_MAX, 0};
+  for (const auto& r : ring) {
+    kept->first = std::min(kept->first, r.slice);
+    kept->second = std::max(kept->second, r.slice);
+  }
+  if (first < kept->first || last > kept->second) return false;
+  for (const auto& r : ring)
+    if (r.slice >= first && r.slice <= last) out->push_back(r);
+  return true;
+}
+
+std::vector<SliceRecord> last_in(const std::deque<SliceRecord>& ring, size_t n) {
+  n = std::min(n, ring.size());
+  return {ring.end() - static_cast<std::ptrdiff_t>(n), ring.end()};
+}
+
+// The strobe's own precision: slices started by the period, not early or
+// after a park.
+PeriodSummary periods_in(const std::deque<SliceRecord>& ring) {
+  std::vector<uint64_t> p;
+  for (const auto& r : ring)
+    if (r.period_ns && !r.early && !r.skipped) p.push_back(r.period_ns);
+  return summarize_periods(std::move(p));
+}
+
+}  // namespace
+
 bool EmdsRecorder::range(uint64_t first, uint64_t last, std::vector<SliceRecord>* out,
                          std::pair<uint64_t, uint64_t>* kept) const {
   std::lock_guard lk(mu_);
-  *kept = ring_.empty() ? std::pair<uint64_t, uint64_t>{0, 0}
-                        : std::pair<uint64_t, uint64_t>{ring_.front().slice, ring_.back().slice};
-  if (ring_.empty() || first < kept->first || last > kept->second) return false;
-  for (const auto& r : ring_)
-    if (r.slice >= first && r.slice <= last) out->push_back(r);
-  return true;
+  return range_in(ring_, first, last, out, kept);
+}
+
+bool EmdsRecorder::range_of(uint64_t job, uint64_t first, uint64_t last, std::vector<SliceRecord>* out,
+                            std::pair<uint64_t, uint64_t>* kept) const {
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) {
+    *kept = {0, 0};
+    return false;
+  }
+  return range_in(it->second.ring, first, last, out, kept);
 }
 
 uint64_t EmdsRecorder::wait_after(uint64_t seq, std::chrono::milliseconds timeout,
@@ -48,8 +114,14 @@ void EmdsRecorder::wake_all() const { grown_.notify_all(); }
 
 std::vector<SliceRecord> EmdsRecorder::last(size_t n) const {
   std::lock_guard lk(mu_);
-  n = std::min(n, ring_.size());
-  return {ring_.end() - static_cast<std::ptrdiff_t>(n), ring_.end()};
+  return last_in(ring_, n);
+}
+
+std::vector<SliceRecord> EmdsRecorder::last_of(uint64_t job, size_t n) const {
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(job);
+  if (it == jobs_.end()) return {};
+  return last_in(it->second.ring, n);
 }
 
 uint64_t EmdsRecorder::total() const {
@@ -57,16 +129,24 @@ uint64_t EmdsRecorder::total() const {
   return total_;
 }
 
-PeriodSummary EmdsRecorder::periods() const {
-  std::vector<uint64_t> p;
-  {
-    std::lock_guard lk(mu_);
-    // The strobe's own precision: slices started by the period, not early
-    // or after a park.
-    for (const auto& r : ring_)
-      if (r.period_ns && !r.early && !r.skipped) p.push_back(r.period_ns);
-  }
-  return summarize_periods(std::move(p));
+uint64_t EmdsRecorder::total_of(uint64_t job) const {
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? 0 : it->second.total;
+}
+
+PeriodSummary EmdsRecorder::periods(uint64_t job) const {
+  std::lock_guard lk(mu_);
+  auto it = jobs_.find(job);
+  return it == jobs_.end() ? PeriodSummary{} : periods_in(it->second.ring);
+}
+
+std::map<uint64_t, PeriodSummary> EmdsRecorder::periods_by_job() const {
+  std::lock_guard lk(mu_);
+  std::map<uint64_t, PeriodSummary> out;
+  for (const auto& [job, w] : jobs_)
+    if (PeriodSummary s = periods_in(w.ring); s.count) out[job] = s;
+  return out;
 }
 
 PeriodSummary summarize_periods(std::vector<uint64_t> p) {
@@ -89,7 +169,7 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns,
   {
     std::lock_guard lk(mu_);
     ++noted_;
-    if (have_cur_ && cur_.slice != slice) {
+    if (have_cur_ && (cur_.slice != slice || cur_.job != a.job)) {
       done_.push_back(cur_);
       if (done_.size() > cap_) done_.pop_front();
       have_cur_ = false;
@@ -97,6 +177,7 @@ void LocalRecorder::note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns,
     if (!have_cur_) {
       cur_ = LocalSliceRecord{};
       cur_.slice = slice;
+      cur_.job = a.job;
       cur_.start_ns = at_ns;
       have_cur_ = true;
     }

@@ -238,6 +238,7 @@ const std::vector<LocalColumn>& local_columns() {
       BCS_LCOL(rm_at_ns, phase_at_ns[4]),
       BCS_LCOL(sender_bytes, sender_bytes),
       BCS_LCOL(second_thread_bytes, second_thread_bytes),
+      BCS_LCOL(job, job),
   };
   return cols;
 }

@@ -99,6 +99,7 @@ bool call_name_ok(const std::string& n) {
 
 void local_to_proto(const LocalSliceRecord& r, v1::LocalSlice* s) {
   s->set_slice(r.slice);
+  s->set_job_id(r.job);
   for (uint64_t p : r.phase_ns) s->add_phase_ns(p);
   s->set_start_ns(r.start_ns);
   for (uint64_t p : r.phase_at_ns) s->add_phase_at_ns(p);
@@ -126,6 +127,7 @@ bool local_from_proto(const v1::LocalSlice& s, LocalSliceRecord* r, std::string*
   }
   LocalSliceRecord x;
   x.slice = s.slice();
+  x.job = s.job_id();
   x.start_ns = s.start_ns();
   for (int i = 0; i < 5; ++i) {
     x.phase_ns[i] = s.phase_ns(i);
@@ -294,6 +296,15 @@ const grpc::Status kUnauthenticated{grpc::StatusCode::UNAUTHENTICATED, "bad or m
 grpc::Status MonitorService::Slices(grpc::ServerContext* ctx, const v1::SlicesRequest* req,
                                     v1::SlicesReply* rep) {
   if (!authorize_(ctx)) return kUnauthenticated;
+  // A job: its own window, which the other jobs' slices do not push out.
+  const uint64_t job = req->job_id();
+  const std::string whose = job ? " of job " + std::to_string(job) : std::string();
+  if (job) {
+    const JobState st = job_state_(ctx, job);
+    if (st == JobState::unknown) return {grpc::StatusCode::NOT_FOUND, "no job " + std::to_string(job)};
+    if (st == JobState::forbidden)
+      return {grpc::StatusCode::PERMISSION_DENIED, "job " + std::to_string(job) + " is another user's"};
+  }
   std::vector<SliceRecord> out;
   if (req->range()) {
     if (req->first_slice() > req->last_slice())
@@ -301,19 +312,23 @@ grpc::Status MonitorService::Slices(grpc::ServerContext* ctx, const v1::SlicesRe
               "slice range " + std::to_string(req->first_slice()) + ".." +
                   std::to_string(req->last_slice()) + " is empty"};
     std::pair<uint64_t, uint64_t> kept;
-    if (!emds_.range(req->first_slice(), req->last_slice(), &out, &kept))
+    const bool all = job ? emds_.range_of(job, req->first_slice(), req->last_slice(), &out, &kept)
+                         : emds_.range(req->first_slice(), req->last_slice(), &out, &kept);
+    if (!all)
       return {grpc::StatusCode::OUT_OF_RANGE,
               "slices " + std::to_string(req->first_slice()) + ".." +
-                  std::to_string(req->last_slice()) + " are not all kept: " +
+                  std::to_string(req->last_slice()) + whose + " are not all kept: " +
                   (kept.second ? "the window holds slices " + std::to_string(kept.first) + ".." +
                                      std::to_string(kept.second) + " (the last " +
-                                     std::to_string(emds_.window()) + " at most)"
-                               : std::string("no slice has run yet"))};
+                                     std::to_string(emds_.window()) + " at most" +
+                                     (job ? " of the job" : "") + ")"
+                               : std::string(job ? "no slice of it is kept" : "no slice has run yet"))};
   } else {
-    out = emds_.last(req->last() ? req->last() : 100);
+    const size_t n = req->last() ? req->last() : 100;
+    out = job ? emds_.last_of(job, n) : emds_.last(n);
   }
   for (const auto& r : out) slice_to_proto(r, rep->add_slices());
-  rep->set_total_slices(emds_.total());
+  rep->set_total_slices(job ? emds_.total_of(job) : emds_.total());
   return grpc::Status::OK;
 }
 

@@ -61,6 +61,10 @@ void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
 void Manager::take_local_slices(const Node& node, const v1::LocalSlices& batch) {
   // Checked like any message from the network: bounded, sane counts,
   // slices in order. A bad batch is dropped, the node keeps running.
+  // In order holds with jobs side by side too: a node runs one job at a
+  // time, and a job that follows another on it numbers its slices above
+  // every slice the earlier one used (the gap taken when a job retires), so
+  // one node's numbers only grow, whichever jobs its records are of.
   // (node.name is fixed at registration; node_series_ locks itself.)
   const auto& b = batch.slices();
   std::vector<monitor::LocalSliceRecord> recs;

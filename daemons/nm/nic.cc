@@ -371,6 +371,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
                       .count();
   if (st_ && local_emds_) {  // a microphase of this node's job: what it did, for the local EMDS
     monitor::LocalSliceRecord a;
+    a.job = s.job;  // the strobe's: one record per (job, slice)
     a.descriptors = r.drained + r.coll_drained;
     a.coll_descriptors = r.coll_drained;
     a.matches = r.matches;

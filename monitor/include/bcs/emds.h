@@ -1,6 +1,8 @@
 // EMDS (the paper's "Elan MDS"): per-slice statistics gathered by the strobe
-// sender (global figures: GTDEM, GTMSM, ... GETTS) and kept in a bounded
-// ring so that the Monitor service and `bcs stats` can read them.
+// sender (global figures: GTDEM, GTMSM, ... GETTS) and kept in bounded
+// rings so that the Monitor service and `bcs stats` can read them: one of
+// every job's slices as they ran (several jobs run at once, their records
+// interleaved) and one per job.
 #pragma once
 
 #include <chrono>
@@ -8,18 +10,24 @@
 #include <cstdint>
 #include <utility>
 #include <deque>
+#include <list>
 #include <map>
 #include <string>
 #include <mutex>
+#include <unordered_map>
 #include <vector>
 
 namespace bcs::monitor {
 
 struct SliceRecord {
   uint64_t slice = 0;
-  uint64_t job = 0;           // the job it ran (the manager runs one at a time)
+  // The job it ran. Jobs on disjoint node managers run at once, under one
+  // strobe: their records interleave, and each job numbers its own slices
+  // (`slice` strictly increases within a job; other jobs' numbers may be
+  // lower, higher or the same). (job, slice) names a record.
+  uint64_t job = 0;
   uint64_t start_ns = 0;      // strobe time (CLOCK_MONOTONIC)
-  uint64_t period_ns = 0;     // since the previous strobe; 0 for the first of a run
+  uint64_t period_ns = 0;     // since the job's previous slice; 0 for its first
   uint64_t late_ns = 0;       // strobe time minus its scheduled time (the clock's own error)
   uint64_t phase_ns[5] = {};  // DEM, MSM, P2P, BBM, RM: global time to complete
   uint64_t retries[5] = {};   // unsuccessful synchronisation retries (USR*)
@@ -46,16 +54,40 @@ class EmdsRecorder {
  public:
   // The paper's window: statistics of the last 10,000 slices.
   static constexpr size_t kDefaultWindow = 10000;
-  explicit EmdsRecorder(size_t capacity = kDefaultWindow) : cap_(capacity ? capacity : 1) {}
+  // Jobs whose own window is kept: the most recently recorded ones (the
+  // manager keeps the last 1000 finished jobs too).
+  static constexpr size_t kKeptJobs = 1000;
+  // Records kept in the jobs' windows together, in windows: memory stays
+  // bounded (1000 full windows would be 1.7 GB) when many long jobs ran.
+  // Past it the window of the job recorded least recently goes whole; a job
+  // recording now never loses its own slices to another job's.
+  static constexpr size_t kJobWindows = 16;
+  // `capacity`: the global window and each job's; `kept_jobs`, `job_records`
+  // (0: kJobWindows windows): the bounds above.
+  explicit EmdsRecorder(size_t capacity = kDefaultWindow, size_t kept_jobs = kKeptJobs,
+                        size_t job_records = 0)
+      : cap_(capacity ? capacity : 1),
+        kept_jobs_(kept_jobs ? kept_jobs : 1),
+        job_records_cap_(job_records ? job_records : cap_ * kJobWindows) {}
   void record(const SliceRecord& r);
+  // The last n records, every job's, in the order they were recorded.
   std::vector<SliceRecord> last(size_t n) const;
+  // The job's last n (its own window: other jobs' slices do not push them out).
+  std::vector<SliceRecord> last_of(uint64_t job, size_t n) const;
   uint64_t total() const;
+  // Records of the job so far (0: none, or its window is no longer kept).
+  uint64_t total_of(uint64_t job) const;
   size_t window() const { return cap_; }
-  // The kept slices numbered first..last (inclusive). False when the range
-  // reaches outside what is kept; `kept` then holds the kept range's first
-  // and last slice numbers (0, 0 when nothing is kept).
+  // The kept records numbered first..last (inclusive), every job's, in the
+  // order they were recorded. False when the range reaches outside what is
+  // kept; `kept` then holds the lowest and highest slice numbers kept (0, 0
+  // when nothing is). The ring is not sorted by slice (jobs interleave):
+  // lowest and highest, not first and last.
   bool range(uint64_t first, uint64_t last, std::vector<SliceRecord>* out,
              std::pair<uint64_t, uint64_t>* kept) const;
+  // As range, over the job's own window.
+  bool range_of(uint64_t job, uint64_t first, uint64_t last, std::vector<SliceRecord>* out,
+                std::pair<uint64_t, uint64_t>* kept) const;
   // Follow: the records after the `seq`-th (records are numbered 1, 2, ...
   // as recorded; seq 0 = before the first), waiting until there is one or
   // `timeout` passes. Returns the new sequence number; `missed` counts
@@ -64,15 +96,34 @@ class EmdsRecorder {
                       uint64_t* missed) const;
   // Wakes every wait_after (the manager is stopping).
   void wake_all() const;
-  // Percentiles of period_ns over the retained slices with a period.
-  PeriodSummary periods() const;
+  // Percentiles of period_ns over the job's kept slices that the clock
+  // started (a period, not early, not after a park).
+  PeriodSummary periods(uint64_t job) const;
+  // The same for every job kept, by job. Never one distribution of all:
+  // each job has its own slice length and its own pacing (its period is
+  // measured from its own previous slice), so mixing them would describe no
+  // job (a 1 ms job beside a 10 ms one: p50 of neither).
+  std::map<uint64_t, PeriodSummary> periods_by_job() const;
 
  private:
+  struct JobWindow {
+    std::deque<SliceRecord> ring;
+    uint64_t total = 0;
+    std::list<uint64_t>::iterator lru;  // its place in lru_
+  };
+  // Drops the windows recorded least recently while over a bound (never
+  // the one recorded last).
+  void bound_jobs_locked();
   mutable std::mutex mu_;
   mutable std::condition_variable grown_;
   size_t cap_;
+  size_t kept_jobs_;
+  size_t job_records_cap_;
   std::deque<SliceRecord> ring_;
   uint64_t total_ = 0;
+  std::unordered_map<uint64_t, JobWindow> jobs_;
+  std::list<uint64_t> lru_;  // job ids, least recently recorded first
+  size_t job_records_ = 0;   // records in every JobWindow::ring together
 };
 
 PeriodSummary summarize_periods(std::vector<uint64_t> periods);
@@ -81,6 +132,11 @@ PeriodSummary summarize_periods(std::vector<uint64_t> periods);
 // slice, measured by its node manager.
 struct LocalSliceRecord {
   uint64_t slice = 0;
+  // The job the node ran it for (0: a node manager from before jobs ran
+  // side by side, which did not say). A node runs one job at a time, and a
+  // later job's numbers start above an earlier one's: a node's slice
+  // numbers only grow.
+  uint64_t job = 0;
   // When this node began the slice's first microphase (the NM's
   // CLOCK_MONOTONIC), and when it began each microphase, from start_ns (0
   // and phase_ns 0: not run here). LETTS is the difference of two
@@ -107,9 +163,9 @@ struct LocalSliceRecord {
 class LocalRecorder {
  public:
   explicit LocalRecorder(size_t capacity = EmdsRecorder::kDefaultWindow) : cap_(capacity) {}
-  // Adds one microphase (0..4) of `slice`, begun at `at_ns` and lasting
-  // `ns`, to the current record; a note for another slice closes the
-  // current one.
+  // Adds one microphase (0..4) of `slice` of job `add.job`, begun at
+  // `at_ns` and lasting `ns`, to the current record; a note for another
+  // slice (or another job) closes the current one.
   void note(uint64_t slice, int phase, uint64_t at_ns, uint64_t ns, const LocalSliceRecord& add);
   // Sleeps until there are finished slices (or stop()), then waits `batch`
   // more to gather others, and returns them. The current slice is closed

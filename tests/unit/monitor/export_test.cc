@@ -177,6 +177,7 @@ TEST(LocalSlicesCsv, RoundTripsWithLettsAndLtts) {
     v[i].bytes = uint64_t{1} << 40;
     v[i].blocked = 1;
     v[i].nlocal = 2;
+    v[i].job = 4;
   }
   const std::string csv = mon::local_slices_csv(v);
   // slice 6: LETTS 400 since slice 5, LTTS 30 + 50.
@@ -185,6 +186,12 @@ TEST(LocalSlicesCsv, RoundTripsWithLettsAndLtts) {
   ASSERT_EQ(back.size(), 3u);
   EXPECT_EQ(mon::local_slices_csv(back), csv);
   EXPECT_EQ(back[2].phase_at_ns[2], 60u);
+  EXPECT_EQ(back[2].job, 4u);  // the job column, last
+  EXPECT_EQ(csv.substr(csv.find('\n') - 4, 4), ",job");
+  // A file from before the job column still reads (job 0: not said).
+  const auto old = mon::local_slices_from_csv("slice,start_ns\n5,100\n");
+  ASSERT_EQ(old.size(), 1u);
+  EXPECT_EQ(old[0].job, 0u);
   EXPECT_THROW(mon::local_slices_from_csv("slice,nope\n1,2\n"), std::runtime_error);
 }
 

@@ -102,6 +102,25 @@ TEST(LocalRecorder, TakeNowClosesTheCurrentSlice) {
   EXPECT_TRUE(rec.take_now().empty());
 }
 
+TEST(LocalRecorder, EachRecordNamesItsJobAndAnotherJobClosesTheSlice) {
+  mon::LocalRecorder rec;
+  auto of = [](uint64_t job) {
+    mon::LocalSliceRecord a;
+    a.job = job;
+    return a;
+  };
+  rec.note(7, 0, 10, 5, of(1));
+  rec.note(7, 1, 20, 5, of(1));
+  // The same number for another job: another record, not job 1's slice 7.
+  rec.note(7, 0, 30, 5, of(2));
+  auto out = rec.take_now();
+  ASSERT_EQ(out.size(), 2u);
+  EXPECT_EQ(out[0].job, 1u);
+  EXPECT_EQ(out[0].phase_ns[1], 5u);
+  EXPECT_EQ(out[1].job, 2u);
+  EXPECT_EQ(out[1].start_ns, 30u);
+}
+
 TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   mon::LocalSliceRecord r = counts(7, 1, 3);
   r.slice = 42;
@@ -112,12 +131,14 @@ TEST(LocalProto, RoundTripsAndRefusesContradictions) {
   r.bytes = 1000;
   r.sender_bytes = 300;
   r.second_thread_bytes = 200;
+  r.job = 12;
   bcs::v1::LocalSlice p;
   mon::local_to_proto(r, &p);
   mon::LocalSliceRecord back;
   std::string why;
   ASSERT_TRUE(mon::local_from_proto(p, &back, &why)) << why;
   EXPECT_EQ(back.slice, 42u);
+  EXPECT_EQ(back.job, 12u);
   EXPECT_EQ(back.phase_ns[3], 99u);
   EXPECT_EQ(back.start_ns, 123456u);
   EXPECT_EQ(back.phase_at_ns[3], 77u);
