@@ -1,6 +1,7 @@
 // The CLI's side of the machine manager (manager_client.h).
 #include "manager_client.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include <grpcpp/create_channel_posix.h>
@@ -115,18 +116,22 @@ std::optional<Connection> connect_manager(const std::string& addr, const std::st
   return c;
 }
 
-// The manager's slice series (its last `last` slices), for a job directory.
+// The manager's slice series (its last `last` slices; of `job` only, from
+// that job's own window, unless 0), for a job directory.
 std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const std::string& token_file,
-                                               uint32_t last) {
+                                               uint32_t last, uint64_t job) {
   std::vector<monitor::SliceRecord> out;
   pb::SlicesReply rep;
   if (!fetch_for_job_dir(addr, token_file, &rep, [&](pb::Monitor::Stub& st, grpc::ClientContext& c, auto* r) {
         pb::SlicesRequest req;
         req.set_last(last);
+        req.set_job_id(job);
         return st.Slices(&c, req, r);
       }))
     return out;
-  for (const auto& s : rep.slices()) out.push_back(monitor::slice_from_proto(s));
+  // A manager from before SlicesRequest.job_id answers with every job's.
+  for (const auto& s : rep.slices())
+    if (!job || s.job_id() == job) out.push_back(monitor::slice_from_proto(s));
   return out;
 }
 
@@ -155,13 +160,24 @@ std::vector<monitor::LocalSliceRecord> fetch_node_slices(const std::string& addr
 void fetch_job_series(const std::string& addr, const std::string& token_file, uint64_t job,
                       const std::vector<std::string>& nodes, std::vector<monitor::SliceRecord>* slices,
                       monitor::NodeSeriesList* series) {
-  for (const auto& s : fetch_slices(addr, token_file, kJobDirSlices))
-    if (!job || s.job == job) slices->push_back(s);
-  if (slices->empty()) return;
+  *slices = fetch_slices(addr, token_file, kJobDirSlices, job);
+  // The slice numbers the job used: what an older node manager's records
+  // (which name no job) are matched by.
+  uint64_t lo = UINT64_MAX, hi = 0;
+  for (const auto& s : *slices) {
+    lo = std::min(lo, s.slice);
+    hi = std::max(hi, s.slice);
+  }
   for (const auto& node : nodes) {
+    // A node runs one job at a time, but other jobs ran on it before and
+    // after this one (and beside it, elsewhere): its records of this job,
+    // by the job they name. Job 0 (a private cluster's only job): the
+    // records over the slices kept.
     std::vector<monitor::LocalSliceRecord> mine;
-    for (const auto& l : fetch_node_slices(addr, token_file, node))
-      if (l.slice >= slices->front().slice && l.slice <= slices->back().slice) mine.push_back(l);
+    for (const auto& l : fetch_node_slices(addr, token_file, node)) {
+      const bool in_range = l.slice >= lo && l.slice <= hi;
+      if (job ? l.job == job || (l.job == 0 && in_range) : in_range) mine.push_back(l);
+    }
     if (!mine.empty()) series->emplace_back(node, std::move(mine));
   }
 }

@@ -147,11 +147,13 @@ int monitor_call(const std::string& manager, const std::string& token_file, Call
 }
 
 
-// The manager's slice series (its last `last` slices), for a job directory.
+// The manager's slice series (its last `last` slices; with a job, that
+// job's last, from its own window), for a job directory.
 std::vector<monitor::SliceRecord> fetch_slices(const std::string& addr, const std::string& token_file,
-                                               uint32_t last);
-// A job's slices (job 0: every slice kept) and `nodes`' local series over
-// the same slice numbers, each node's only if it has some.
+                                               uint32_t last, uint64_t job = 0);
+// A job's slices (job 0: every slice kept) and `nodes`' local series of the
+// same job (job 0: over the same slice numbers), each node's only if it has
+// some. Jobs run side by side: each file then holds exactly the job's rows.
 void fetch_job_series(const std::string& addr, const std::string& token_file, uint64_t job,
                       const std::vector<std::string>& nodes, std::vector<monitor::SliceRecord>* slices,
                       monitor::NodeSeriesList* series);

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -123,9 +124,11 @@ int show_stats(const StatsOptions& o) {
   // "lease" (early, run by a one-node job's node on its own), "ahead" (its
   // DEM ran on the nodes as the slice before ended) or "+N" (a rank posted
   // after N periods with nothing to do: parked).
-  std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s\n", "slice", "period_us",
+  // job: several jobs run at once, their slices interleave (each numbers
+  // its own). Last, so that the columns before it keep their places.
+  std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s %6s\n", "slice", "period_us",
               "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
-              "bytes", "colls", "late_us");
+              "bytes", "colls", "late_us", "job");
   uint64_t early = 0, skipped = 0, leased = 0, held = 0, bells = 0, ahead = 0;
   for (const auto& s : rep.slices()) {
     const std::string start = s.skipped()  ? "+" + std::to_string(s.skipped())
@@ -139,11 +142,11 @@ int show_stats(const StatsOptions& o) {
     bells += s.bells();
     ahead += s.dem_ahead();
     skipped += s.skipped();
-    std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f\n",
+    std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f %6llu\n",
                 static_cast<unsigned long long>(s.slice()), us(s.period_ns()), start.c_str(),
                 us(s.dem_ns()), us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()),
                 s.descriptors(), s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
-                s.collectives(), us(s.late_ns()));
+                s.collectives(), us(s.late_ns()), static_cast<unsigned long long>(s.job_id()));
   }
   std::printf(
       "(%d of %llu slices; %llu started early; %llu ran on a node's lease, %llu with their DEM run "
@@ -155,20 +158,25 @@ int show_stats(const StatsOptions& o) {
       static_cast<unsigned long long>(skipped), static_cast<unsigned long long>(held),
       static_cast<unsigned long long>(bells));
   // The figures an operator asks first: does the clock keep its period?
-  // (Over the slices the clock started: early ones are not its doing.)
-  std::vector<uint64_t> periods, late;
+  // (Over the slices the clock started: early ones are not its doing.) Per
+  // job: each has its own slice length and is paced from its own previous
+  // slice, and one distribution of several would describe none of them.
+  std::map<uint64_t, std::pair<std::vector<uint64_t>, std::vector<uint64_t>>> by_job;
   for (const auto& s : rep.slices())
     if (s.period_ns() && !s.early()) {
+      auto& [periods, late] = by_job[s.job_id()];
       periods.push_back(s.period_ns());
       late.push_back(s.late_ns());
     }
-  if (!periods.empty()) {
-    auto pct = [](std::vector<uint64_t> v, double q) {
-      std::sort(v.begin(), v.end());
-      return static_cast<double>(v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]) / 1e3;
-    };
-    std::printf("period: p50 %.1f us, p99 %.1f us, max %.1f us; strobe lateness p99 %.1f us\n",
-                pct(periods, 0.5), pct(periods, 0.99), pct(periods, 1.0), pct(late, 0.99));
+  auto pct = [](std::vector<uint64_t> v, double q) {
+    std::sort(v.begin(), v.end());
+    return static_cast<double>(v[static_cast<size_t>(q * static_cast<double>(v.size() - 1) + 0.5)]) / 1e3;
+  };
+  for (const auto& [job, pl] : by_job) {
+    const auto& [periods, late] = pl;
+    const std::string who = by_job.size() > 1 ? " of job " + std::to_string(job) : std::string();
+    std::printf("period%s: p50 %.1f us, p99 %.1f us, max %.1f us; strobe lateness p99 %.1f us\n",
+                who.c_str(), pct(periods, 0.5), pct(periods, 0.99), pct(periods, 1.0), pct(late, 0.99));
   }
   return 0;
 }
@@ -204,9 +212,9 @@ int follow_slices(const MonitorOptions& o) {
   std::deque<std::string> screen;
   uint64_t missed = 0;
   char header[160], line[160];
-  std::snprintf(header, sizeof header, "%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s\n", "slice",
+  std::snprintf(header, sizeof header, "%10s %11s %9s %9s %9s %9s %9s %11s %7s %12s %5s %6s\n", "slice",
                 "period_us", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
-                "bytes", "colls");
+                "bytes", "colls", "job");
   if (!tty) std::fputs(header, stdout);
   while ((o.count == 0 || shown < o.count) && reader->Read(&ev)) {
     missed += ev.missed();
@@ -214,11 +222,11 @@ int follow_slices(const MonitorOptions& o) {
       std::printf("(%llu slices not shown: this client fell behind the window)\n",
                   static_cast<unsigned long long>(ev.missed()));
     for (const auto& s : ev.slices()) {
-      std::snprintf(line, sizeof line, "%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u\n",
+      std::snprintf(line, sizeof line, "%10llu %11.1f %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %6llu\n",
                     static_cast<unsigned long long>(s.slice()), us(s.period_ns()), us(s.dem_ns()),
                     us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()), s.descriptors(),
                     s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
-                    s.collectives());
+                    s.collectives(), static_cast<unsigned long long>(s.job_id()));
       if (tty) {
         screen.emplace_back(line);
         if (screen.size() > rows) screen.pop_front();
