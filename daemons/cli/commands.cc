@@ -120,11 +120,42 @@ class StdinFeeder {
 
 // After Kill, how long to wait for the job's JobExit before giving up on it.
 constexpr auto kKillGrace = std::chrono::seconds(10);
+// --timeout counts from JobEvent.started. Past --timeout after Launch
+// without it, the manager's List says whether the job is still waiting to
+// start (asked again after 1 s, then less often, up to every 10 s).
+constexpr auto kStartCheckFirst = std::chrono::seconds(1);
+constexpr auto kStartCheckMax = std::chrono::seconds(10);
+
+// What List says of a job that has not said `started` by --timeout after
+// Launch: whether, and from when, --timeout should count after all.
+enum class StartCheck { wait, running, from_launch, ended };
+StartCheck start_check(const grpc::Status& st, const pb::ListReply& rep, uint64_t job) {
+  // No answer, or no such job: the clock as it was, from Launch.
+  if (!st.ok()) return StartCheck::from_launch;
+  for (const auto& j : rep.jobs()) {
+    if (j.job_id() != job) continue;
+    if (j.state() == "done" || j.state() == "failed") return StartCheck::ended;
+    // A manager from before `started` names no nodes here either: then,
+    // as it always did, the timeout counts from Launch.
+    if (j.nodes_size() == 0 && j.state() != "queued") return StartCheck::from_launch;
+    if (j.state() == "queued" || j.state() == "starting") return StartCheck::wait;
+    // Running (or failing): its `started` was pushed as it went running
+    // and is on its way to us.
+    return StartCheck::running;
+  }
+  return StartCheck::from_launch;
+}
 
 // Watches for signals and for --timeout while the main thread is blocked in
 // Launch or reading the Attach stream. It kills the job (Kill RPC) and, if
 // the job does not end in time after that, or a second signal arrives,
 // cancels the blocking call so that bcs always gets to teardown.
+// --timeout counts from when the job starts running (JobEvent.started):
+// on a busy cluster a job may wait for nodes first. A manager that never
+// says `started` (one from before it) is found out by List (start_check):
+// one that names no nodes counts from Launch, as it always did; one that
+// says running on two checks in a row without `started` reaching us counts
+// from the first of them.
 class Watcher {
  public:
   Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const Connection& conn, const RunOptions& o)
@@ -155,13 +186,25 @@ class Watcher {
     std::lock_guard lk(mu_);
     ctx_ = ctx;
   }
-  // The job exists: a kill requested earlier is sent now; the timeout starts.
-  void job_started(uint64_t id) {
+  // The job exists: a kill requested earlier is sent now. The timeout
+  // waits for job_running(), or for start_check past it.
+  void job_launched(uint64_t id) {
     {
       std::lock_guard lk(mu_);
       job_id_ = id;
-      if (opts_.timeout_ns)
-        timeout_at_ = Clock::now() + std::chrono::nanoseconds(opts_.timeout_ns);
+      launched_at_ = Clock::now();
+      if (opts_.timeout_ns && !running_) check_at_ = *launched_at_ + timeout();
+    }
+    poke();
+  }
+  // The stream said `started`: the timeout counts from now.
+  void job_running() {
+    {
+      std::lock_guard lk(mu_);
+      if (running_) return;
+      running_ = true;
+      check_at_.reset();
+      if (opts_.timeout_ns) timeout_at_ = Clock::now() + timeout();
     }
     poke();
   }
@@ -180,6 +223,43 @@ class Watcher {
   }
 
  private:
+  Clock::duration timeout() const {
+    return std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(opts_.timeout_ns));
+  }
+
+  // Past --timeout after Launch without `started`: asks the manager whether
+  // the job still waits to start (outside mu_).
+  void check_start(uint64_t job) {
+    grpc::ClientContext lctx;
+    conn_.prepare(lctx, kRpcDeadline);
+    pb::ListReply rep;
+    const grpc::Status st = stub_->List(&lctx, pb::ListRequest{}, &rep);
+    const StartCheck c = start_check(st, rep, job);
+    std::lock_guard lk(mu_);
+    if (running_ || stopping_) return;  // `started` came meanwhile
+    const auto now = Clock::now();
+    switch (c) {
+      case StartCheck::running:
+        // Seen running by the last check too, and still no `started`: this
+        // manager will not say it; the job started by then.
+        if (running_seen_at_) {
+          timeout_at_ = *running_seen_at_ + timeout();
+          break;
+        }
+        running_seen_at_ = now;
+        [[fallthrough]];
+      case StartCheck::wait:
+        check_at_ = now + check_every_;
+        check_every_ = std::min<Clock::duration>(check_every_ * 2, kStartCheckMax);
+        break;
+      case StartCheck::from_launch:
+        timeout_at_ = *launched_at_ + timeout();
+        break;
+      case StartCheck::ended:  // its stream ends with its exit
+        break;
+    }
+  }
+
   void poke() {
     uint64_t one = 1;
     if (wake_ >= 0) {
@@ -201,6 +281,7 @@ class Watcher {
           ms = ms < 0 ? v : std::min(ms, v);
         };
         if (timeout_at_ && !kill_requested_) until(*timeout_at_);
+        if (check_at_ && !kill_requested_) until(*check_at_);
         if (cancel_at_) until(*cancel_at_);
         if (kill_requested_ && !kill_sent_ && job_id_) ms = 0;
       }
@@ -213,7 +294,7 @@ class Watcher {
       }
 
       std::string reason;
-      uint64_t kill_id = 0;
+      uint64_t kill_id = 0, check_id = 0;
       {
         std::lock_guard lk(mu_);
         if (stopping_) return;
@@ -233,6 +314,10 @@ class Watcher {
           timed_out_ = true;
           reason_ = "timeout after " + opts_.timeout;
         }
+        if (!kill_requested_ && check_at_ && now >= *check_at_) {
+          check_at_.reset();
+          check_id = job_id_;
+        }
         if (kill_requested_ && !kill_sent_) {
           if (job_id_) {
             kill_sent_ = true;
@@ -246,6 +331,10 @@ class Watcher {
         if (cancel_at_ && now >= *cancel_at_) cancel = true;
         // Under the lock: the main thread clears ctx_ before destroying it.
         if (cancel && ctx_) ctx_->TryCancel();
+      }
+      if (check_id) {
+        check_start(check_id);
+        continue;
       }
       if (kill_id) {
         grpc::ClientContext kctx;
@@ -286,12 +375,21 @@ class Watcher {
   std::string kill_state_;
   std::optional<Clock::time_point> timeout_at_;
   std::optional<Clock::time_point> cancel_at_;
+  // --timeout before `started`: when Launch answered, when to ask List
+  // (start_check) and how long to wait before asking again.
+  bool running_ = false;
+  std::optional<Clock::time_point> launched_at_;
+  std::optional<Clock::time_point> check_at_;
+  std::optional<Clock::time_point> running_seen_at_;  // when List first said running
+  Clock::duration check_every_ = kStartCheckFirst;
 };
 
 // Launch, attach, forward output; returns bcs's exit status. Messages are
 // printed here, before the caller tears the embedded cluster down.
-// `job_out`: the job's id once launched (0 until then).
-int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint64_t* job_out = nullptr) {
+// `job_out`: the job's id once launched (0 until then); `started_on`: the
+// node managers it ran on, as JobEvent.started named them.
+int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint64_t* job_out = nullptr,
+           std::vector<std::string>* started_on = nullptr) {
   auto conn = connect_manager(addr, o.token_file);
   if (!conn) return 1;
   auto stub = pb::Jobs::NewStub(conn->channel);
@@ -386,7 +484,7 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
     // Named by the manager if it ends the job because we went away.
     ctx.AddMetadata(kClientMetadata, "bcs run, pid " + std::to_string(::getpid()));
     watcher.set_context(&ctx);
-    watcher.job_started(job);
+    watcher.job_launched(job);
     pb::AttachRequest areq;
     areq.set_job_id(job);
     auto reader = stub->Attach(&ctx, areq);
@@ -395,6 +493,9 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
       if (ev.has_output()) {
         const auto& out = ev.output();
         labeler.feed(out.rank(), out.stream(), out.data());
+      } else if (ev.has_started()) {
+        watcher.job_running();
+        if (started_on) started_on->assign(ev.started().nodes().begin(), ev.started().nodes().end());
       } else if (ev.has_exit() && !job_exit) {
         job_exit = ev.exit();
       }
@@ -475,16 +576,20 @@ namespace {
 int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
   if (o.manager) {
     uint64_t job = 0;
-    const int rc = submit(o, *o.manager, sig, &job);
+    std::vector<std::string> ran_on;
+    const int rc = submit(o, *o.manager, sig, &job, &ran_on);
     // Ranks on other hosts could not write into this directory: their
     // reports come from the manager. Then the job's own slices from the
-    // standing cluster's window, and its nodes' (those its ranks reported
-    // from).
+    // standing cluster's window (its own: other jobs may have run beside
+    // it), and its nodes' (those `started` named and its ranks reported
+    // from), each holding only this job's rows.
     if (!o.job_dir.empty() && job) {
       std::vector<monitor::RankReport> ranks;
       if (fetch_job_reports(*o.manager, o.token_file, job, true, &ranks) == 0)
         job_dir_save_reports(o.job_dir, ranks);
-      job_dir_save_series(o.job_dir, *o.manager, o.token_file, job, job_dir_nodes(o.job_dir));
+      for (auto& n : job_dir_nodes(o.job_dir))
+        if (std::find(ran_on.begin(), ran_on.end(), n) == ran_on.end()) ran_on.push_back(std::move(n));
+      job_dir_save_series(o.job_dir, *o.manager, o.token_file, job, ran_on);
     }
     return rc;
   }
@@ -542,18 +647,26 @@ int list_jobs(const JobsOptions& o) {
   // copy rate the budget was derived from ("-": --chunk named it).
   // MODE: "detached" (runs on without a client, bcs run --detach) or
   // "attached" (ends when its last client goes away); CLIENTS: how many
-  // follow its output now (bcs run, bcs attach).
-  std::printf("%8s  %-8s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s\n", "JOB", "STATE", "USER",
-              "RANKS", "MODE", "CLIENTS", "SLICE_US", "CHUNK_B", "RATE_MBS", "PROGRAM");
-  for (const auto& j : rep.jobs())
-    std::printf("%8llu  %-8s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s\n",
+  // follow its output now (bcs run, bcs attach). Several jobs run at once
+  // on disjoint node managers: SLICES, how many it ran (its own count), and
+  // NODES, where ("-": not placed yet). New columns go at the end: scripts
+  // read the others by position.
+  std::printf("%8s  %-8s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s  %s  %s\n", "JOB", "STATE",
+              "USER", "RANKS", "MODE", "CLIENTS", "SLICE_US", "CHUNK_B", "RATE_MBS", "PROGRAM",
+              "SLICES", "NODES");
+  for (const auto& j : rep.jobs()) {
+    std::string nodes;
+    for (const auto& n : j.nodes()) nodes += (nodes.empty() ? "" : ",") + n;
+    std::printf("%8llu  %-8s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s  %llu  %s\n",
                 static_cast<unsigned long long>(j.job_id()), j.state().c_str(),
                 j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
                 j.detached() ? "detached" : "attached", j.clients(),
                 static_cast<unsigned long long>(j.slice_ns() / 1000),
                 static_cast<unsigned long long>(j.chunk_bytes()),
                 j.copy_rate() ? std::to_string(j.copy_rate() / 1'000'000).c_str() : "-",
-                j.program().c_str());
+                j.program().c_str(), static_cast<unsigned long long>(j.slices()),
+                nodes.empty() ? "-" : nodes.c_str());
+  }
   return 0;
 }
 

@@ -166,6 +166,8 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "`bcs attach JOB` shows its output (what the manager kept of it, at most 64 MiB\n"
       "unread: older output is dropped with a note) and returns its exit status, and\n"
       "`bcs jobs` says which jobs are detached.\n"
+      "--timeout counts from when the job starts running: on a busy cluster a job\n"
+      "may first wait for its node managers to be free, and that time does not count.\n"
       "Exit status: the job's; 124 on --timeout; 130/143 on SIGINT/SIGTERM;\n"
       "1 if the job could not be launched or the machine manager was lost;\n"
       "2 for bad arguments.\n"
@@ -259,7 +261,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                    "('#' comments); used as --host")
       ->type_name("FILE")
       ->allow_extra_args(false);
-  run_cmd->add_option("--timeout", timeout, "Kill the job after this long (exit 124)")
+  run_cmd->add_option("--timeout", timeout,
+                      "Kill the job after this long (exit 124); counts from when the job starts "
+                      "running, not while it waits for free node managers")
       ->check(kDuration);
   auto* manager_opt = run_cmd->add_option(
       "--manager", manager, "Submit to a running machine manager (HOST:PORT) instead of "
@@ -308,7 +312,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
                                ->check(kAtLeastOne);
   replay_cmd->add_option("--slice", replay.slice, "Time slice (default: as recorded)")
       ->check(kSliceDuration);
-  replay_cmd->add_option("--timeout", replay.timeout, "Kill the job after this long (exit 124)")
+  replay_cmd->add_option("--timeout", replay.timeout,
+                         "Kill the job after this long (exit 124); counts from when the job starts "
+                         "running")
       ->check(kDuration);
   auto* replay_manager_opt = replay_cmd->add_option(
       "--manager", replay_manager, "Submit to a running machine manager (HOST:PORT)");

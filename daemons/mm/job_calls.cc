@@ -7,6 +7,7 @@
 
 #include <algorithm>
 
+#include "job_events.h"
 #include "launch.h"
 #include "manager.h"
 #include "peer.h"
@@ -353,6 +354,9 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     x->set_copy_rate(j->copy_rate);
     x->set_detached(j->detached);
     x->set_clients(j->clients);
+    // Several jobs run at once: where each runs, and how far it got.
+    for (auto& n : node_names(nodes_, j->nodes)) x->add_nodes(std::move(n));
+    x->set_slices(j->progress.slices.load(std::memory_order_relaxed));
     const char* s = "queued";
     switch (j->state) {
       case Job::State::queued:

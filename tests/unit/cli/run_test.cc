@@ -56,6 +56,15 @@ class FakeJobs final : public pb::Jobs::Service {
   End end = End::kExit;
   pb::JobExit exit;
   grpc::Status launch_status = grpc::Status::OK;
+  // What List says of job 7 (a manager from before JobEvent.started names
+  // no nodes).
+  std::string list_state = "running";
+  std::vector<std::string> list_nodes;
+  uint64_t list_slices = 0;
+  // > 0: Attach waits (after `events`) until List was asked this many
+  // times, then the job "starts": List says running on n1 and the stream
+  // says `started`. Unless a Kill came first.
+  int start_after_lists = 0;
 
   // Observations.
   std::mutex mu;
@@ -65,6 +74,9 @@ class FakeJobs final : public pb::Jobs::Service {
   bool attached = false;
   std::optional<std::string> kill_reason;
   uint64_t kill_job = 0;
+  int list_calls = 0;
+  bool started_sent = false;
+  bool killed_before_started = false;
 
   grpc::Status Launch(grpc::ServerContext* ctx, const pb::LaunchRequest* req,
                       pb::LaunchReply* rep) override {
@@ -87,6 +99,21 @@ class FakeJobs final : public pb::Jobs::Service {
     std::unique_lock lk(mu);
     attached = true;
     cv.notify_all();
+    if (start_after_lists > 0) {
+      if (!cv.wait_for(lk, kBound, [&] { return list_calls >= start_after_lists || kill_reason; }))
+        return {grpc::StatusCode::DEADLINE_EXCEEDED, "test: List was not asked"};
+      if (!kill_reason) {
+        list_state = "running";
+        list_nodes = {"n1"};
+        started_sent = true;
+        pb::JobEvent ev;
+        ev.mutable_started()->set_start_ns(123);
+        ev.mutable_started()->add_nodes("n1");
+        lk.unlock();
+        w->Write(ev);
+        lk.lock();
+      }
+    }
     if (end == End::kBreak) return {grpc::StatusCode::UNAVAILABLE, "boom"};
     pb::JobEvent ev;
     if (end == End::kWaitForKill) {
@@ -107,16 +134,22 @@ class FakeJobs final : public pb::Jobs::Service {
     rep->set_state("ranks still running: 0 (pid 42 on n1)");
     kill_reason = req->reason();
     kill_job = req->job_id();
+    killed_before_started = !started_sent;
     cv.notify_all();
     return grpc::Status::OK;
   }
 
   grpc::Status List(grpc::ServerContext*, const pb::ListRequest*, pb::ListReply* rep) override {
+    std::lock_guard lk(mu);
+    ++list_calls;
+    cv.notify_all();
     auto* j = rep->add_jobs();
     j->set_job_id(7);
     j->set_program("a.out");
     j->set_nranks(4);
-    j->set_state("running");
+    j->set_state(list_state);
+    for (const auto& n : list_nodes) j->add_nodes(n);
+    j->set_slices(list_slices);
     return grpc::Status::OK;
   }
 
@@ -383,6 +416,67 @@ TEST_F(RunTest, TimeoutKillsTheJobAndExits124) {
   std::lock_guard lk(jobs_.mu);
   EXPECT_EQ(jobs_.kill_job, 7u);
   EXPECT_EQ(jobs_.kill_reason.value_or(""), "timeout after 50ms");
+  // This manager never said `started` and names no nodes (one from before
+  // it): asked, it counted from Launch, as such a manager always did.
+  EXPECT_GE(jobs_.list_calls, 1);
+}
+
+// On a busy cluster a job waits for free node managers first: --timeout
+// counts from JobEvent.started, not from Launch. The job stays queued
+// until bcs has asked twice (past --timeout after Launch each time), then
+// starts; the kill comes only after that.
+TEST_F(RunTest, TimeoutCountsFromWhenTheJobStartsNotWhileItIsQueued) {
+  jobs_.end = FakeJobs::End::kWaitForKill;
+  jobs_.list_state = "queued";
+  jobs_.start_after_lists = 2;
+  Bcs b(exe_, run_args({"-n", "1", "--timeout", "50ms", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_NE(r.err.find("bcs: job 7 timed out after 50ms"), std::string::npos) << r.err;
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_TRUE(jobs_.started_sent);
+  EXPECT_FALSE(jobs_.killed_before_started);
+  EXPECT_EQ(jobs_.kill_reason.value_or(""), "timeout after 50ms");
+  EXPECT_GE(jobs_.list_calls, 2);
+}
+
+// A job that says `started` at once is killed --timeout after it (had bcs
+// asked List first, this manager names the job's nodes: it waits for
+// `started` all the same).
+TEST_F(RunTest, TimeoutArmedByStartedKillsTheJob) {
+  pb::JobEvent started;
+  started.mutable_started()->set_start_ns(5);
+  started.mutable_started()->add_nodes("n1");
+  jobs_.events = {started, output(0, pb::STDOUT, "up\n")};
+  jobs_.end = FakeJobs::End::kWaitForKill;
+  jobs_.list_state = "running";
+  jobs_.list_nodes = {"n1"};  // a manager that says `started`
+  Bcs b(exe_, run_args({"-n", "1", "--timeout", "50ms", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 124) << r.err;
+  EXPECT_EQ(r.out, "up\n");
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_EQ(jobs_.kill_reason.value_or(""), "timeout after 50ms");
+}
+
+// A manager that lists the job running on its nodes but whose stream never
+// says `started`: seen running on two checks, it is timed out all the same.
+TEST_F(RunTest, AJobListedRunningWhoseStreamNeverSaysStartedStillTimesOut) {
+  jobs_.end = FakeJobs::End::kWaitForKill;
+  jobs_.list_state = "running";
+  jobs_.list_nodes = {"n1"};
+  Bcs b(exe_, run_args({"-n", "1", "--timeout", "50ms", "p"}));
+  Result r = b.finish();
+  EXPECT_EQ(r.status, 124) << r.err;
+  std::lock_guard lk(jobs_.mu);
+  EXPECT_EQ(jobs_.kill_reason.value_or(""), "timeout after 50ms");
+  EXPECT_GE(jobs_.list_calls, 2);
+}
+
+TEST_F(RunTest, HelpSaysTheTimeoutCountsFromTheStart) {
+  Result r = Bcs(exe_, {"run", "--help"}).finish();
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_NE(r.out.find("counts from when the job starts"), std::string::npos) << r.out;
 }
 
 class RunSignalTest : public RunTest, public ::testing::WithParamInterface<int> {};
@@ -421,10 +515,15 @@ TEST_F(RunTest, LaunchRefusalIsReported) {
 }
 
 TEST_F(RunTest, JobsAndKill) {
+  jobs_.list_nodes = {"n1", "n2"};
+  jobs_.list_slices = 4321;
   Result r = Bcs(exe_, {"jobs", "--manager", addr_}).finish();
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("a.out"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
+  // SLICES and NODES, after the columns that were there before them.
+  EXPECT_NE(r.out.find("PROGRAM  SLICES  NODES\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  a.out  4321  n1,n2\n"), std::string::npos) << r.out;
   r = Bcs(exe_, {"kill", "9", "--manager", addr_}).finish();
   EXPECT_EQ(r.status, 0) << r.err;
   // With what the manager said the job was doing.
