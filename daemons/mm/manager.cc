@@ -55,9 +55,6 @@ void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
   outbox_.emplace_back(n, std::move(m));
 }
 
-// Messages to node managers are queued under mu_ and written here, outside
-// it, so that a node slow to read can never block the manager's state. The
-// flush lock keeps the per-node order of messages.
 void Manager::take_local_slices(const Node& node, const v1::LocalSlices& batch) {
   // Checked like any message from the network: bounded, sane counts,
   // slices in order. A bad batch is dropped, the node keeps running.
@@ -82,14 +79,21 @@ void Manager::take_local_slices(const Node& node, const v1::LocalSlices& batch) 
     node_series_.record(node.name, recs);
 }
 
+// Messages to node managers are queued under mu_ (queue_locked) and handed
+// here to each node's writer, which writes them on a thread of its own
+// (node_writer.h). flush() never waits for a write, so a node that does not
+// read holds up neither the manager's state, nor the thread that flushes
+// (the strobe sender among them), nor any other node's messages. The
+// hand-over is under mu_, which keeps the order of each node's messages
+// when two threads flush at once; a push only queues, so mu_ is held no
+// longer than it takes to move the messages.
 void Manager::flush() {
-  std::lock_guard fl(flush_mu_);
-  std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> out;
-  {
-    std::lock_guard lk(mu_);
-    out.swap(outbox_);
-  }
-  for (auto& [n, m] : out) n->send(m);
+  std::lock_guard lk(mu_);
+  // A push that fails drops the message: its node is being lost (a write
+  // failed, it was cut off, its session ends), as node_lost will say.
+  for (auto& [n, m] : outbox_)
+    if (n->writer) n->writer->push(std::move(m));
+  outbox_.clear();
 }
 
 // ------------------------------------------------------------------ nodes
@@ -132,7 +136,14 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
   if (!stream->Read(&msg) || msg.msg_case() != v1::NodeMsg::kRegister)
     return {grpc::StatusCode::INVALID_ARGUMENT, "the first message must be Register"};
   auto node = std::make_shared<Node>();
-  node->stream = stream;
+  // Its writer thread (node_writer.h). Cancelling the call (thread-safe)
+  // ends a write blocked on a node manager that does not read: when the
+  // session ends below, or when it left more unread than the writer holds.
+  node->writer = std::make_unique<NodeWriter>(
+      "node manager " + msg.register_().name() + " (pid " +
+          std::to_string(msg.register_().pid()) + ")",
+      [stream](const v1::ManagerMsg& m) { return stream->Write(m); },
+      [ctx] { ctx->TryCancel(); });
   node->name = msg.register_().name();
   node->hostname = msg.register_().hostname();
   node->any_user = msg.register_().any_user();
@@ -265,6 +276,10 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
     flush();
   }
   node_lost(node->id);
+  // The stream dies when this returns: its writer ends first (a write in
+  // progress is cancelled and waited for), and what was left for the node
+  // is dropped. (On the early return above, ~Node does the same.)
+  node->writer->stop();
   return grpc::Status::OK;
 }
 

@@ -21,6 +21,7 @@
 #include "bcs/emds.h"
 #include "bcs/service.h"
 #include "callers.h"
+#include "node_writer.h"
 #include "task.h"
 
 namespace bcs::mm {
@@ -82,16 +83,15 @@ struct Node {
   // CPUs its ranks may use (Register::cpus; 0: unknown). A host's CPU slots
   // (host_slots.h) are the least of its node managers'.
   uint32_t cpus = 0;
-  NodeStream* stream = nullptr;
-  std::mutex write_mu;
+  // Writes its messages to its stream, in order, on a thread of its own
+  // (node_writer.h), so that a node manager that does not read delays only
+  // its own messages. Set by node_session before the node is registered,
+  // stopped before the session returns (the stream dies then).
+  std::unique_ptr<NodeWriter> writer;
   std::string ucx_address;
   bool fabric_ready = false;
   uint64_t joined_gen = 0;  // peers generation that first included it
   uint64_t peers_applied = 0;
-  bool send(const v1::ManagerMsg& m) {
-    std::lock_guard lk(write_mu);
-    return stream->Write(m);
-  }
 };
 
 // The most output bytes the manager holds for a job while no client reads
@@ -346,8 +346,10 @@ class Manager {
   // job's end (strobe thread only); a job's numbers start above it, so the
   // phase values each node reports only ever grow.
   uint64_t slice_ = 0;
+  // Queued by queue_locked, handed to each node's writer by flush(); both
+  // under mu_, so that every node gets its messages in the order queued
+  // whichever thread flushes.
   std::vector<std::pair<std::shared_ptr<Node>, v1::ManagerMsg>> outbox_;  // guarded by mu_
-  std::mutex flush_mu_;
   std::thread ss_thread_;
   std::thread attach_thread_;
 };
