@@ -24,6 +24,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
@@ -32,6 +33,7 @@
 #include <set>
 #include <mutex>
 #include <thread>
+#include <vector>
 
 #include "bcs.grpc.pb.h"
 #include "bcs/service.h"
@@ -182,12 +184,19 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
 
   std::atomic<bool> shutting_down{false};
   std::mutex jobs_mu;
-  std::shared_ptr<NmJob> job;  // at most one at a time (the MM runs jobs one by one)
+  // The jobs this node holds, by id (guarded by jobs_mu). At most one
+  // unless the manager co-schedules them (StartJob.coscheduled, gang
+  // scheduling): then several are held and the strobe receiver runs the
+  // microphases of whichever a strobe names (Nic).
+  std::map<uint64_t, std::shared_ptr<NmJob>> jobs;
+  auto kill_every_job = [&] {
+    std::lock_guard lk(jobs_mu);
+    for (auto& [id, j] : jobs) j->kill_all();
+  };
 
   IoLoop io(up, [&] {
     shutting_down = true;
-    std::lock_guard lk(jobs_mu);
-    if (job) job->kill_all();
+    kill_every_job();
     ctx.TryCancel();
   });
   std::thread io_thread([&] { io.run(); });
@@ -259,6 +268,16 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
                    n);
     }
     return "";
+  };
+
+  // Why StartJob of `id` is refused, "" if it may be held here: a job the
+  // manager does not co-schedule needs the node to itself, and no id is
+  // held twice.
+  auto busy_with = [&](uint64_t id, bool coscheduled) -> std::string {
+    std::lock_guard lk(jobs_mu);
+    if (jobs.count(id)) return "job " + std::to_string(id) + " is already held here";
+    if (jobs.empty() || coscheduled) return "";
+    return "node is busy with job " + std::to_string(jobs.begin()->first);
   };
 
   v1::ManagerMsg msg;
@@ -379,8 +398,8 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           err = cred_err;
         else if (auto why = check_job_env(spec.env, {}); !why.empty())
           err = "malformed job: " + why;  // the manager checked it too; trust nothing
-        else if (job)
-          err = "node is busy with job " + std::to_string(job->id());
+        else if (std::string busy = busy_with(spec.id, sj.coscheduled()); !busy.empty())
+          err = busy;
         else if (auto why = reconnect(spec); !why.empty())
           err = why;
         else
@@ -388,7 +407,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         if (j) {
           {
             std::lock_guard lk(jobs_mu);
-            job = j;
+            jobs[spec.id] = j;
           }
           nic->set_job(j);
           io.watch(j);
@@ -403,9 +422,9 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
       }
       case v1::ManagerMsg::kKillJob: {
         std::lock_guard lk(jobs_mu);
-        if (job && job->id() == msg.kill_job().job_id()) {
-          spdlog::info("job {}: killing local ranks ({})", job->id(), msg.kill_job().reason());
-          job->kill_all();
+        if (auto it = jobs.find(msg.kill_job().job_id()); it != jobs.end()) {
+          spdlog::info("job {}: killing local ranks ({})", it->first, msg.kill_job().reason());
+          it->second->kill_all();
         }
         break;
       }
@@ -425,10 +444,10 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         break;
       case v1::ManagerMsg::kEndJob: {
         std::lock_guard lk(jobs_mu);
-        if (job && job->id() == msg.end_job().job_id()) {
+        if (auto it = jobs.find(msg.end_job().job_id()); it != jobs.end()) {
           nic->set_job(nullptr);
-          job->kill_all();  // nothing should be alive; make sure
-          job.reset();      // the NIC and I/O threads drop their references too
+          it->second->kill_all();  // nothing should be alive; make sure
+          jobs.erase(it);          // the NIC and I/O threads drop their references too
           if (fault_endpoints_lost) {
             std::lock_guard lk(peer_addrs_mu);
             for (const auto& [n, a] : peer_addrs)
@@ -447,10 +466,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
     spdlog::error("lost the machine manager at {}: {}", manager, st.error_message());
     rc = 1;
   }
-  {
-    std::lock_guard lk(jobs_mu);
-    if (job) job->kill_all();
-  }
+  kill_every_job();
   if (fabric) fabric->close();
   if (nic_thread.joinable()) nic_thread.join();
   if (nic) nic->local().stop();
@@ -458,19 +474,22 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
   // Let the I/O thread reap the ranks we just killed (and report their
   // exits) before stopping it; bounded, the job's destructor reaps the rest.
   {
-    std::shared_ptr<NmJob> j;
+    std::vector<std::shared_ptr<NmJob>> held;
     {
       std::lock_guard lk(jobs_mu);
-      j = job;
+      for (auto& [id, j] : jobs) held.push_back(j);
     }
-    if (j) j->wait_all_dead(std::chrono::seconds(2));
+    const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(2);
+    for (auto& j : held)
+      j->wait_all_dead(std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::max(until - std::chrono::steady_clock::now(), std::chrono::steady_clock::duration{})));
   }
   io.stop();
   io_thread.join();
   nic.reset();
   {
     std::lock_guard lk(jobs_mu);
-    job.reset();  // reaps anything left (NmJob's destructor)
+    jobs.clear();  // reaps anything left (NmJob's destructor)
   }
   fabric.reset();
   return rc;
