@@ -81,6 +81,31 @@ class Standing {
     return bcs::test::run({bin("bcs"), "kill", std::to_string(job), "--manager", addr},
                           std::chrono::seconds(60));
   }
+  // `bcs SUBCOMMAND --manager ADDR ARGS...` on this cluster, bounded (the
+  // address right after the subcommand: before a program's name, for run).
+  RunResult command(std::vector<std::string> args,
+                    std::chrono::seconds limit = std::chrono::seconds(60)) const {
+    args.insert(args.begin() + (args.empty() ? 0 : 1), {"--manager", addr});
+    args.insert(args.begin(), bin("bcs"));
+    return bcs::test::run(args, limit);
+  }
+  // `bcs run --detach ARGS...` on this cluster: the job's id (its stdout),
+  // or 0 if it was not launched (`out`, if given, then says why).
+  uint64_t detach(std::vector<std::string> args, RunResult* out = nullptr) const {
+    args.insert(args.begin(), {"run", "--detach"});
+    const RunResult r = command(args);
+    if (out) *out = r;
+    if (r.status != 0 || r.out.empty() ||
+        r.out.find_first_not_of("0123456789\n") != std::string::npos)
+      return 0;
+    return std::stoull(r.out);
+  }
+  // The node manager started with --name NAME ("nK": the K-th), or nullptr.
+  Background* nm(const std::string& name) const {
+    for (size_t i = 0; i < nms.size(); ++i)
+      if (name == "n" + std::to_string(i + 1)) return nms[i].get();
+    return nullptr;
+  }
   // Every daemon still running, then stopped cleanly.
   void expect_alive_then_stop() {
     for (auto& n : nms) EXPECT_EQ(kill(n->pid(), 0), 0) << "a node manager died";
