@@ -339,15 +339,24 @@ void Manager::push_event_locked(Job& j, v1::JobEvent ev) {
   if (j.held_bytes <= kOutputHeld) return;
   // Nobody reads: drop the oldest output down to half the bound, and say so
   // where it was (the client sees a line naming the loss, not a silent gap).
+  // Events other than output before it go too (JobEvent.started: a client
+  // that never saw it counts its --timeout from what List says); the exit
+  // never does.
   size_t k = 0;
   uint64_t gone = 0;
-  while (k < j.events.size() && j.held_bytes - gone > kOutputHeld / 2 && j.events[k].has_output())
-    gone += j.events[k++].output().data().size();
+  int32_t rank = 0;
+  while (k < j.events.size() && j.held_bytes - gone > kOutputHeld / 2 && !j.events[k].has_exit()) {
+    if (j.events[k].has_output()) {
+      gone += j.events[k].output().data().size();
+      rank = j.events[k].output().rank();
+    }
+    ++k;
+  }
   if (k == 0) return;
   v1::JobEvent note;
   auto* o = note.mutable_output();
   o->set_job_id(j.id);
-  o->set_rank(j.events[k - 1].output().rank());
+  o->set_rank(rank);
   o->set_stream(v1::STDERR);
   o->set_data(fmt::format("bcs: {} bytes of this job's output were dropped: no client read "
                           "them (the manager holds {} MiB per job)\n",

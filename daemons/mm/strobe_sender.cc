@@ -27,6 +27,7 @@
 
 #include "admission.h"
 #include "host_slots.h"
+#include "job_events.h"
 #include "job_run.h"
 #include "manager.h"
 #include "sched_hint.h"
@@ -355,6 +356,9 @@ Task<bool> Manager::start_job(JobRun& r) {
   }
   if (j->failed) co_return false;
   j->state = Job::State::running;
+  // Its clients start --timeout now: time queued does not count.
+  push_event_locked(*j, started_event(*j, nodes_, now_ns()));
+  cv_.notify_all();  // Attach streams send it
   spdlog::info("job {} running, slice {} us ({} strobe), chunk budget {} bytes{}", j->id,
                j->slice_ns / 1000, j->fixed_strobe ? "fixed" : "adaptive", j->chunk_bytes,
                j->copy_rate ? fmt::format(" (copy rate {} MB/s)", j->copy_rate / 1'000'000) : "");
