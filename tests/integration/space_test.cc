@@ -10,13 +10,9 @@
 // checked ring. Nothing here waits on time: every wait is a bounded poll
 // of files or of `bcs jobs`, and its failure says what it saw meanwhile.
 //
-// The stories named DISABLED_ need space sharing (the strobe sender driving
-// several jobs, FCFS admission, count-based jobs placed on free node
-// managers first: docs/plans/issue-43-space-sharing.md §8, commit 8). They
-// are committed disabled, to be enabled with that change; run them with
-// --gtest_also_run_disabled_tests. Against a manager that runs one job at
-// a time (bcs-mm --space-share off) they fail at their bounded polls,
-// saying that job B stayed queued while job A ran.
+// Against a manager that runs one job at a time (bcs-mm --space-share
+// off) the concurrency stories fail at their bounded polls, saying that
+// job B stayed queued while job A ran.
 #include <gmock/gmock.h>
 #include <gtest/gtest.h>
 #include <signal.h>
@@ -337,7 +333,7 @@ class SpaceSharing : public Story, public testing::WithParamInterface<int> {
 // Issue 43's first acceptance story: two jobs on disjoint node managers
 // both run at once (each rank 0 sees the other job running: it_meet's
 // handshake) and both complete with their data checked.
-TEST_P(SpaceSharing, DISABLED_TwoJobsOnDisjointNodeManagersRunAtOnce) {
+TEST_P(SpaceSharing, TwoJobsOnDisjointNodeManagersRunAtOnce) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(GetParam());
@@ -369,7 +365,7 @@ TEST_P(SpaceSharing, DISABLED_TwoJobsOnDisjointNodeManagersRunAtOnce) {
 // Killing one of two jobs running at once leaves the other's output
 // complete (half of its lines printed before the kill, half after) and its
 // exit status 0.
-TEST_P(SpaceSharing, DISABLED_KillingOneLeavesTheOthersOutputComplete) {
+TEST_P(SpaceSharing, KillingOneLeavesTheOthersOutputComplete) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(GetParam());
@@ -395,7 +391,7 @@ TEST_P(SpaceSharing, DISABLED_KillingOneLeavesTheOthersOutputComplete) {
 // A rank of A SIGKILLed from outside (as an OOM killer would) ends A with
 // 137, naming that rank, and nothing of B: its ranks still run, and it
 // completes with 0.
-TEST_P(SpaceSharing, DISABLED_ARankSigkilledEndsOnlyItsJob) {
+TEST_P(SpaceSharing, ARankSigkilledEndsOnlyItsJob) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(GetParam());
@@ -424,9 +420,39 @@ TEST_P(SpaceSharing, DISABLED_ARankSigkilledEndsOnlyItsJob) {
   c.expect_alive_then_stop();
 }
 
+// A stalled job delays no other: with A's first node manager stopped
+// (SIGSTOP: A's microphases cannot complete, its strobes go unanswered),
+// B runs to its end with every line; once n1 runs again, A completes too.
+TEST_P(SpaceSharing, AStoppedNodeManagerDelaysOnlyItsJob) {
+  TempDir dir("bcs-space");
+  ASSERT_FALSE(dir.path.empty());
+  Standing c(GetParam());
+  ASSERT_TRUE(c.up());
+  {
+    Jobs jobs(c);
+    const std::string why = start_both(c, jobs, dir.path, 50);
+    ASSERT_PRED_FORMAT1(seen, why);
+    const pid_t n1 = c.nm("n1")->pid();
+    ASSERT_EQ(::kill(n1, SIGSTOP), 0);
+    // Continued however the story ends, so the cluster can stop.
+    struct Cont {
+      pid_t pid;
+      ~Cont() { ::kill(pid, SIGCONT); }
+    } cont{n1};
+    release(dir.path, "B");
+    expect_whole(jobs.result(b_), "B", B, 50, "A", "A");
+    EXPECT_PRED_FORMAT1(seen, await(c, dir.path, {{"A", a_, "running", true}}))
+        << "job A while its node manager n1 was stopped";
+    ASSERT_EQ(::kill(n1, SIGCONT), 0);
+    release(dir.path, "A");
+    expect_whole(jobs.result(a_), "A", A, 0, "B", "B");
+  }
+  c.expect_alive_then_stop();
+}
+
 // A node manager SIGKILLed ends only the jobs that had ranks on it: A
 // (on n1) ends non-zero naming n1; B completes with 0.
-TEST_P(SpaceSharing, DISABLED_ALostNodeManagerEndsOnlyTheJobsOnIt) {
+TEST_P(SpaceSharing, ALostNodeManagerEndsOnlyTheJobsOnIt) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(GetParam());
@@ -455,7 +481,7 @@ TEST_P(SpaceSharing, DISABLED_ALostNodeManagerEndsOnlyTheJobsOnIt) {
 // Each job's statistics hold only its own: two jobs run at once, each with
 // a job directory (slices.csv, node-NAME.csv, the ranks' MMDS summaries),
 // and `bcs stats JOB` of each names only its ranks on its node managers.
-TEST_P(SpaceSharing, DISABLED_EachJobsStatsHoldOnlyItsSlices) {
+TEST_P(SpaceSharing, EachJobsStatsHoldOnlyItsSlices) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(GetParam());
@@ -550,7 +576,7 @@ using SpaceQueue = Story;
 // A on n1 and B on n2 run; C, for n1, is queued and stays so while B ends
 // (a node manager freed, but not its own); once A ends C runs, then
 // completes. `bcs jobs` shows the states on the way.
-TEST_F(SpaceQueue, DISABLED_AThirdJobWaitsForAFreeNodeAndSaysWhy) {
+TEST_F(SpaceQueue, AThirdJobWaitsForAFreeNodeAndSaysWhy) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(2);
@@ -595,7 +621,7 @@ TEST_F(SpaceQueue, DISABLED_AThirdJobWaitsForAFreeNodeAndSaysWhy) {
 
 // A job given a count of node managers (--nodes 1) while A holds n1 goes
 // to the free one, n2, and runs at once: it completes while A still runs.
-TEST_F(SpaceQueue, DISABLED_ACountBasedJobGoesToAFreeNodeManager) {
+TEST_F(SpaceQueue, ACountBasedJobGoesToAFreeNodeManager) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   Standing c(2);
