@@ -318,7 +318,7 @@ class IoLoop {
     // daemonised helper) is killed - before the last exit is reported, so
     // it is gone by the time the job's exit status reaches `bcs`.
     if (w.job->all_dead()) {
-      if (int n = kill_descendants())
+      if (int n = kill_job_tree(w.job->id()))
         spdlog::info("job {}: killed {} process(es) the ranks left behind", w.job->id(), n);
       std::function<void()> flush;
       {

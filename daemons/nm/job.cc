@@ -321,7 +321,7 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     }
     const int cpu = cpu_of[static_cast<size_t>(r->world_rank)];
     r->cpu = cpu;
-    const pid_t pid = fork_rank([&] {
+    const pid_t pid = fork_rank(spec.id, [&] {
       // Child. Its own process group, so terminal signals reach only `bcs`
       // and a teardown can kill whatever the rank forked.
       ::setpgid(0, 0);
@@ -355,6 +355,9 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       // After the credential change, which clears the parent-death signal.
       ::prctl(PR_SET_PDEATHSIG, SIGKILL);
       if (::getppid() != parent) ::_exit(1);
+      // A job held beside others: the rank keeps its orphans below itself,
+      // so that the NM can tell whose they are (process_tree.h).
+      if (spec.coscheduled) ::prctl(PR_SET_CHILD_SUBREAPER, 1);
       const int keep = kRankSegmentFd;
       close_fds_except(&keep, 1, max_fd);
       // The NM raised its own fd limit for its ranks' pipes; a rank gets
@@ -429,6 +432,7 @@ NmJob::~NmJob() {
   std::lock_guard lk(copy_mu_);
   for (auto& r : ranks_)
     if (r->pid > 0 && !r->dead) {
+      place_orphans();  // while the zombie still names the job
       ::waitpid(r->pid, nullptr, 0);
       r->dead = true;
       forget_rank(r->pid);
@@ -561,6 +565,9 @@ int NmJob::reap(LocalRank& r) {
     std::lock_guard lk(copy_mu_);
     if (!r.dead) {
       r.dead = true;
+      // Its death handed its children to the NM: placed as the job's while
+      // its zombie still says so (process_tree.h).
+      place_orphans();
       while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
       }
       forget_rank(r.pid);
@@ -582,10 +589,10 @@ bool NmJob::wait_all_dead(std::chrono::milliseconds limit) {
 
 void NmJob::kill_all() {
   kill_ranks();
-  // And whatever left the groups (setsid) or was orphaned: everything below
-  // the NM belongs to this job, which is the NM's current one (one job at a
-  // time; callers hold the job as current).
-  if (int n = kill_descendants()) spdlog::debug("job {}: killed {} process(es)", spec_.id, n);
+  // And whatever left the groups (setsid) or was orphaned: what is below
+  // this job's ranks and the orphans that are its (process_tree.h), not
+  // another job's held on this node.
+  if (int n = kill_job_tree(spec_.id)) spdlog::debug("job {}: killed {} process(es)", spec_.id, n);
 }
 
 void NmJob::end_corrupt(int32_t world_rank, const std::string& why) {

@@ -48,6 +48,10 @@ struct JobSpec {
   // The paper's fixed strobe: ranks are not asked to ring the doorbell when
   // they block, and the node never parks.
   bool fixed_strobe = false;
+  // Held beside other jobs (StartJob.coscheduled): its ranks are child
+  // subreapers, so that its processes can be told from theirs
+  // (process_tree.h).
+  bool coscheduled = false;
   // Where the ranks run (binding.h), and where among this host's allowed
   // CPUs the job's ranks on the host begin (StartJob::host_slot_base): the
   // manager keeps the ranges of jobs running at once on a host apart.
@@ -272,8 +276,8 @@ class NmJob {
   // Reap a rank whose pidfd became readable. Returns its wait status.
   int reap(LocalRank& r);
   // SIGKILL every rank still alive (its whole process group) and every
-  // other process below the NM (see process_tree.h). Only for the NM's
-  // current job.
+  // other process below the NM that is this job's (process_tree.h): the
+  // job is over here. Other jobs held on this node keep theirs.
   void kill_all();
   // SIGKILL the process groups of the ranks still alive.
   void kill_ranks();

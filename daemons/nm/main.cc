@@ -380,6 +380,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
                     : sj.bind() == v1::BIND_NONE ? Binding::none
                                                  : Binding::by_default;
         spec.host_slot_base = sj.host_slot_base();
+        spec.coscheduled = sj.coscheduled();
         spec.max_unexpected = std::min<uint64_t>(sj.slice().max_unexpected(), kMaxUnexpectedLimit);
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;
