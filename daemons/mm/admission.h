@@ -4,8 +4,9 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <set>
 #include <vector>
+
+#include "matrix.h"
 
 namespace bcs::mm {
 
@@ -14,14 +15,14 @@ struct QueuedJob {
   std::vector<uint32_t> nodes;  // its node managers (fabric ids)
 };
 
-// First come, first served with backfilling: in queue order, a job starts
-// when none of its nodes is `held` (by a running job, or one started by
-// this call) or wanted by a job before it in the queue that could not
-// start. So no job is ever overtaken on one of its nodes (none starves),
-// and a later job runs beside the others on nodes nobody ahead of it
-// wants. `space_share` false: at most one job at a time on the cluster
-// (`running`: how many run now).
-std::vector<uint64_t> admit(const std::vector<QueuedJob>& queue, std::set<uint32_t> held,
-                            size_t running, bool space_share);
+// First come, first served with backfilling into the gang matrix: in
+// queue order, each job goes into the first row (from the active one on)
+// where its nodes are free and not wanted by a job before it in the queue
+// that found no row. So no job is ever overtaken on one of its nodes
+// (none starves), and a later job takes free slots nobody ahead of it
+// wants. The jobs placed (in `m`) are returned. `space_share` false: at
+// most one job at a time on the whole cluster (`running`: how many run).
+std::vector<uint64_t> admit(const std::vector<QueuedJob>& queue, Matrix& m, size_t running,
+                            bool space_share);
 
 }  // namespace bcs::mm

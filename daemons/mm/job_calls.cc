@@ -8,6 +8,7 @@
 #include <algorithm>
 
 #include "job_events.h"
+#include "job_run.h"
 #include "launch.h"
 #include "manager.h"
 #include "peer.h"
@@ -357,6 +358,16 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     // Several jobs run at once: where each runs, and how far it got.
     for (auto& n : node_names(nodes_, j->nodes)) x->add_nodes(std::move(n));
     x->set_slices(j->progress.slices.load(std::memory_order_relaxed));
+    // Gang scheduling: its row, quanta, and share of the time since it
+    // started that it was not suspended.
+    x->set_row(j->row);
+    x->set_quanta(j->quanta);
+    const uint64_t now = now_ns();
+    const uint64_t susp = j->suspended_ns + (j->suspended_since ? now - j->suspended_since : 0);
+    x->set_suspended_ns(susp);
+    if (j->started_ns && now > j->started_ns)
+      x->set_cpu_share(1.0 - static_cast<double>(std::min(susp, now - j->started_ns)) /
+                                 static_cast<double>(now - j->started_ns));
     const char* s = "queued";
     switch (j->state) {
       case Job::State::queued:
@@ -366,7 +377,7 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
         s = "starting";
         break;
       case Job::State::running:
-        s = j->failed ? "failing" : "running";
+        s = j->failed ? "failing" : j->suspended ? "suspended" : "running";
         break;
       case Job::State::done:
         s = j->failed ? "failed" : "done";

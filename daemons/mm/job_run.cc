@@ -129,6 +129,7 @@ Task<bool> Manager::run_slices(JobRun& r) {
       ok = false;
       break;
     }
+    r.quiet = false;  // in a slice: a job sharing its nodes waits
     const uint64_t start = now_ns();
     monitor::SliceRecord rec;
     if (how == Start::unparked) {
@@ -244,7 +245,11 @@ Task<bool> Manager::run_slices(JobRun& r) {
       // One node: it runs the whole slice on one strobe (Nic::run_fused),
       // and, on a lease, the slices after it while all its ranks block.
       s.fused = true;
-      s.lease_ns = kMaxLeaseNs;
+      // Gang scheduling: the lease ends with the quantum.
+      const uint64_t now = now_ns();
+      s.lease_ns = r.quantum_end == UINT64_MAX ? kMaxLeaseNs
+                   : r.quantum_end > now       ? std::min(kMaxLeaseNs, r.quantum_end - now)
+                                               : 0;
       s.lease_slices = wire::kMaxLeaseSlices;
       ok = strobe(s);
       if (ok) ok = co_await wait_phase(r, s.slice, 0, &snap, &rec.retries[0]);
@@ -323,8 +328,10 @@ Task<bool> Manager::run_slices(JobRun& r) {
         if (!pace.adaptive) return;
         const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
         s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
-        // With a hold, the nodes also run the next slice's DEM when it ends.
-        s.next_dem = s.hold_ns > 0;
+        // With a hold, the nodes also run the next slice's DEM when it ends;
+        // not when the next slice would begin past the quantum (gang
+        // scheduling: nothing of the job may be in flight at the switch).
+        s.next_dem = s.hold_ns > 0 && end < r.quantum_end;
         s.held.clear();
         if (s.next_dem)
           for (const auto& [node, ranks] : full) s.held.insert(s.held.end(), ranks.begin(), ranks.end());

@@ -64,6 +64,17 @@ struct JobRun {
   uint64_t slice = 0;
   Task<bool> task;  // start_job, then run_slices
 
+  // Gang scheduling (the matrix, strobe_sender.cc). `allowed`: it may start
+  // a slice now (it is in this quantum's runnable set and no job sharing a
+  // node with it is in a slice). `quantum_end`: it starts no slice after
+  // it, and no hold, next DEM or lease reaches past it (UINT64_MAX: no
+  // other job shares its nodes, it runs on). `quiet`: it waits between
+  // slices, or has not begun one: nothing of it is in flight, and a job
+  // sharing its nodes may run.
+  bool allowed = true;
+  uint64_t quantum_end = UINT64_MAX;
+  bool quiet = true;
+
   // co_await run.until(t): suspends the job's code until the strobe
   // sender's next pass that is at or after `t`, or sooner if anything
   // happened. The code then looks again at what it waits for.

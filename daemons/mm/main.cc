@@ -128,6 +128,18 @@ int main(int argc, char** argv) {
                  "a time on the whole cluster)")
       ->check(CLI::IsMember({"on", "off"}))
       ->capture_default_str();
+  uint32_t mpl = bcs::mm::Config{}.mpl;
+  app.add_option("--mpl", mpl,
+                 "gang scheduling: rows of the matrix, i.e. jobs that may share a node manager, "
+                 "each running in its own quanta (1: jobs sharing a node manager wait for each "
+                 "other)")
+      ->check(CLI::Range(1, 8))
+      ->capture_default_str();
+  std::string quantum = "10ms";
+  app.add_option("--quantum", quantum,
+                 "gang scheduling: how long one row of the matrix runs before the next; a job "
+                 "switches at its first slice boundary from then on")
+      ->capture_default_str();
   std::string strobe_mode = "adaptive";
   app.add_option("--strobe", strobe_mode,
                  "default pacing of jobs: adaptive (next slice at once when every rank is "
@@ -223,6 +235,14 @@ int main(int argc, char** argv) {
   cfg.strobe_spin_ns = *sp;
   cfg.fixed_strobe = strobe_mode == "fixed";
   cfg.space_share = space_share == "on";
+  cfg.mpl = mpl;
+  const auto q = parse_duration_ns(quantum);
+  if (!q || *q < 1'000'000ull) {
+    std::fprintf(stderr, "bcs-mm: --quantum %s: expected a duration of at least 1ms\n",
+                 quantum.c_str());
+    return 2;
+  }
+  cfg.quantum_ns = *q;
   const auto lv = parse_duration_ns(liveness), wd = parse_duration_ns(watchdog);
   if (!lv || *lv < 1'000'000'000ull) {
     std::fprintf(stderr, "bcs-mm: --liveness-timeout %s: expected a duration of at least 1s\n",

@@ -58,19 +58,20 @@ void Manager::queue_locked(const std::shared_ptr<Node>& n, v1::ManagerMsg m) {
 void Manager::take_local_slices(const Node& node, const v1::LocalSlices& batch) {
   // Checked like any message from the network: bounded, sane counts,
   // slices in order. A bad batch is dropped, the node keeps running.
-  // In order holds with jobs side by side too: a node runs one job at a
-  // time, and a job that follows another on it numbers its slices above
-  // every slice the earlier one used (the gap taken when a job retires), so
-  // one node's numbers only grow, whichever jobs its records are of.
+  // In order per job: a job's numbers only grow. Jobs gang-scheduled on one
+  // node interleave their records there, each with its own numbers.
   // (node.name is fixed at registration; node_series_ locks itself.)
   const auto& b = batch.slices();
   std::vector<monitor::LocalSliceRecord> recs;
+  std::map<uint64_t, uint64_t> last;  // job -> its last slice in the batch
   std::string why;
   if (b.size() > static_cast<int>(node_series_.window()) + 1) why = "too many slices in one batch";
   for (int i = 0; why.empty() && i < b.size(); ++i) {
     monitor::LocalSliceRecord r;
     if (!monitor::local_from_proto(b[i], &r, &why)) break;
-    if (!recs.empty() && r.slice <= recs.back().slice) why = "slices out of order";
+    if (auto it = last.find(r.job); it != last.end() && r.slice <= it->second)
+      why = "slices out of order";
+    last[r.job] = r.slice;
     recs.push_back(r);
   }
   if (!why.empty())
@@ -245,6 +246,23 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         fail_job_locked(j, 1,
                         "node manager " + node->name + " (pid " + std::to_string(node->pid) +
                             "): " + why);
+        break;
+      }
+      case v1::NodeMsg::kJobSuspended: {
+        // A node's word on a switch: only for a job on that node; its cost
+        // is kept (bounded) for `bcs stats` and the bench, its error logged
+        // (a rank that could not be stopped is gone: its exit follows).
+        const auto& js = msg.job_suspended();
+        auto it = jobs_.find(js.job_id());
+        if (it == jobs_.end() ||
+            !std::binary_search(it->second->nodes.begin(), it->second->nodes.end(), node->id))
+          break;
+        Job& j = *it->second;
+        if (!js.error().empty())
+          spdlog::warn("job {}: node {} could not {} its ranks: {}", j.id, node->name,
+                       js.suspended() ? "stop" : "continue", js.error().substr(0, 256));
+        j.switch_ns.push_back(std::min<uint64_t>(js.cost_ns(), 60'000'000'000ull));
+        if (j.switch_ns.size() > Job::kSwitchesKept) j.switch_ns.pop_front();
         break;
       }
       case v1::NodeMsg::kJobDescribed: {

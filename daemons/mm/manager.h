@@ -21,6 +21,7 @@
 #include "bcs/emds.h"
 #include "bcs/service.h"
 #include "callers.h"
+#include "matrix.h"
 #include "node_writer.h"
 #include "task.h"
 
@@ -53,6 +54,11 @@ struct Config {
   // at a time on the whole cluster, as before space sharing; for
   // comparisons).
   bool space_share = true;
+  // Gang scheduling (strobe_sender.cc): rows of the Ousterhout matrix
+  // (--mpl; 1: jobs that share a node manager wait for each other), and
+  // how long a row runs before the next one (--quantum).
+  uint32_t mpl = 1;  // 2 once node managers hold several jobs (issue 43)
+  uint64_t quantum_ns = 10'000'000;
   std::string token;
   // --munge: callers over TCP may prove who they are with a munge
   // credential decoded by the munged at this socket ("" = not accepted).
@@ -121,6 +127,19 @@ struct Job {
   // CPU slots (StartJob::host_slot_base, host_slots.h), so that jobs
   // running at once on node managers of one host do not share CPUs.
   std::map<std::string, uint32_t> host_slot_base;
+  // Gang scheduling (strobe thread writes, under mu_): its row of the
+  // matrix and the variable its nodes report on (StartJob.phase_var),
+  // whether its ranks are stopped now, the quanta it ran, and the time it
+  // spent suspended since it started (started_ns, now_ns()).
+  uint32_t row = 0;
+  uint16_t phase_var = 1;
+  bool suspended = false;
+  uint64_t quanta = 0;
+  uint64_t started_ns = 0, suspended_ns = 0, suspended_since = 0;
+  // What each switch cost its node managers (JobSuspended.cost_ns), the
+  // last kSwitchesKept of them.
+  std::deque<uint64_t> switch_ns;
+  static constexpr size_t kSwitchesKept = 4096;
   State state = State::queued;
   std::chrono::steady_clock::time_point start_deadline;
   std::vector<uint32_t> started;       // nodes that answered JobStarted
@@ -303,6 +322,10 @@ class Manager {
   // Starts every queued job whose nodes are free, in queue order, without
   // overtaking an earlier job on any of its nodes.
   void admit_locked(std::vector<std::unique_ptr<JobRun>>& runs);
+  // Gang scheduling: ends the quantum when it is due (the matrix's next
+  // row), then decides which jobs may start slices and stops or continues
+  // ranks. True if anything changed (the jobs must look again).
+  bool gang_locked(std::vector<std::unique_ptr<JobRun>>& runs, uint64_t now);
   // Why a queued job has not started ("" if nothing holds it).
   std::string why_waiting_locked(const Job& j) const;
   // Gives `j` its CPU slots on each of its hosts beside the running jobs
@@ -346,6 +369,12 @@ class Manager {
   // job's end (strobe thread only); a job's numbers start above it, so the
   // phase values each node reports only ever grow.
   uint64_t slice_ = 0;
+  // The gang matrix (strobe thread, under mu_): every admitted job has a
+  // row; and when the active row's quantum ends.
+  Matrix matrix_{cfg_.mpl};
+  uint64_t quantum_end_ = 0;
+  // Tells the job's node managers to stop or continue its ranks.
+  void suspend_locked(Job& j, bool suspend);
   // Queued by queue_locked, handed to each node's writer by flush(); both
   // under mu_, so that every node gets its messages in the order queued
   // whichever thread flushes.

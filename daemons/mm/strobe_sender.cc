@@ -80,6 +80,13 @@ Task<Manager::Start> Manager::wait_for_slice(JobRun& r, Pacing& p) {
     for (; !r.bells.empty(); r.bells.pop_front()) take_bell(j, p, r.bells.front());
     if (r.closed) co_return Start::closed;
     if (std::exchange(r.woken, false)) co_return Start::woken;
+    if (!r.allowed || now_ns() >= r.quantum_end) {
+      // Not its turn (gang scheduling): between slices, nothing in flight.
+      // The strobe sender resumes it when it may run again.
+      r.quiet = true;
+      co_await r.until(now_ns() + kLookAtLeastNs);
+      continue;
+    }
     if (p.adaptive) {
       if (p.parked && p.rung) co_return Start::unparked;
       if (!p.parked && p.all_blocked(j.nodes)) co_return Start::early;
@@ -130,16 +137,16 @@ bool bell_job(const core::Message& m, uint64_t* job) {
 }  // namespace
 
 void Manager::admit_locked(std::vector<std::unique_ptr<JobRun>>& runs) {
-  std::set<uint32_t> held;
-  for (const auto& r : runs) held.insert(r->job->nodes.begin(), r->job->nodes.end());
   std::vector<QueuedJob> queue;
   std::erase_if(queue_, [&](uint64_t id) {
     auto jt = jobs_.find(id);
     return jt == jobs_.end() || jt->second->state != Job::State::queued;  // ended while queued
   });
   for (uint64_t id : queue_) queue.push_back({id, jobs_.at(id)->nodes});
-  for (uint64_t id : admit(queue, std::move(held), runs.size(), cfg_.space_share)) {
+  for (uint64_t id : admit(queue, matrix_, runs.size(), cfg_.space_share)) {
     const auto& j = jobs_.at(id);
+    j->row = *matrix_.row_of(id);
+    j->phase_var = static_cast<uint16_t>(wire::kVarPhase + j->row);
     place_on_host_slots_locked(*j, runs);
     auto r = std::make_unique<JobRun>();
     r->job = j;
@@ -150,6 +157,68 @@ void Manager::admit_locked(std::vector<std::unique_ptr<JobRun>>& runs) {
     runs.push_back(std::move(r));
     queue_.erase(std::find(queue_.begin(), queue_.end(), id));
   }
+}
+
+namespace {
+bool share_a_node(const Job& a, const Job& b) {
+  for (uint32_t n : a.nodes)
+    if (std::binary_search(b.nodes.begin(), b.nodes.end(), n)) return true;
+  return false;
+}
+}  // namespace
+
+bool Manager::gang_locked(std::vector<std::unique_ptr<JobRun>>& runs, uint64_t now) {
+  bool changed = false;
+  if (now >= quantum_end_) {
+    // The quantum ended: the next row with a job, at one boundary for all.
+    matrix_.rotate();
+    quantum_end_ = now + cfg_.quantum_ns;
+    for (uint64_t id : matrix_.runnable())
+      if (auto it = jobs_.find(id); it != jobs_.end()) ++it->second->quanta;
+    changed = true;
+  }
+  const std::vector<uint64_t> runnable = matrix_.runnable();
+  auto in_set = [&](const Job& j) {
+    return std::find(runnable.begin(), runnable.end(), j.id) != runnable.end();
+  };
+  for (auto& r : runs) {
+    Job& j = *r->job;
+    bool contended = false, clear = true;
+    for (const auto& o : runs) {
+      if (o == r || !share_a_node(j, *o->job)) continue;
+      contended = true;
+      // One job of a node is in a slice at a time: it may begin only once
+      // every job sharing its nodes that is not running now is quiet.
+      if (!in_set(*o->job) && !o->quiet) clear = false;
+    }
+    r->quantum_end = contended ? quantum_end_ : UINT64_MAX;
+    const bool go = in_set(j) && clear;
+    if (go != r->allowed) {
+      r->allowed = go;
+      changed = true;
+    }
+    if (j.state != Job::State::running) continue;  // its ranks are not there yet (or gone)
+    if (!in_set(j) && r->quiet && !j.suspended) suspend_locked(j, true);
+    if (go && j.suspended) suspend_locked(j, false);
+  }
+  return changed;
+}
+
+void Manager::suspend_locked(Job& j, bool suspend) {
+  const uint64_t now = now_ns();
+  if (suspend) {
+    j.suspended_since = now;
+  } else if (j.suspended_since) {
+    j.suspended_ns += now - j.suspended_since;
+    j.suspended_since = 0;
+  }
+  j.suspended = suspend;
+  v1::ManagerMsg m;
+  m.mutable_suspend_job()->set_job_id(j.id);
+  m.mutable_suspend_job()->set_suspend(suspend);
+  for (uint32_t n : j.nodes)
+    if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
+  spdlog::debug("job {} {}", j.id, suspend ? "suspended" : "resumed");
 }
 
 namespace {
@@ -202,6 +271,7 @@ std::string Manager::why_waiting_locked(const Job& j) const {
 Task<bool> Manager::run_job(JobRun& r) {
   const bool started = co_await start_job(r);
   if (started) (void)co_await run_slices(r);
+  r.quiet = true;  // no slice of it any more
   co_return started;
 }
 
@@ -268,14 +338,20 @@ void Manager::strobe_sender() {
           fail_job_locked(*r->job, 1, "internal error in the strobe sender: " + what);
           slice_ = std::max(slice_, r->slice + 2 + wire::kMaxLeaseSlices + wire::kMaxLeaseSkipped);
         }
-        return r->job->state == Job::State::done;
+        if (r->job->state != Job::State::done) return false;
+        matrix_.remove(r->job->id);
+        return true;
       });
       const size_t before = runs.size();
       if (!closed) admit_locked(runs);
       admitted = runs.size() > before;
+      // Gang: a quantum ended, a job was admitted or went quiet: who runs.
+      if (gang_locked(runs, now_ns())) admitted = true;
     }
+    flush();  // SuspendJob messages
     if (admitted) continue;  // start them at once
     uint64_t next = now_ns() + kLookAtLeastNs;
+    if (runs.size() > 1) next = std::min(next, quantum_end_);
     for (const auto& r : runs)
       if (r->resume) next = std::min(next, r->wake_at);
     const uint64_t now = now_ns();
@@ -318,6 +394,9 @@ Task<bool> Manager::start_job(JobRun& r) {
     s->set_stdin_rank0(j->req.stdin_rank0());
     s->set_uid(j->uid);
     s->set_gid(j->gid);
+    s->set_phase_var(j->phase_var);
+    // Held beside the jobs of other rows that share its nodes.
+    s->set_coscheduled(matrix_.rows() > 1);
     for (uint32_t n : j->nodes)
       if (auto it = nodes_.find(n); it != nodes_.end()) {
         const auto base = j->host_slot_base.find(it->second->hostname);
@@ -356,6 +435,7 @@ Task<bool> Manager::start_job(JobRun& r) {
   }
   if (j->failed) co_return false;
   j->state = Job::State::running;
+  j->started_ns = now_ns();
   // Its clients start --timeout now: time queued does not count.
   push_event_locked(*j, started_event(*j, nodes_, now_ns()));
   cv_.notify_all();  // Attach streams send it
@@ -382,7 +462,7 @@ Task<bool> Manager::wait_phase(JobRun& r, uint64_t slice, uint8_t phase,
   for (;;) {
     // One look (no wait): the job's nodes only.
     uint64_t n = 0;
-    auto s = fabric_.compare_and_write(j.nodes, wire::kVarPhase, core::Cmp::ge, value,
+    auto s = fabric_.compare_and_write(j.nodes, j.phase_var, core::Cmp::ge, value,
                                        core::Fabric::kNoWrite, {}, 0ns, snap, &n);
     *retries += n;
     if (s == core::Status::ok) co_return true;
@@ -405,7 +485,7 @@ Task<bool> Manager::wait_phase(JobRun& r, uint64_t slice, uint8_t phase,
       if (std::chrono::nanoseconds(now - t0) > cfg_.phase_watchdog) {
         std::string late;
         for (uint32_t node : j.nodes)
-          if (fabric_.var_get(wire::kVarPhase, node).value < value) late += " " + std::to_string(node);
+          if (fabric_.var_get(j.phase_var, node).value < value) late += " " + std::to_string(node);
         fail_job_locked(j, 1,
                         std::string("microphase ") + wire::phase_name(static_cast<Phase>(phase)) +
                             " of slice " + std::to_string(slice) + " did not complete on node(s)" +
