@@ -410,7 +410,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
             std::lock_guard lk(jobs_mu);
             jobs[spec.id] = j;
           }
-          nic->set_job(j);
+          nic->hold_job(j);
           io.watch(j);
           for (auto& rk : j->ranks()) js->add_pids(static_cast<uint32_t>(rk->pid));
           spdlog::info("job {}: started {} local rank(s)", spec.id, j->ranks().size());
@@ -446,7 +446,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
       case v1::ManagerMsg::kEndJob: {
         std::lock_guard lk(jobs_mu);
         if (auto it = jobs.find(msg.end_job().job_id()); it != jobs.end()) {
-          nic->set_job(nullptr);
+          nic->release_job(it->first);
           it->second->kill_all();  // nothing should be alive; make sure
           jobs.erase(it);          // the NIC and I/O threads drop their references too
           if (fault_endpoints_lost) {

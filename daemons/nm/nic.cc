@@ -77,10 +77,12 @@ Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness,
   // Each one served is also signalled on kEvDmaServed, which the P2P
   // microphase counts against the number the microstrobe announced.
   fabric_.set_handler(wire::kEvDmaGet, [this](core::Message&& m) {
+    // The job the read names, among those held: not necessarily the one
+    // whose slice runs now (held_states.h, dma_get_job).
     std::shared_ptr<NmJob> job;
     {
       std::lock_guard lk(job_mu_);
-      job = pending_job_;
+      if (auto it = jobs_.find(dma_get_job(m)); it != jobs_.end()) job = it->second;
     }
     std::unique_ptr<JobRanks> ranks;
     if (job) ranks = std::make_unique<JobRanks>(job);
@@ -121,11 +123,13 @@ core::SendLimit Nic::limit_for(const NmJob* job) {
   return {liveness_, [this, job] { return job_ended(job); }};
 }
 
-const NmJob* Nic::running_job() const { return st_ ? st_->ranks.job().get() : nullptr; }
+const NmJob* Nic::running_job() const { return cur_ ? cur_->ranks.job().get() : nullptr; }
 
 bool Nic::job_ended(const NmJob* job) {
+  if (!job) return false;
   std::lock_guard lk(job_mu_);
-  return job && pending_job_.get() != job;
+  auto it = jobs_.find(job->id());
+  return it == jobs_.end() || it->second.get() != job;
 }
 
 // A role waits for a peer's data up to the liveness timeout (a stopped or
@@ -145,7 +149,43 @@ core::Status Nic::wait(core::EventId ev, core::Message* m, std::chrono::nanoseco
 }
 
 void Nic::set_job(std::shared_ptr<NmJob> job) {
-  doorbell_.set_job(job);
+  if (job) {
+    hold_job(std::move(job));
+    return;
+  }
+  std::vector<uint64_t> ids;
+  {
+    std::lock_guard lk(job_mu_);
+    for (const auto& [id, j] : jobs_) ids.push_back(id);
+  }
+  for (uint64_t id : ids) release_job(id);
+}
+
+void Nic::release_job(uint64_t id) {
+  std::shared_ptr<NmJob> next;
+  bool was_active = false;
+  {
+    std::lock_guard lk(job_mu_);
+    if (!jobs_.erase(id)) return;
+    was_active = active_ == id;
+    if (was_active) {
+      // The doorbell goes on with another held job, if any, until the
+      // next slice says which runs (sync_job).
+      next = jobs_.empty() ? nullptr : jobs_.begin()->second;
+      active_ = next ? next->id() : 0;
+    }
+  }
+  if (was_active) doorbell_.set_job(std::move(next));
+}
+
+void Nic::hold_job(std::shared_ptr<NmJob> job) {
+  bool watch = false;
+  {
+    std::lock_guard lk(job_mu_);
+    watch = active_ == 0;  // the doorbell watches the first job held
+    if (watch) active_ = job->id();
+  }
+  if (watch) doorbell_.set_job(job);
   // The ranks just forked exec and load on the CPUs they are bound to,
   // and the job's first strobe finds the strobe receiver at normal
   // priority, queued behind them: the first DEM took 0.6-3.5 ms
@@ -153,10 +193,10 @@ void Nic::set_job(std::shared_ptr<NmJob> job) {
   // it at real time, as if a rank computed (pick_priority), raised from
   // here since it sleeps until that strobe. The strobe receiver applies it
   // again itself, so that a change of its own racing this one cannot win.
-  const bool bound = job && job->ranks_bound();
+  const bool bound = job->ranks_bound();
   {
     std::lock_guard lk(job_mu_);
-    pending_job_ = std::move(job);
+    jobs_[job->id()] = std::move(job);
   }
   if (bound && may_realtime_) {
     const pid_t tid = sr_tid_.load();
@@ -165,16 +205,52 @@ void Nic::set_job(std::shared_ptr<NmJob> job) {
   }
 }
 
-void Nic::sync_job() {
-  std::shared_ptr<NmJob> j;
+void Nic::sync_job(uint64_t job) {
+  std::map<uint64_t, std::shared_ptr<NmJob>> held;
   {
     std::lock_guard lk(job_mu_);
-    j = pending_job_;
+    held = jobs_;
   }
-  if (!j) {
-    st_.reset();
-  } else if (!st_ || st_->ranks.job() != j) {
-    st_ = std::make_unique<NodeJobState>(j, self_, liveness_);
+  // A state is its job's while the same job (not a new one of the same
+  // id) is held.
+  auto still_held = [&](uint64_t id, const NodeJobState& st) {
+    auto it = held.find(id);
+    return it != held.end() && it->second == st.ranks.job();
+  };
+  NodeJobState* from = cur_;
+  if (from && !still_held(from->ranks.job_id(), *from)) from = nullptr;  // gone with its job
+  if (job == 0) {
+    // No strobe for a while: states of jobs released go, and a job held
+    // has its state before its first slice (so DescribeJob answers for
+    // it); the current one stays.
+    states_.prune(still_held);
+    for (const auto& [id, j] : held)
+      states_.hold(id, [&] { return std::make_unique<NodeJobState>(j, self_, liveness_); });
+    cur_ = from;
+    return;
+  }
+  auto it = held.find(job);
+  cur_ = states_.begin_slice(job, it != held.end(), still_held, [&] {
+    return std::make_unique<NodeJobState>(it->second, self_, liveness_);
+  });
+  if (from && cur_ && from != cur_) switch_to(from, cur_);
+}
+
+void Nic::switch_to(NodeJobState* from, NodeJobState* to) {
+  // parked_ and the kNmParked flag are the job left's (nic.h).
+  if (parked_.load(std::memory_order_relaxed)) {
+    parked_.store(0, std::memory_order_seq_cst);
+    from->ranks.job()->set_nm_flag(kNmParked, false);
+  }
+  // The doorbell watches the job that runs now.
+  {
+    std::lock_guard lk(job_mu_);
+    active_ = to->ranks.job_id();
+  }
+  doorbell_.set_job(to->ranks.job());
+  if (doorbell_dozing_) {
+    doorbell_dozing_ = false;
+    futex_wake_all(&leasing_);
   }
 }
 
@@ -197,7 +273,7 @@ void Nic::run() {
     auto s = fabric_.test_event(wire::kEvStrobe, &m, std::chrono::nanoseconds(200ms));
     if (s == core::Status::closed) return;
     if (s == core::Status::timeout) {
-      sync_job();
+      sync_job(0);
       continue;
     }
     if (s != core::Status::ok) {
@@ -230,7 +306,7 @@ void Nic::run() {
     // The epoch first, then the scan (see Doorbell::check): a rank this
     // scan misses blocks after the store, and its bell carries this epoch.
     epoch_.store(static_cast<uint64_t>(done), std::memory_order_seq_cst);
-    rep.all_blocked = !st_ || st_->ranks.job()->all_blocked();
+    rep.all_blocked = !cur_ || cur_->ranks.job()->all_blocked();
     // The doorbell is needed again once a report leaves ranks to block
     // later, or parks the node (posts must ring).
     if (doorbell_dozing_ && (!rep.all_blocked || rep.parked)) {
@@ -248,8 +324,9 @@ void Nic::run() {
 void Nic::answer_describe() {
   const uint64_t job = describe_job_.exchange(0, std::memory_order_relaxed);
   if (!job || !described_) return;
-  const bool ours = st_ && st_->ranks.job_id() == job;
-  described_(job, ours ? describe_waits(st_->ranks, st_->br.matcher(), st_->coll) : std::string());
+  // The asked job's state, whichever job runs now.
+  NodeJobState* st = states_.find(job);
+  described_(job, st ? describe_waits(st->ranks, st->br.matcher(), st->coll) : std::string());
 }
 
 // The report is the only way the strobe sender learns that this node
@@ -305,7 +382,7 @@ void Nic::report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> e
 // a rank publishes its head before it reads the flag, so a post racing with
 // parking is either seen here (no parking) or rings.
 void Nic::park_if_idle(uint64_t slice, wire::Report& rep) {
-  const auto& job = st_->ranks.job();
+  const auto& job = cur_->ranks.job();
   if (job->spec().fixed_strobe) return;
   if (rep.drained || rep.coll_drained || rep.transfers_pending) return;
   for (const auto& l : rep.coll)
@@ -323,7 +400,7 @@ void Nic::park_if_idle(uint64_t slice, wire::Report& rep) {
 void Nic::unpark() {
   if (!parked_.load(std::memory_order_relaxed)) return;
   parked_.store(0, std::memory_order_seq_cst);
-  if (st_) st_->ranks.job()->set_nm_flag(kNmParked, false);
+  if (cur_) cur_->ranks.job()->set_nm_flag(kNmParked, false);
 }
 
 // The strobe receiver's wake-up (a strobe, a bell) starts or carries every
@@ -345,8 +422,12 @@ void Nic::pick_priority() {
       std::chrono::duration_cast<std::chrono::nanoseconds>(
           std::chrono::steady_clock::now().time_since_epoch())
           .count());
-  const bool computes =
-      starting || (st_ && st_->ranks.job()->a_rank_computes(now, kComputingNs));
+  // Any held job's rank: a stopped job's ranks do not compute, and one
+  // that runs does whatever job's slice this thread serves.
+  bool computes = starting;
+  states_.for_each([&](uint64_t, const NodeJobState& st) {
+    computes = computes || st.ranks.job()->a_rank_computes(now, kComputingNs);
+  });
   const bool want = gate_.want(computes, now, [] {
     timespec t{};
     clock_gettime(CLOCK_THREAD_CPUTIME_ID, &t);
@@ -369,7 +450,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(
                       std::chrono::steady_clock::now() - t0)
                       .count();
-  if (st_ && local_emds_) {  // a microphase of this node's job: what it did, for the local EMDS
+  if (cur_ && local_emds_) {  // a microphase of a job held here: what it did, for the local EMDS
     monitor::LocalSliceRecord a;
     a.job = s.job;  // the strobe's: one record per (job, slice)
     a.descriptors = r.drained + r.coll_drained;
@@ -378,7 +459,7 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
     a.chunks = r.chunks + r.delivered;
     a.bytes = r.bytes;
     a.collectives = r.collectives;
-    const auto& job = st_->ranks.job();
+    const auto& job = cur_->ranks.job();
     a.blocked = job->blocked_count();
     a.nlocal = job->nlocal_ranks();
     if (job.get() == before) {
@@ -392,11 +473,15 @@ wire::Report Nic::on_strobe(const wire::Strobe& s) {
 }
 
 wire::Report Nic::run_roles(const wire::Strobe& s) {
-  if (s.phase == Phase::dem) sync_job();
-  // A strobe for a job this node does not run (it ended here already, or the
-  // job has no rank here) still needs a report, or the MM would wait.
-  if (st_ && st_->ranks.job_id() != s.job && s.phase == Phase::dem) st_.reset();
-  NodeJobState* st = st_.get();
+  // The strobe's job's state (held_states.h): chosen at its DEM, kept
+  // for the rest of its slice. A strobe for a job this node does not run
+  // (it ended here already, or the job has no rank here) still needs a
+  // report, or the MM would wait.
+  if (s.phase == Phase::dem)
+    sync_job(s.job);
+  else
+    cur_ = states_.within_slice(s.job);
+  NodeJobState* st = cur_;
   switch (s.phase) {
     case Phase::dem: {
       unpark();

@@ -32,6 +32,7 @@
 #include "bcs/core.h"
 #include "bcs/emds.h"
 #include "doorbell.h"
+#include "held_states.h"
 #include "sched_hint.h"
 #include "job.h"
 #include "roles/buffer_receiver.h"
@@ -102,7 +103,8 @@ class JobRanks : public LocalRanks {
   std::vector<int32_t> local_;
 };
 
-// The roles' state for the job this node runs.
+// The roles' state for one job this node holds (kept while another job's
+// slices run: held_states.h).
 struct NodeJobState {
   NodeJobState(std::shared_ptr<NmJob> j, uint32_t self, std::chrono::nanoseconds liveness)
       : ranks(j),
@@ -142,7 +144,17 @@ class Nic : private Net {
   Nic(core::Fabric& fabric, uint32_t self,
       std::chrono::nanoseconds liveness = std::chrono::seconds(60), bool realtime = true);
   ~Nic();
-  // From the control thread: the job this node runs now (nullptr: none).
+  // From the control thread. A node manager holds the jobs the manager
+  // placed on it (several when it co-schedules them) and runs the
+  // microphases of whichever job a strobe names; the doorbell watches the
+  // job whose slice began last (one bell futex at a time, doorbell.h).
+  // hold_job: `job` is held from now (its ranks just started).
+  void hold_job(std::shared_ptr<NmJob> job);
+  // release_job: the job is over here; its roles' state goes at the next
+  // slice boundary or idle moment, and its sends and waits give up.
+  void release_job(uint64_t id);
+  // As before jobs were held side by side: `job` held, or (nullptr) every
+  // job released.
   void set_job(std::shared_ptr<NmJob> job);
   // The strobe receiver's loop; returns when the fabric is closed.
   void run();
@@ -179,7 +191,7 @@ class Nic : private Net {
   core::SendLimit limit_for(const NmJob* job);
   // The strobe receiver's job (its thread only).
   const NmJob* running_job() const;
-  // `job` is no longer the one this node should run (any thread).
+  // `job` is no longer held here (any thread).
   bool job_ended(const NmJob* job);
 
   // Runs the microphase's roles and notes what it did in local_.
@@ -225,14 +237,23 @@ class Nic : private Net {
   // here), some collective's local members have all posted it, the last
   // since the DEM read the rings (kNmBellOnPost).
   bool coll_posted_locally(std::vector<NmJob::PostedColl>& posted);
-  std::vector<NmJob::PostedColl> posted_colls_;  // scan_posted's, kept
+  // scan_posted's, kept only for their capacity: each look clears them
+  // first, so nothing in them outlives a wait and they need not be per job.
+  std::vector<NmJob::PostedColl> posted_colls_;
   std::vector<int32_t> posted_by_;
   // The last microstrobe of a slice (Strobe::hold_ns): waits for the ranks
   // to block before `rep` goes, with the doorbell stepped aside.
   void hold_report(const wire::Strobe& s, wire::Report& rep);
   // Strobe::next_dem: runs the next slice's DEM into `f` after the hold.
   void run_next_dem(const wire::Strobe& s, wire::FusedReport& f);
-  void sync_job();
+  // At a DEM strobe of `job`: drops the states of jobs no longer held and
+  // makes `job`'s current (made at its first slice here); a switch from
+  // another job resets what is per node (switch_to). Without a strobe
+  // (job 0), only the drop.
+  void sync_job(uint64_t job);
+  // The strobe receiver goes from `from`'s slices to `to`'s (a slice
+  // boundary: nothing of `from` is in flight on this node).
+  void switch_to(NodeJobState* from, NodeJobState* to);
   // Sends a microphase's report (kVarPhase = `done`) to the manager.
   void report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> enc);
   std::function<bool()> reconnect_manager_;
@@ -270,9 +291,23 @@ class Nic : private Net {
   // MPI calls (a ping-pong's) never do.
   static constexpr uint64_t kComputingNs = 50'000;
   std::mutex job_mu_;
-  std::shared_ptr<NmJob> pending_job_;  // guarded by job_mu_
-  std::unique_ptr<NodeJobState> st_;    // strobe receiver thread only
-  // Written by the strobe receiver, read by the doorbell.
+  std::map<uint64_t, std::shared_ptr<NmJob>> jobs_;  // held, by id; guarded by job_mu_
+  uint64_t active_ = 0;  // the job the doorbell watches (0: none); guarded by job_mu_
+  // Every held job's roles, and the one the current strobe is for
+  // (strobe receiver thread only).
+  HeldStates<NodeJobState> states_;
+  NodeJobState* cur_ = nullptr;
+  // Written by the strobe receiver, read by the doorbell. Per node, not
+  // per job: the doorbell watches one job at a time (the active one), and
+  // a switch (switch_to) resets what names a job:
+  //  - epoch_ stays: phase values only grow on a node whatever job they
+  //    are of (each job numbers its slices above every number used), so
+  //    the doorbell's "already sent for this epoch" stays right;
+  //  - parked_ names the DEM at which the active job parked, and that
+  //    job's kNmParked flag is up: the job left is unparked (its ranks
+  //    stop ringing; the manager strobes a job it switches in);
+  //  - leasing_ is 1 only within one strobe (a lease, a held report), so
+  //    it is 0 at every slice boundary where a switch can happen.
   std::atomic<uint64_t> epoch_{0};   // phase_value() of the last microphase finished
   std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
   std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease or a report is held
@@ -280,6 +315,8 @@ class Nic : private Net {
   bool local_emds_ = true;  // BCS_EMDS=off: nothing noted
   // A held report said "all blocked", so the doorbell was left asleep on
   // leasing_ (a bell would only repeat the report); strobe receiver only.
+  // Cleared, and the doorbell woken, at a switch: it is then to watch
+  // another job's ranks.
   bool doorbell_dozing_ = false;
   Doorbell doorbell_;                // last: its thread reads the members above
 };

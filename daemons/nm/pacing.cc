@@ -75,7 +75,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     // stores it again before its own scan).
     epoch_.store(static_cast<uint64_t>(wire::phase_value(m.slice, f.parts.back().phase)),
                  std::memory_order_seq_cst);
-    if (!ok || !st_ || k >= lease) break;
+    if (!ok || !cur_ || k >= lease) break;
     // Only a DEM: nothing was drained, matched, moved or combined.
     if (f.parts.size() - first == 1) break;
     if (k == 0) {
@@ -84,7 +84,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
       // post, and a word the node rewrote each slice would cost each post
       // a cache miss. (A rank ringing during a slice costs it a FUTEX_WAKE
       // nobody sleeps on.)
-      lease_end.job = st_->ranks.job();
+      lease_end.job = cur_->ranks.job();
       lease_end.job->set_nm_flag(kNmBellOnAnyBlock, true);
       lease_end.job->set_nm_flag(kNmBellOnPost, true);
     }
@@ -98,7 +98,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     // slice with nothing to do: a rank computing between communications no
     // longer shares its core with a round trip per period. The period is
     // the job's.
-    const auto& job = st_->ranks.job();
+    const auto& job = cur_->ranks.job();
     const uint64_t slice_ns = job->spec().slice_ns;
     const std::chrono::nanoseconds period(slice_ns ? slice_ns : s.lease_ns);
     auto period_end = t0 + std::chrono::nanoseconds(f.at[first]) + period;
@@ -198,7 +198,7 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
 // nothing to do, looked at after the flag is up, so that a post before it
 // shows in the rings) or lowers it (false).
 bool Nic::set_bell_on_work(bool on) {
-  const auto& job = st_->ranks.job();
+  const auto& job = cur_->ranks.job();
   if (!on) {
     job->set_nm_flag(kNmBellOnWork, false);
     return false;
@@ -212,7 +212,7 @@ bool Nic::set_bell_on_work(bool on) {
 }
 
 bool Nic::poll_after_slice() {
-  return poll_enabled_ && !gate_.realtime() && st_ && st_->ranks.job()->ranks_bound();
+  return poll_enabled_ && !gate_.realtime() && cur_ && cur_->ranks.job()->ranks_bound();
 }
 
 bool Nic::switched_on(const char* name) {
@@ -221,8 +221,8 @@ bool Nic::switched_on(const char* name) {
 }
 
 bool Nic::node_idle() {
-  const auto& job = st_->ranks.job();
-  return job->rings_empty() && st_->br.scheduler().in_flight() == 0 && st_->coll.in_rounds() == 0;
+  const auto& job = cur_->ranks.job();
+  return job->rings_empty() && cur_->br.scheduler().in_flight() == 0 && cur_->coll.in_rounds() == 0;
 }
 
 bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point t0,
@@ -243,8 +243,8 @@ bool Nic::run_fused_slice(wire::Strobe m, std::chrono::steady_clock::time_point 
     return f.parts.back().errors == 0;
   };
   if (!run(Phase::dem)) return false;
-  if (!st_) return true;
-  std::map<int32_t, uint64_t>& released = st_->released;
+  if (!cur_) return true;
+  std::map<int32_t, uint64_t>& released = cur_->released;
   // The part just run, without a copy (f.parts grows with the next run).
   auto last = [&f] { return std::span<const wire::Report>(&f.parts.back(), 1); };
   const mm::DemPlan dem = mm::plan_after_dem(last(), self_, released);
@@ -277,7 +277,7 @@ bool Nic::coll_posted_locally(std::vector<NmJob::PostedColl>& v) {
     size_t j = i;
     for (; j < v.size() && v[j].context == v[i].context && v[j].seq == v[i].seq; ++j)
       posted_by_.push_back(v[j].world);
-    if (st_->coll.posted_locally(v[i].context, v[i].seq, posted_by_)) return true;
+    if (cur_->coll.posted_locally(v[i].context, v[i].seq, posted_by_)) return true;
     i = j;
   }
   return false;
@@ -286,7 +286,7 @@ bool Nic::coll_posted_locally(std::vector<NmJob::PostedColl>& v) {
 bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool posts, bool* all,
                        bool* rung, bool poll) {
   using clock = std::chrono::steady_clock;
-  const auto& job = st_->ranks.job();
+  const auto& job = cur_->ranks.job();
   // Ranks ring only when asked to (a fixed strobe never leases or holds).
   // On a lease (run_fused sets the flags) a rank that starts waiting rings
   // too if a send to it or a collective of its is posted already
@@ -358,7 +358,7 @@ bool Nic::wait_on_bell(std::chrono::steady_clock::time_point deadline, bool post
 // (kEvDmaServed), is done.
 void Nic::hold_report(const wire::Strobe& s, wire::Report& rep) {
   using clock = std::chrono::steady_clock;
-  if (!st_ || st_->ranks.job_id() != s.job) return;
+  if (!cur_ || cur_->ranks.job_id() != s.job) return;
   const auto t0 = clock::now();
   leasing_.store(1, std::memory_order_seq_cst);
   const bool all =

@@ -166,7 +166,8 @@ class FakeRanks : public CheckedMemory<LocalRanks> {
     return slot(r, i).state.load() == static_cast<uint32_t>(ReqState::done);
   }
 
-  uint64_t job_id() const override { return 1; }
+  uint64_t job_id() const override { return job_; }
+  uint64_t job_ = 1;  // the job these ranks are of (two jobs held: held_states_test)
   uint32_t nranks() const override { return static_cast<uint32_t>(rank_node_.size()); }
   uint32_t nnodes() const override { return *std::max_element(rank_node_.begin(), rank_node_.end()) + 1; }
   uint32_t node_of(int32_t r) const override { return rank_node_.at(static_cast<size_t>(r)); }
