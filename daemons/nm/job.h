@@ -52,6 +52,10 @@ struct JobSpec {
   // subreapers, so that its processes can be told from theirs
   // (process_tree.h).
   bool coscheduled = false;
+  // The global variable its microphase reports go on (StartJob.phase_var):
+  // jobs held on one node in different rows of the gang matrix report
+  // apart, so one's report never satisfies a wait for another's.
+  uint16_t phase_var = 1;  // wire::kVarPhase
   // Where the ranks run (binding.h), and where among this host's allowed
   // CPUs the job's ranks on the host begin (StartJob::host_slot_base): the
   // manager keeps the ranges of jobs running at once on a host apart.
@@ -281,6 +285,10 @@ class NmJob {
   void kill_all();
   // SIGKILL the process groups of the ranks still alive.
   void kill_ranks();
+  // Gang scheduling (SuspendJob): SIGSTOP (and wait until stopped) or
+  // SIGCONT every live rank's process group. Returns what failed ("" if
+  // nothing), and in *cost_ns how long it took (job_suspend.cc).
+  std::string suspend(bool stop, uint64_t* cost_ns);
   // Every local rank has been reaped.
   bool all_dead();
   // Some local rank was reaped or killed: the job is ending (or this rank

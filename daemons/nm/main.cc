@@ -381,6 +381,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
                                                  : Binding::by_default;
         spec.host_slot_base = sj.host_slot_base();
         spec.coscheduled = sj.coscheduled();
+        spec.phase_var = static_cast<uint16_t>(sj.phase_var() ? sj.phase_var() : uint32_t{wire::kVarPhase});
         spec.max_unexpected = std::min<uint64_t>(sj.slice().max_unexpected(), kMaxUnexpectedLimit);
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;
@@ -427,6 +428,25 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
           spdlog::info("job {}: killing local ranks ({})", it->first, msg.kill_job().reason());
           it->second->kill_all();
         }
+        break;
+      }
+      case v1::ManagerMsg::kSuspendJob: {
+        // Gang scheduling: at a slice boundary, the job's ranks stop or go on.
+        const auto& sj = msg.suspend_job();
+        std::shared_ptr<NmJob> j;
+        {
+          std::lock_guard lk(jobs_mu);
+          if (auto it = jobs.find(sj.job_id()); it != jobs.end()) j = it->second;
+        }
+        if (!j) break;  // ended meanwhile
+        uint64_t cost = 0;
+        v1::NodeMsg r;
+        auto* js = r.mutable_job_suspended();
+        js->set_job_id(sj.job_id());
+        js->set_suspended(sj.suspend());
+        js->set_error(j->suspend(sj.suspend(), &cost));
+        js->set_cost_ns(cost);
+        up.send(r);
         break;
       }
       case v1::ManagerMsg::kDescribeJob:

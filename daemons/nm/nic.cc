@@ -351,7 +351,10 @@ void Nic::report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> e
   const uint64_t job = s.job;
   if (report_fault_ != ReportFault::none && ++reports_ == 5) fabric_.disconnect(0);  // test only
   const core::SendLimit limit = limit_for(running_job());
-  core::Status st = fabric_.var_set(wire::kVarPhase, done, {0}, enc, limit);
+  // The job's own variable (its row of the gang matrix, JobSpec::phase_var).
+  const core::VarId var =
+      running_job() ? running_job()->spec().phase_var : core::VarId{wire::kVarPhase};
+  core::Status st = fabric_.var_set(var, done, {0}, enc, limit);
   if (st == core::Status::ok || st == core::Status::closed) return;
   auto cause = [&] {
     const std::string e = fabric_.last_error();
@@ -362,7 +365,7 @@ void Nic::report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> e
   if (report_fault_ != ReportFault::lost && reconnect_manager_) {
     spdlog::error("job {}: {}; trying again on a new endpoint", job, why);
     if (reconnect_manager_()) {
-      st = fabric_.var_set(wire::kVarPhase, done, {0}, enc, limit);
+      st = fabric_.var_set(var, done, {0}, enc, limit);
       if (st == core::Status::ok) {
         spdlog::warn("job {}: the report of {} of slice {} went on a new endpoint", job,
                      wire::phase_name(s.phase), s.slice);
