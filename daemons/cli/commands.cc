@@ -649,15 +649,17 @@ int list_jobs(const JobsOptions& o) {
   // "attached" (ends when its last client goes away); CLIENTS: how many
   // follow its output now (bcs run, bcs attach). Several jobs run at once
   // on disjoint node managers: SLICES, how many it ran (its own count), and
-  // NODES, where ("-": not placed yet). New columns go at the end: scripts
-  // read the others by position.
-  std::printf("%8s  %-8s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s  %s  %s\n", "JOB", "STATE",
-              "USER", "RANKS", "MODE", "CLIENTS", "SLICE_US", "CHUNK_B", "RATE_MBS", "PROGRAM",
-              "SLICES", "NODES");
+  // NODES, where ("-": not placed yet). Gang scheduling: ROW, its row of
+  // the matrix; QUANTA, the quanta it ran; SHARE, the part of the time
+  // since it started that it was not suspended. New columns go at the
+  // end: scripts read the others by position.
+  std::printf("%8s  %-10s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s  %s  %s  %s  %s  %s\n", "JOB",
+              "STATE", "USER", "RANKS", "MODE", "CLIENTS", "SLICE_US", "CHUNK_B", "RATE_MBS",
+              "PROGRAM", "SLICES", "NODES", "ROW", "QUANTA", "SHARE");
   for (const auto& j : rep.jobs()) {
     std::string nodes;
     for (const auto& n : j.nodes()) nodes += (nodes.empty() ? "" : ",") + n;
-    std::printf("%8llu  %-8s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s  %llu  %s\n",
+    std::printf("%8llu  %-10s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s  %llu  %s  %u  %llu  %.2f\n",
                 static_cast<unsigned long long>(j.job_id()), j.state().c_str(),
                 j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
                 j.detached() ? "detached" : "attached", j.clients(),
@@ -665,7 +667,8 @@ int list_jobs(const JobsOptions& o) {
                 static_cast<unsigned long long>(j.chunk_bytes()),
                 j.copy_rate() ? std::to_string(j.copy_rate() / 1'000'000).c_str() : "-",
                 j.program().c_str(), static_cast<unsigned long long>(j.slices()),
-                nodes.empty() ? "-" : nodes.c_str());
+                nodes.empty() ? "-" : nodes.c_str(), j.row(),
+                static_cast<unsigned long long>(j.quanta()), j.cpu_share());
   }
   return 0;
 }

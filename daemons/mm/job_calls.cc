@@ -377,7 +377,11 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
         s = "starting";
         break;
       case Job::State::running:
-        s = j->failed ? "failing" : j->suspended ? "suspended" : "running";
+        // Suspended once every node manager said its ranks are stopped.
+        s = j->failed                                                  ? "failing"
+            : j->suspended && j->switch_acks >= j->nodes.size()         ? "suspended"
+            : j->suspended                                              ? "suspending"
+                                                                        : "running";
         break;
       case Job::State::done:
         s = j->failed ? "failed" : "done";

@@ -134,6 +134,7 @@ struct Job {
   uint32_t row = 0;
   uint16_t phase_var = 1;
   bool suspended = false;
+  uint32_t switch_acks = 0;  // nodes that confirmed the last suspend or resume
   uint64_t quanta = 0;
   uint64_t started_ns = 0, suspended_ns = 0, suspended_since = 0;
   // What each switch cost its node managers (JobSuspended.cost_ns), the

@@ -213,6 +213,7 @@ void Manager::suspend_locked(Job& j, bool suspend) {
     j.suspended_since = 0;
   }
   j.suspended = suspend;
+  j.switch_acks = 0;
   v1::ManagerMsg m;
   m.mutable_suspend_job()->set_job_id(j.id);
   m.mutable_suspend_job()->set_suspend(suspend);
