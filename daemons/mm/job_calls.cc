@@ -362,9 +362,16 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     // started that it was not suspended.
     x->set_row(j->row);
     x->set_quanta(j->quanta);
-    const uint64_t now = now_ns();
+    const uint64_t now = j->ended_ns ? j->ended_ns : now_ns();
     const uint64_t susp = j->suspended_ns + (j->suspended_since ? now - j->suspended_since : 0);
     x->set_suspended_ns(susp);
+    if (!j->switch_ns.empty()) {
+      std::vector<uint64_t> sw(j->switch_ns.begin(), j->switch_ns.end());
+      std::sort(sw.begin(), sw.end());
+      x->set_switches(sw.size());
+      x->set_switch_p50_ns(sw[(sw.size() - 1) / 2]);
+      x->set_switch_p99_ns(sw[(sw.size() - 1) * 99 / 100]);
+    }
     if (j->started_ns && now > j->started_ns)
       x->set_cpu_share(1.0 - static_cast<double>(std::min(susp, now - j->started_ns)) /
                                  static_cast<double>(now - j->started_ns));

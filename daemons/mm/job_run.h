@@ -74,6 +74,9 @@ struct JobRun {
   bool allowed = true;
   uint64_t quantum_end = UINT64_MAX;
   bool quiet = true;
+  // Allowed again after a turn of others: a parked strobe starts a slice
+  // at once (the node managers cleared their park when they switched).
+  bool back = false;
 
   // co_await run.until(t): suspends the job's code until the strobe
   // sender's next pass that is at or after `t`, or sooner if anything

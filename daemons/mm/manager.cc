@@ -12,6 +12,7 @@
 #include <string_view>
 
 #include "job_limits.h"
+#include "job_run.h"
 #include "launch.h"
 #include "peer.h"
 #include "slice_plan.h"
@@ -457,6 +458,8 @@ void Manager::finish_job_locked(Job& j) {
   if (j.state == Job::State::done) return;
   fail_noticed_if_due(j, true);  // no other cause came
   j.state = Job::State::done;
+  j.ended_ns = now_ns();
+  if (j.suspended_since) j.suspended_ns += j.ended_ns - std::exchange(j.suspended_since, 0);
   v1::JobEvent ev;
   auto* x = ev.mutable_exit();
   int status = j.max_status;

@@ -57,7 +57,7 @@ struct Config {
   // Gang scheduling (strobe_sender.cc): rows of the Ousterhout matrix
   // (--mpl; 1: jobs that share a node manager wait for each other), and
   // how long a row runs before the next one (--quantum).
-  uint32_t mpl = 1;  // 2 once node managers hold several jobs (issue 43)
+  uint32_t mpl = 2;
   uint64_t quantum_ns = 10'000'000;
   std::string token;
   // --munge: callers over TCP may prove who they are with a munge
@@ -136,7 +136,7 @@ struct Job {
   bool suspended = false;
   uint32_t switch_acks = 0;  // nodes that confirmed the last suspend or resume
   uint64_t quanta = 0;
-  uint64_t started_ns = 0, suspended_ns = 0, suspended_since = 0;
+  uint64_t started_ns = 0, ended_ns = 0, suspended_ns = 0, suspended_since = 0;
   // What each switch cost its node managers (JobSuspended.cost_ns), the
   // last kSwitchesKept of them.
   std::deque<uint64_t> switch_ns;

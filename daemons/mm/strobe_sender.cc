@@ -87,6 +87,7 @@ Task<Manager::Start> Manager::wait_for_slice(JobRun& r, Pacing& p) {
       co_await r.until(now_ns() + kLookAtLeastNs);
       continue;
     }
+    if (std::exchange(r.back, false) && p.parked) co_return Start::unparked;
     if (p.adaptive) {
       if (p.parked && p.rung) co_return Start::unparked;
       if (!p.parked && p.all_blocked(j.nodes)) co_return Start::early;
@@ -195,6 +196,7 @@ bool Manager::gang_locked(std::vector<std::unique_ptr<JobRun>>& runs, uint64_t n
     const bool go = in_set(j) && clear;
     if (go != r->allowed) {
       r->allowed = go;
+      r->back = go;
       changed = true;
     }
     if (j.state != Job::State::running) continue;  // its ranks are not there yet (or gone)
