@@ -530,6 +530,16 @@ int main(int argc, char** argv) {
   sigemptyset(&chld);
   sigaddset(&chld, SIGCHLD);
   pthread_sigmask(SIG_BLOCK, &chld, nullptr);
+  // A rank stopped or continued (gang scheduling: job_suspend.cc) raises no
+  // SIGCHLD: each would make the I/O thread look through /proc for orphans
+  // (0.6-0.9 ms here, measured: docs/plans/issue-43-stopping.md), more than
+  // a switch may cost. SIG_DFL, not SIG_IGN: that would reap children
+  // behind their owners' backs.
+  struct sigaction sa {};
+  sa.sa_handler = SIG_DFL;
+  sa.sa_flags = SA_NOCLDSTOP;
+  sigemptyset(&sa.sa_mask);
+  sigaction(SIGCHLD, &sa, nullptr);
   CLI::App app{"bcs-nm: the bcs node manager"};
   std::string manager = "127.0.0.1:7600", name, token_file, level = "warn";
   app.add_option("--manager", manager, "machine manager HOST:PORT")->capture_default_str();
