@@ -66,7 +66,9 @@ pid_t kill_running_bcs() {
 // sees the client's Attach stream go (the job prints nothing meanwhile:
 // it_block waits in MPI_Recv) and ends the job, naming the client.
 TEST_F(Story, AJobWhoseClientIsSigkilledEndsAndTheNextJobRuns) {
-  Standing c(1);
+  // One row: the next job on the node manager waits for the orphan to end
+  // (with gang scheduling it would run beside it at once).
+  Standing c(1, {"--mpl", "1"});
   ASSERT_TRUE(c.up());
   pid_t client = 0;
   std::vector<pid_t> ranks;
