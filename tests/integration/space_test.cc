@@ -782,6 +782,15 @@ std::map<uint64_t, Row> job_rows(const Standing& c) {
   return out;
 }
 
+// Jobs A and B both got to their hold (bounded).
+bool both_holding(const std::string& d) {
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  while (!(exists(d + "/A.holding") && exists(d + "/B.holding")) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  return exists(d + "/A.holding") && exists(d + "/B.holding");
+}
+
 char state_of(pid_t pid) {
   std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
   std::string st;
@@ -809,12 +818,7 @@ TEST_F(SpaceQueue, TwoJobsOnTheSameNodeManagersTakeTurnsAtMpl2) {
     ASSERT_NE(a, 0u);
     ASSERT_NE(b, 0u);
     // Both get to their hold, through quanta of their own (half their lines).
-    const auto deadline = std::chrono::steady_clock::now() + kBound;
-    while (!(exists(d + "/A.holding") && exists(d + "/B.holding")) &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-    ASSERT_TRUE(exists(d + "/A.holding") && exists(d + "/B.holding"))
-        << "jobs sharing both node managers at --mpl 2 did not both run";
+    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
     std::map<std::string, bool> checked;
     std::string bad;
     for (auto until = std::chrono::steady_clock::now() + kBound;
@@ -882,11 +886,7 @@ TEST_F(SpaceQueue, ARankOfASuspendedJobKilledEndsOnlyThatJob) {
     const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "lines", "10", "hold"});
     ASSERT_NE(a, 0u);
     ASSERT_NE(b, 0u);
-    const auto deadline = std::chrono::steady_clock::now() + kBound;
-    while (!(exists(d + "/A.holding") && exists(d + "/B.holding")) &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-    ASSERT_TRUE(exists(d + "/A.holding") && exists(d + "/B.holding"));
+    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
     ASSERT_EQ(await_suspended(c, a).at(a).state, "suspended");
     const pid_t victim = pid_of(d, "A", 1);
     ASSERT_GT(victim, 0);
@@ -919,11 +919,7 @@ TEST_F(SpaceQueue, AThirdJobWaitsForAFreeRowAndAKillEndsASuspendedJob) {
     const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "hold"});
     ASSERT_NE(a, 0u);
     ASSERT_NE(b, 0u);
-    const auto deadline = std::chrono::steady_clock::now() + kBound;
-    while (!(exists(d + "/A.holding") && exists(d + "/B.holding")) &&
-           std::chrono::steady_clock::now() < deadline)
-      std::this_thread::yield();
-    ASSERT_TRUE(exists(d + "/A.holding") && exists(d + "/B.holding"));
+    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
     const uint64_t x = jobs.launch({"--host", both.hosts, meet(), d, "C", "lines", "10"});
     ASSERT_NE(x, 0u);
     // The three states on the way: one running, one suspended, one queued.
