@@ -251,13 +251,18 @@ void NodeSeries::record(const std::string& node, const std::vector<LocalSliceRec
   auto& q = nodes_[node];
   for (const auto& r : recs) {
     // Batches may arrive out of order (a job's end sends its last slices
-    // ahead of a batch being sent): keep the window sorted, once each.
-    if (q.empty() || r.slice > q.back().slice) {
+    // ahead of a batch being sent): keep the window sorted, once each. By
+    // (slice, job): jobs gang-scheduled on one node number their slices
+    // each on its own, so one number may be two jobs' slices.
+    auto key = [](const LocalSliceRecord& x) { return std::pair{x.slice, x.job}; };
+    if (q.empty() || key(r) > key(q.back())) {
       q.push_back(r);
     } else {
-      auto at = std::lower_bound(q.begin(), q.end(), r.slice,
-                                 [](const LocalSliceRecord& a, uint64_t s) { return a.slice < s; });
-      if (at != q.end() && at->slice == r.slice) continue;
+      auto at = std::lower_bound(q.begin(), q.end(), key(r),
+                                 [&](const LocalSliceRecord& a, const std::pair<uint64_t, uint64_t>& k) {
+                                   return key(a) < k;
+                                 });
+      if (at != q.end() && key(*at) == key(r)) continue;
       q.insert(at, r);
     }
     if (q.size() > cap_) q.pop_front();

@@ -133,9 +133,9 @@ PeriodSummary summarize_periods(std::vector<uint64_t> periods);
 struct LocalSliceRecord {
   uint64_t slice = 0;
   // The job the node ran it for (0: a node manager from before jobs ran
-  // side by side, which did not say). A node runs one job at a time, and a
-  // later job's numbers start above an earlier one's: a node's slice
-  // numbers only grow.
+  // side by side, which did not say). Each job's numbers only grow; jobs
+  // gang-scheduled on one node interleave their slices there, each with
+  // numbers of its own, so a node's window is kept by (slice, job).
   uint64_t job = 0;
   // When this node began the slice's first microphase (the NM's
   // CLOCK_MONOTONIC), and when it began each microphase, from start_ns (0

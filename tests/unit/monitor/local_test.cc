@@ -92,6 +92,24 @@ TEST(NodeSeries, BatchesOutOfOrderStaySorted) {
   EXPECT_EQ(got, (std::vector<uint64_t>{5, 6, 7, 8, 9}));
 }
 
+// Jobs gang-scheduled on one node number their slices each on its own: a
+// number both used is two records, each kept once.
+TEST(NodeSeries, TwoJobsSlicesOfOneNumberAreBothKept) {
+  mon::NodeSeries ns(10);
+  std::vector<mon::LocalSliceRecord> a(2), b(2);
+  for (size_t i = 0; i < 2; ++i) {
+    a[i].slice = b[i].slice = 7 + i;
+    a[i].job = 1;
+    b[i].job = 2;
+  }
+  ns.record("n", a);
+  ns.record("n", b);
+  ns.record("n", a);  // again: not twice
+  std::vector<std::pair<uint64_t, uint64_t>> got;
+  for (const auto& r : ns.last("n", 100)) got.emplace_back(r.slice, r.job);
+  EXPECT_EQ(got, (std::vector<std::pair<uint64_t, uint64_t>>{{7, 1}, {7, 2}, {8, 1}, {8, 2}}));
+}
+
 TEST(LocalRecorder, TakeNowClosesTheCurrentSlice) {
   mon::LocalRecorder rec;
   rec.note(3, 0, 10, 5, {});
