@@ -1,0 +1,218 @@
+// Stories of gang scheduling (issue 43): jobs that share node managers take
+// turns in quanta of an Ousterhout matrix (bcs-mm --mpl, --quantum); while
+// one runs, the other's ranks are stopped. Same means as space_test.cc
+// (it_meet, bounded polls of files and `bcs jobs`, no timing thresholds).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <signal.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <set>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "space_jobs.h"
+
+using namespace bcs::test::space;
+
+namespace {
+
+using GangStory = bcs::test::Story;
+
+
+// `bcs jobs`, per job: its state, quanta and slices (the columns STATE,
+// QUANTA and SLICES).
+struct Row {
+  std::string state;
+  uint64_t quanta = 0, slices = 0;
+};
+std::map<uint64_t, Row> job_rows(const Standing& c) {
+  std::map<uint64_t, Row> out;
+  const RunResult r = c.command({"jobs"});
+  std::istringstream in(r.out);
+  std::string line;
+  std::getline(in, line);  // the header
+  while (std::getline(in, line)) {
+    std::istringstream f(line);
+    std::vector<std::string> col;
+    for (std::string w; f >> w;) col.push_back(w);
+    if (col.size() < 15) continue;
+    out[std::stoull(col[0])] = {col[1], std::stoull(col[13]), std::stoull(col[10])};
+  }
+  return out;
+}
+
+// Jobs A and B both got to their hold (bounded).
+bool both_holding(const std::string& d) {
+  const auto deadline = std::chrono::steady_clock::now() + kBound;
+  while (!(exists(d + "/A.holding") && exists(d + "/B.holding")) &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::yield();
+  return exists(d + "/A.holding") && exists(d + "/B.holding");
+}
+
+char state_of(pid_t pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string st;
+  std::getline(stat, st);
+  const auto close = st.rfind(')');
+  return close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?';
+}
+
+// Issue 43's gang story: two jobs on the same two node managers at --mpl 2
+// take turns. Each runs in quanta of its own; whenever `bcs jobs` shows
+// one suspended twice in a row within one of its suspensions (its quanta
+// unchanged), every rank of it read in between was stopped ('T') and it
+// ran no slice; both complete with their data checked.
+TEST_F(GangStory, TwoJobsOnTheSameNodeManagersTakeTurnsAtMpl2) {
+  TempDir dir("bcs-gang");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  Standing c(2, {"--mpl", "2", "--quantum", "200ms"});
+  ASSERT_TRUE(c.up());
+  const Half both{"n1:1,n2:1", {"n1", "n2"}, 2};
+  {
+    Jobs jobs(c);
+    const uint64_t a = jobs.launch({"--host", both.hosts, meet(), d, "A", "lines", "40", "hold"});
+    const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "lines", "40", "hold"});
+    ASSERT_NE(a, 0u);
+    ASSERT_NE(b, 0u);
+    // Both get to their hold, through quanta of their own (half their lines).
+    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
+    std::map<std::string, bool> checked;
+    std::string bad;
+    for (auto until = std::chrono::steady_clock::now() + kBound;
+         checked.size() < 2 && bad.empty() && std::chrono::steady_clock::now() < until;) {
+      for (const auto& [name, id] : {std::pair{std::string("A"), a}, std::pair{std::string("B"), b}}) {
+        const auto before = job_rows(c);
+        if (!before.count(id) || before.at(id).state != "suspended") continue;
+        std::string states;
+        for (int r = 0; r < both.ranks; ++r) states += state_of(pid_of(d, name, r));
+        const auto after = job_rows(c);
+        if (!after.count(id) || after.at(id).state != "suspended" ||
+            after.at(id).quanta != before.at(id).quanta)
+          continue;  // resumed meanwhile: the reading may be of either
+        if (states != std::string(static_cast<size_t>(both.ranks), 'T'))
+          bad += name + "'s ranks were '" + states + "' while it was suspended; ";
+        if (after.at(id).slices != before.at(id).slices)
+          bad += name + " ran slices while it was suspended; ";
+        checked[name] = true;
+      }
+    }
+    EXPECT_EQ(bad, "");
+    EXPECT_TRUE(checked["A"] && checked["B"]) << "not seen suspended (twice within one suspension): "
+                                               << (checked["A"] ? "" : "A ") << (checked["B"] ? "" : "B");
+    // They go on taking turns while both hold: each comes back for a
+    // second quantum (bounded).
+    auto rows = job_rows(c);
+    auto turned = [&] {
+      return rows.count(a) && rows.count(b) && rows.at(a).quanta >= 2 && rows.at(b).quanta >= 2;
+    };
+    for (auto until = std::chrono::steady_clock::now() + kBound;
+         !turned() && std::chrono::steady_clock::now() < until;)
+      rows = job_rows(c);
+    EXPECT_TRUE(turned()) << "quanta: A " << (rows.count(a) ? rows.at(a).quanta : 0) << ", B "
+                          << (rows.count(b) ? rows.at(b).quanta : 0);
+    release(d, "A");
+    release(d, "B");
+    expect_whole(jobs.result(a), "A", both, 40, "nobody", "B");
+    expect_whole(jobs.result(b), "B", both, 40, "nobody", "A");
+  }
+  c.expect_alive_then_stop();
+}
+
+// Waits (bounded) until `bcs jobs` shows job `id` suspended; its rows then.
+std::map<uint64_t, Row> await_suspended(const Standing& c, uint64_t id) {
+  auto rows = job_rows(c);
+  for (auto until = std::chrono::steady_clock::now() + kBound;
+       !(rows.count(id) && rows.at(id).state == "suspended") &&
+       std::chrono::steady_clock::now() < until;)
+    rows = job_rows(c);
+  return rows;
+}
+
+// A rank of a suspended job SIGKILLed from outside ends that job at once
+// (137, naming the rank) and nothing of the other, which completes.
+TEST_F(GangStory, ARankOfASuspendedJobKilledEndsOnlyThatJob) {
+  TempDir dir("bcs-gang");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  Standing c(2, {"--mpl", "2", "--quantum", "200ms"});
+  ASSERT_TRUE(c.up());
+  const Half both{"n1:1,n2:1", {"n1", "n2"}, 2};
+  {
+    Jobs jobs(c);
+    const uint64_t a = jobs.launch({"--host", both.hosts, meet(), d, "A", "lines", "10", "hold"});
+    const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "lines", "10", "hold"});
+    ASSERT_NE(a, 0u);
+    ASSERT_NE(b, 0u);
+    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
+    ASSERT_EQ(await_suspended(c, a).at(a).state, "suspended");
+    const pid_t victim = pid_of(d, "A", 1);
+    ASSERT_GT(victim, 0);
+    ASSERT_EQ(::kill(victim, SIGKILL), 0);
+    const RunResult& ra = jobs.result(a);
+    EXPECT_EQ(ra.status, 128 + SIGKILL) << describe(ra);
+    EXPECT_THAT(ra.err, HasSubstr("rank 1 (pid " + std::to_string(victim))) << describe(ra);
+    for (int r = 0; r < both.ranks; ++r)
+      EXPECT_EQ(::kill(pid_of(d, "B", r), 0), 0) << "rank " << r << " of B died with A";
+    release(d, "B");
+    expect_whole(jobs.result(b), "B", both, 10, "nobody", "A");
+  }
+  c.expect_alive_then_stop();
+}
+
+// With the matrix full (two rows on both node managers), a third job
+// queues; `bcs jobs` shows it queued beside one running and one suspended
+// job; it starts when a slot frees (A ends) and completes; `bcs kill`
+// ends a suspended job.
+TEST_F(GangStory, AThirdJobWaitsForAFreeRowAndAKillEndsASuspendedJob) {
+  TempDir dir("bcs-gang");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  Standing c(2, {"--mpl", "2", "--quantum", "200ms"});
+  ASSERT_TRUE(c.up());
+  const Half both{"n1:1,n2:1", {"n1", "n2"}, 2};
+  {
+    Jobs jobs(c);
+    const uint64_t a = jobs.launch({"--host", both.hosts, meet(), d, "A", "hold"});
+    const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "hold"});
+    ASSERT_NE(a, 0u);
+    ASSERT_NE(b, 0u);
+    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
+    const uint64_t x = jobs.launch({"--host", both.hosts, meet(), d, "C", "lines", "10"});
+    ASSERT_NE(x, 0u);
+    // The three states on the way: one running, one suspended, one queued.
+    std::set<std::string> seen;
+    auto rows = job_rows(c);
+    for (auto until = std::chrono::steady_clock::now() + kBound;
+         std::chrono::steady_clock::now() < until;) {
+      rows = job_rows(c);
+      if (rows.count(x) && rows.at(x).state == "queued" && rows.count(a) && rows.count(b)) {
+        const std::set<std::string> ab{rows.at(a).state, rows.at(b).state};
+        if (ab == std::set<std::string>{"running", "suspended"}) break;
+      }
+    }
+    ASSERT_TRUE(rows.count(x) && rows.count(a) && rows.count(b));
+    EXPECT_EQ(rows.at(x).state, "queued");
+    EXPECT_EQ((std::set<std::string>{rows.at(a).state, rows.at(b).state}),
+              (std::set<std::string>{"running", "suspended"}));
+    // The suspended one, killed (a suspended job's ranks die at once):
+    // C takes its row, and completes beside the other, which then ends too.
+    const bool a_suspended = rows.at(a).state == "suspended";
+    const uint64_t killed = a_suspended ? a : b, other = a_suspended ? b : a;
+    const RunResult k = c.kill_job(killed);
+    EXPECT_EQ(k.status, 0) << describe(k);
+    EXPECT_EQ(jobs.result(killed).status, 143) << describe(jobs.result(killed));
+    expect_whole(jobs.result(x), "C", both, 10, "nobody", "A");
+    release(d, a_suspended ? "B" : "A");
+    expect_whole(jobs.result(other), a_suspended ? "B" : "A", both, 0, "nobody", "C");
+  }
+  c.expect_alive_then_stop();
+}
+
+}  // namespace
