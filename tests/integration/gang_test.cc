@@ -63,6 +63,30 @@ char state_of(pid_t pid) {
   return close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?';
 }
 
+// Both node managers of a 2-node-manager cluster, one rank on each.
+const Half kBoth{"n1:1,n2:1", {"n1", "n2"}, 2};
+// The manager's options of every gang story: 200 ms quanta, long enough
+// for `bcs jobs` to be asked twice within one.
+const std::vector<std::string> kGang{"--mpl", "2", "--quantum", "200ms"};
+
+// Jobs A and B on both node managers (`lines` numbered lines each, 0:
+// none), once both hold; their ids ({0, 0} and a failure added if not).
+std::pair<uint64_t, uint64_t> start_two(Jobs& jobs, const std::string& d, int lines) {
+  auto args = [&](const std::string& name) {
+    std::vector<std::string> a{"--host", kBoth.hosts, meet(), d, name};
+    if (lines) a.insert(a.end(), {"lines", std::to_string(lines)});
+    a.push_back("hold");
+    return a;
+  };
+  const uint64_t a = jobs.launch(args("A")), b = jobs.launch(args("B"));
+  if (!a || !b) return {0, 0};
+  if (!both_holding(d)) {
+    ADD_FAILURE() << "jobs sharing both node managers at --mpl 2 did not both run";
+    return {0, 0};
+  }
+  return {a, b};
+}
+
 // Issue 43's gang story: two jobs on the same two node managers at --mpl 2
 // take turns. Each runs in quanta of its own; whenever `bcs jobs` shows
 // one suspended twice in a row within one of its suspensions (its quanta
@@ -72,17 +96,14 @@ TEST_F(GangStory, TwoJobsOnTheSameNodeManagersTakeTurnsAtMpl2) {
   TempDir dir("bcs-gang");
   ASSERT_FALSE(dir.path.empty());
   const std::string& d = dir.path;
-  Standing c(2, {"--mpl", "2", "--quantum", "200ms"});
+  Standing c(2, kGang);
   ASSERT_TRUE(c.up());
-  const Half both{"n1:1,n2:1", {"n1", "n2"}, 2};
+  const Half& both = kBoth;
   {
     Jobs jobs(c);
-    const uint64_t a = jobs.launch({"--host", both.hosts, meet(), d, "A", "lines", "40", "hold"});
-    const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "lines", "40", "hold"});
-    ASSERT_NE(a, 0u);
-    ASSERT_NE(b, 0u);
     // Both get to their hold, through quanta of their own (half their lines).
-    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
+    const auto [a, b] = start_two(jobs, d, 40);
+    ASSERT_NE(a, 0u);
     std::map<std::string, bool> checked;
     std::string bad;
     for (auto until = std::chrono::steady_clock::now() + kBound;
@@ -141,16 +162,13 @@ TEST_F(GangStory, ARankOfASuspendedJobKilledEndsOnlyThatJob) {
   TempDir dir("bcs-gang");
   ASSERT_FALSE(dir.path.empty());
   const std::string& d = dir.path;
-  Standing c(2, {"--mpl", "2", "--quantum", "200ms"});
+  Standing c(2, kGang);
   ASSERT_TRUE(c.up());
-  const Half both{"n1:1,n2:1", {"n1", "n2"}, 2};
+  const Half& both = kBoth;
   {
     Jobs jobs(c);
-    const uint64_t a = jobs.launch({"--host", both.hosts, meet(), d, "A", "lines", "10", "hold"});
-    const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "lines", "10", "hold"});
+    const auto [a, b] = start_two(jobs, d, 10);
     ASSERT_NE(a, 0u);
-    ASSERT_NE(b, 0u);
-    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
     ASSERT_EQ(await_suspended(c, a).at(a).state, "suspended");
     const pid_t victim = pid_of(d, "A", 1);
     ASSERT_GT(victim, 0);
@@ -174,16 +192,13 @@ TEST_F(GangStory, AThirdJobWaitsForAFreeRowAndAKillEndsASuspendedJob) {
   TempDir dir("bcs-gang");
   ASSERT_FALSE(dir.path.empty());
   const std::string& d = dir.path;
-  Standing c(2, {"--mpl", "2", "--quantum", "200ms"});
+  Standing c(2, kGang);
   ASSERT_TRUE(c.up());
-  const Half both{"n1:1,n2:1", {"n1", "n2"}, 2};
+  const Half& both = kBoth;
   {
     Jobs jobs(c);
-    const uint64_t a = jobs.launch({"--host", both.hosts, meet(), d, "A", "hold"});
-    const uint64_t b = jobs.launch({"--host", both.hosts, meet(), d, "B", "hold"});
+    const auto [a, b] = start_two(jobs, d, 0);
     ASSERT_NE(a, 0u);
-    ASSERT_NE(b, 0u);
-    ASSERT_TRUE(both_holding(d)) << "jobs sharing both node managers at --mpl 2 did not both run";
     const uint64_t x = jobs.launch({"--host", both.hosts, meet(), d, "C", "lines", "10"});
     ASSERT_NE(x, 0u);
     // The three states on the way: one running, one suspended, one queued.
