@@ -250,6 +250,17 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
   argv.push_back(nullptr);
   const int segfd = job->memfd_.get();
   const pid_t parent = ::getpid();
+  // The background policy's cpu group, joined by each rank before it drops
+  // root (cgroup.procs is root's): a node that cannot make one stops the
+  // job's ranks instead when it is suspended, as plain gang scheduling does.
+  if (spec.cpu_group) {
+    std::string why;
+    job->cpu_group_ = CpuGroup::make(spec.id, &why);
+    if (!job->cpu_group_.valid())
+      spdlog::warn("job {}: no cpu group ({}): its ranks will be stopped when suspended", spec.id,
+                   why);
+  }
+  const CpuGroup* const group = job->cpu_group_.valid() ? &job->cpu_group_ : nullptr;
   // The rank's stdin. Opened here: the child only dup2()s.
   UniqueFd devnull(::open("/dev/null", O_RDONLY | O_CLOEXEC));
   if (!devnull) {
@@ -291,6 +302,9 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
                           ": cannot change directory to '" + spec.cwd + "'\n";
     std::string cred_err = "bcs: rank " + std::to_string(r->world_rank) + ": cannot run as " +
                            user_name(spec.uid) + "\n";
+    std::string group_err = "bcs: rank " + std::to_string(r->world_rank) +
+                            ": cannot join the job's cpu group " +
+                            (group ? group->path() : std::string()) + "\n";
 
     // Rank 0's stdin, when the submitter's is forwarded: a pipe.
     UniqueFd in_read;
@@ -338,6 +352,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
       if (segfd == kRankSegmentFd) {
         ::fcntl(segfd, F_SETFD, 0);  // dup2 onto itself would keep close-on-exec
       } else if (::dup2(segfd, kRankSegmentFd) < 0) {
+        ::_exit(126);
+      }
+      // Into the job's cpu group while still root; whatever it forks stays
+      // there. A rank outside it would hold its CPU against the active row.
+      if (group && !group->join_self()) {
+        write_all_raw(2, group_err.c_str());
         ::_exit(126);
       }
       // The submitter's credentials, before anything is done on the rank's

@@ -22,6 +22,7 @@
 
 #include "bcs/layout.h"
 #include "bcs/segment.h"
+#include "cpu_group.h"
 #include "fd.h"
 #include "roles/ports.h"
 #include "roles/read_grants.h"
@@ -56,6 +57,9 @@ struct JobSpec {
   // jobs held on one node in different rows of the gang matrix report
   // apart, so one's report never satisfies a wait for another's.
   uint16_t phase_var = 1;  // wire::kVarPhase
+  // Its ranks in a cpu cgroup of their own (StartJob.cpu_group): a
+  // suspension may then leave them at idle priority (cpu_group.h).
+  bool cpu_group = false;
   // Where the ranks run (binding.h), and where among this host's allowed
   // CPUs the job's ranks on the host begin (StartJob::host_slot_base): the
   // manager keeps the ranges of jobs running at once on a host apart.
@@ -286,9 +290,11 @@ class NmJob {
   // SIGKILL the process groups of the ranks still alive.
   void kill_ranks();
   // Gang scheduling (SuspendJob): SIGSTOP (and wait until stopped) or
-  // SIGCONT every live rank's process group. Returns what failed ("" if
-  // nothing), and in *cost_ns how long it took (job_suspend.cc).
-  std::string suspend(bool stop, uint64_t* cost_ns);
+  // SIGCONT every live rank's process group; with `background` and a cpu
+  // group, set the group's cpu.idle instead (*background then says so).
+  // Returns what failed ("" if nothing), and in *cost_ns how long it took
+  // (job_suspend.cc).
+  std::string suspend(bool stop, bool background, uint64_t* cost_ns, bool* backgrounded);
   // Every local rank has been reaped.
   bool all_dead();
   // Some local rank was reaped or killed: the job is ending (or this rank
@@ -335,6 +341,10 @@ class NmJob {
   ReadGrants read_grants_;
   NmJob() = default;
   JobSpec spec_;
+  // Declared before the ranks: destroyed after them, once they are reaped.
+  CpuGroup cpu_group_;
+  // How the last suspension held the ranks: stopped, or at idle priority.
+  bool stopped_ = false, idle_ = false;
   UniqueFd memfd_;
   Mapping seg_;
   std::vector<std::unique_ptr<LocalRank>> ranks_;

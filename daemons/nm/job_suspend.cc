@@ -27,9 +27,34 @@
 
 namespace bcs::nm {
 
-std::string NmJob::suspend(bool stop, uint64_t* cost_ns) {
+std::string NmJob::suspend(bool stop, bool background, uint64_t* cost_ns, bool* backgrounded) {
   using clock = std::chrono::steady_clock;
   const auto t0 = clock::now();
+  auto cost = [&] {
+    *cost_ns = static_cast<uint64_t>(
+        std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
+  };
+  *backgrounded = false;
+  // Buffered coscheduling's background policy: one write to the job's
+  // cpu group. Nothing to confirm: the scheduler applies it at its next
+  // decision on each CPU, and a rank that runs a little longer at normal
+  // priority takes nothing the active row is waiting for (it wakes them
+  // on its own CPU ahead of an idle-priority task).
+  if (stop && background && cpu_group_.valid() && !stopped_) {
+    std::string err = cpu_group_.set_idle(true);
+    idle_ = err.empty();
+    *backgrounded = idle_;
+    cost();
+    if (idle_) return "";
+    // Could not: stopped below instead.
+  }
+  if (!stop && idle_) {
+    std::string err = cpu_group_.set_idle(false);
+    idle_ = !err.empty();
+    cost();
+    return err;
+  }
+  stopped_ = stop;
   std::string err;
   // Each rank signalled, with its own copy of the rank's pidfd: the rank may
   // be reaped (and its pidfd closed) while we look.
@@ -76,8 +101,7 @@ std::string NmJob::suspend(bool stop, uint64_t* cost_ns) {
       }
     }
   }
-  *cost_ns = static_cast<uint64_t>(
-      std::chrono::duration_cast<std::chrono::nanoseconds>(clock::now() - t0).count());
+  cost();
   return err;
 }
 

@@ -381,6 +381,7 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
                                                  : Binding::by_default;
         spec.host_slot_base = sj.host_slot_base();
         spec.coscheduled = sj.coscheduled();
+        spec.cpu_group = sj.cpu_group();
         spec.phase_var = static_cast<uint16_t>(sj.phase_var() ? sj.phase_var() : uint32_t{wire::kVarPhase});
         spec.max_unexpected = std::min<uint64_t>(sj.slice().max_unexpected(), kMaxUnexpectedLimit);
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
@@ -440,12 +441,14 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         }
         if (!j) break;  // ended meanwhile
         uint64_t cost = 0;
+        bool background = false;
         v1::NodeMsg r;
         auto* js = r.mutable_job_suspended();
         js->set_job_id(sj.job_id());
         js->set_suspended(sj.suspend());
-        js->set_error(j->suspend(sj.suspend(), &cost));
+        js->set_error(j->suspend(sj.suspend(), sj.background(), &cost, &background));
         js->set_cost_ns(cost);
+        js->set_background(background);
         up.send(r);
         break;
       }
@@ -616,6 +619,10 @@ int main(int argc, char** argv) {
     nofile.rlim_cur = nofile.rlim_max;
     ::setrlimit(RLIMIT_NOFILE, &nofile);
   }
+
+  // The cpu groups of jobs of node managers killed before they could remove
+  // them (buffered coscheduling's background policy, cpu_group.h).
+  bcs::nm::CpuGroup::remove_stale();
 
   // Everything a rank starts stays below the NM (process_tree.h).
   if (!bcs::nm::become_subreaper())
