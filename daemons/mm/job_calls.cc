@@ -384,11 +384,13 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
         s = "starting";
         break;
       case Job::State::running:
-        // Suspended once every node manager said its ranks are stopped.
-        s = j->failed                                                  ? "failing"
-            : j->suspended && j->switch_acks >= j->nodes.size()         ? "suspended"
-            : j->suspended                                              ? "suspending"
-                                                                        : "running";
+        // Suspended once every node manager said its ranks are stopped;
+        // background when they all hold them at idle priority instead.
+        s = j->failed                                                    ? "failing"
+            : j->suspended && j->background_acks >= j->nodes.size()       ? "background"
+            : j->suspended && j->switch_acks >= j->nodes.size()           ? "suspended"
+            : j->suspended                                                ? "suspending"
+                                                                          : "running";
         break;
       case Job::State::done:
         s = j->failed ? "failed" : "done";

@@ -140,6 +140,14 @@ int main(int argc, char** argv) {
                  "gang scheduling: how long one row of the matrix runs before the next; a job "
                  "switches at its first slice boundary from then on")
       ->capture_default_str();
+  std::string policy = "gang";
+  app.add_option("--policy", policy,
+                 "gang scheduling: how jobs of the rows not running are held: gang (stopped, "
+                 "SIGSTOP) or bcs (runnable at idle priority in a cpu cgroup: they use the CPU "
+                 "time the running row leaves while its ranks wait in MPI; node managers that "
+                 "cannot make the cgroup stop them instead)")
+      ->check(CLI::IsMember({"gang", "bcs"}))
+      ->capture_default_str();
   std::string strobe_mode = "adaptive";
   app.add_option("--strobe", strobe_mode,
                  "default pacing of jobs: adaptive (next slice at once when every rank is "
@@ -236,6 +244,7 @@ int main(int argc, char** argv) {
   cfg.fixed_strobe = strobe_mode == "fixed";
   cfg.space_share = space_share == "on";
   cfg.mpl = mpl;
+  cfg.background = policy == "bcs";
   const auto q = parse_duration_ns(quantum);
   if (!q || *q < 1'000'000ull) {
     std::fprintf(stderr, "bcs-mm: --quantum %s: expected a duration of at least 1ms\n",

@@ -262,7 +262,10 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         if (!js.error().empty())
           spdlog::warn("job {}: node {} could not {} its ranks: {}", j.id, node->name,
                        js.suspended() ? "stop" : "continue", js.error().substr(0, 256));
-        if (js.suspended() == j.suspended) ++j.switch_acks;
+        if (js.suspended() == j.suspended) {
+          ++j.switch_acks;
+          if (js.suspended() && js.background()) ++j.background_acks;
+        }
         j.switch_ns.push_back(std::min<uint64_t>(js.cost_ns(), 60'000'000'000ull));
         if (j.switch_ns.size() > Job::kSwitchesKept) j.switch_ns.pop_front();
         break;

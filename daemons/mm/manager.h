@@ -59,6 +59,11 @@ struct Config {
   // how long a row runs before the next one (--quantum).
   uint32_t mpl = 2;
   uint64_t quantum_ns = 10'000'000;
+  // How the jobs of the rows not running are held (--policy): stopped
+  // (gang: SIGSTOP) or at idle priority in a cpu cgroup (bcs: buffered
+  // coscheduling's background policy, daemons/nm/cpu_group.h), so that they
+  // use what CPU the running row leaves while its ranks wait in MPI.
+  bool background = false;
   std::string token;
   // --munge: callers over TCP may prove who they are with a munge
   // credential decoded by the munged at this socket ("" = not accepted).
@@ -135,6 +140,7 @@ struct Job {
   uint16_t phase_var = 1;
   bool suspended = false;
   uint32_t switch_acks = 0;  // nodes that confirmed the last suspend or resume
+  uint32_t background_acks = 0;  // of those, nodes that hold it at idle priority
   uint64_t quanta = 0;
   uint64_t started_ns = 0, ended_ns = 0, suspended_ns = 0, suspended_since = 0;
   // What each switch cost its node managers (JobSuspended.cost_ns), the

@@ -216,9 +216,11 @@ void Manager::suspend_locked(Job& j, bool suspend) {
   }
   j.suspended = suspend;
   j.switch_acks = 0;
+  j.background_acks = 0;
   v1::ManagerMsg m;
   m.mutable_suspend_job()->set_job_id(j.id);
   m.mutable_suspend_job()->set_suspend(suspend);
+  m.mutable_suspend_job()->set_background(suspend && cfg_.background);
   for (uint32_t n : j.nodes)
     if (auto it = nodes_.find(n); it != nodes_.end()) queue_locked(it->second, m);
   spdlog::debug("job {} {}", j.id, suspend ? "suspended" : "resumed");
@@ -400,6 +402,7 @@ Task<bool> Manager::start_job(JobRun& r) {
     s->set_phase_var(j->phase_var);
     // Held beside the jobs of other rows that share its nodes.
     s->set_coscheduled(matrix_.rows() > 1);
+    s->set_cpu_group(cfg_.background && matrix_.rows() > 1);
     for (uint32_t n : j->nodes)
       if (auto it = nodes_.find(n); it != nodes_.end()) {
         const auto base = j->host_slot_base.find(it->second->hostname);
