@@ -1,0 +1,133 @@
+// Stories of buffered coscheduling's background policy (issue 43,
+// `bcs-mm --policy bcs`): the jobs of the rows of the gang matrix that are
+// not running are held at idle priority in a cpu cgroup of their own
+// instead of stopped, so they take only the CPU time the running row's
+// ranks leave while they wait in MPI (daemons/nm/cpu_group.h).
+#include <gmock/gmock.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "gang_jobs.h"
+
+using namespace bcs::test::space;
+
+namespace {
+
+using GangPolicyStory = bcs::test::Story;
+
+constexpr const char* kCpuRoot = "/sys/fs/cgroup/cpu";
+
+// The process's group in the v1 cpu hierarchy ("" if none).
+std::string cpu_group_of(pid_t pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/cgroup");
+  for (std::string line; std::getline(in, line);) {
+    const auto a = line.find(':'), b = line.find(':', a + 1);
+    if (a == std::string::npos || b == std::string::npos) continue;
+    std::string list = "," + line.substr(a + 1, b - a - 1) + ",";
+    if (list.find(",cpu,") != std::string::npos) return line.substr(b + 1);
+  }
+  return "";
+}
+
+std::string read_line(const std::string& path) {
+  std::ifstream in(path);
+  std::string s;
+  std::getline(in, s);
+  return s;
+}
+
+// The groups of the cluster's node managers' jobs that still exist.
+std::vector<std::string> groups_left(const Standing& c) {
+  std::vector<std::string> out;
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator(kCpuRoot, ec))
+    for (pid_t p : c.pids())
+      if (e.path().filename().string().rfind("bcs-nm-" + std::to_string(p) + "-job-", 0) == 0)
+        out.push_back(e.path().string());
+  return out;
+}
+
+// Two jobs on the same two node managers at --mpl 2 under --policy bcs.
+// Every rank is in its own job's cpu group, named after its node manager
+// and the job. Whenever `bcs jobs` shows a job in the background twice
+// within one of its suspensions (its quanta unchanged), its ranks read in
+// between were not stopped, their groups' cpu.idle was 1, and the job ran
+// no slice. Both complete with their data checked; their groups are gone
+// once they ended.
+TEST_F(GangPolicyStory, TheRowNotRunningWaitsAtIdlePriorityNotStopped) {
+  if (::geteuid() != 0 || !exists(std::string(kCpuRoot) + "/cpu.idle"))
+    GTEST_SKIP() << "needs root and the cgroup v1 cpu hierarchy with cpu.idle";
+  TempDir dir("bcs-policy");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  Standing c(2, {"--mpl", "2", "--quantum", "200ms", "--policy", "bcs"});
+  ASSERT_TRUE(c.up());
+  const Half& both = kBoth;
+  {
+    Jobs jobs(c);
+    const auto [a, b] = start_two(jobs, d, 40);
+    ASSERT_NE(a, 0u);
+    std::map<std::string, std::vector<std::string>> group;  // per job, per rank
+    for (const auto& [name, id] : {std::pair{std::string("A"), a}, std::pair{std::string("B"), b}})
+      for (int r = 0; r < both.ranks; ++r) {
+        const std::string g = cpu_group_of(pid_of(d, name, r));
+        bool an_nm = false;
+        for (pid_t p : c.pids())
+          an_nm |= g == "/bcs-nm-" + std::to_string(p) + "-job-" + std::to_string(id);
+        EXPECT_TRUE(an_nm) << name << " rank " << r << " is in cpu group '" << g << "'";
+        group[name].push_back(std::string(kCpuRoot) + g);
+      }
+    std::map<std::string, bool> checked;
+    std::string bad;
+    for (auto until = std::chrono::steady_clock::now() + kBound;
+         checked.size() < 2 && bad.empty() && std::chrono::steady_clock::now() < until;) {
+      for (const auto& [name, id] : {std::pair{std::string("A"), a}, std::pair{std::string("B"), b}}) {
+        const auto before = job_rows(c);
+        if (!before.count(id) || before.at(id).state != "background") continue;
+        std::string states, idle;
+        for (int r = 0; r < both.ranks; ++r) {
+          states += state_of(pid_of(d, name, r));
+          idle += read_line(group[name][static_cast<size_t>(r)] + "/cpu.idle");
+        }
+        const auto after = job_rows(c);
+        if (!after.count(id) || after.at(id).state != "background" ||
+            after.at(id).quanta != before.at(id).quanta)
+          continue;  // resumed meanwhile: the reading may be of either
+        if (states.find('T') != std::string::npos)
+          bad += name + "'s ranks were '" + states + "' (stopped) in the background; ";
+        if (idle != std::string(static_cast<size_t>(both.ranks), '1'))
+          bad += name + "'s groups had cpu.idle '" + idle + "' in the background; ";
+        if (after.at(id).slices != before.at(id).slices)
+          bad += name + " ran slices in the background; ";
+        checked[name] = true;
+      }
+    }
+    EXPECT_EQ(bad, "");
+    EXPECT_TRUE(checked["A"] && checked["B"])
+        << "not seen in the background (twice within one suspension): "
+        << (checked["A"] ? "" : "A ") << (checked["B"] ? "" : "B");
+    release(d, "A");
+    release(d, "B");
+    expect_whole(jobs.result(a), "A", both, 40, "nobody", "B");
+    expect_whole(jobs.result(b), "B", both, 40, "nobody", "A");
+  }
+  // Each node manager removes a job's group as the job ends (bounded:
+  // the end reaches the node managers after the clients' exit).
+  auto left = groups_left(c);
+  for (auto until = std::chrono::steady_clock::now() + kBound;
+       !left.empty() && std::chrono::steady_clock::now() < until;) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    left = groups_left(c);
+  }
+  EXPECT_THAT(left, testing::IsEmpty());
+  c.expect_alive_then_stop();
+}
+
+}  // namespace
