@@ -244,7 +244,11 @@ int submit(const RunOptions& o, const std::string& addr, SignalBlock& sig, uint6
 
   if (watcher.timed_out()) {
     const std::string state = watcher.kill_state();
+    // --timeout counts running time only: the time gang scheduling kept the
+    // job suspended came on top.
+    const uint64_t susp = watcher.suspended_ns();
     say("job " + std::to_string(job) + " timed out after " + o.timeout +
+        (susp ? " of running time (also " + seconds_text(susp) + " s suspended)" : "") +
         (state.empty() ? "" : ": " + state));
     return 124;
   }

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <climits>
+#include <cstdio>
 
 namespace bcs::cli {
 
@@ -25,6 +26,13 @@ StartCheck start_check(const grpc::Status& st, const pb::ListReply& rep, uint64_
     return StartCheck::running;
   }
   return StartCheck::from_launch;
+}
+
+std::string seconds_text(uint64_t ns) {
+  char b[32];
+  const double s = static_cast<double>(ns) / 1e9;
+  std::snprintf(b, sizeof b, s < 0.1 ? "%.3f" : "%.1f", s);
+  return b;
 }
 
 Watcher::Watcher(SignalBlock& sig, pb::Jobs::Stub* stub, const Connection& conn, const RunOptions& o)
@@ -69,7 +77,10 @@ void Watcher::job_running() {
     if (running_) return;
     running_ = true;
     check_at_.reset();
-    if (opts_.timeout_ns) timeout_at_ = Clock::now() + timeout();
+    if (opts_.timeout_ns) {
+      started_at_ = Clock::now();
+      timeout_at_ = *started_at_ + timeout();
+    }
   }
   poke();
 }
@@ -89,6 +100,11 @@ std::string Watcher::kill_state() {
   return kill_state_;
 }
 
+uint64_t Watcher::suspended_ns() {
+  std::lock_guard lk(mu_);
+  return suspended_ns_;
+}
+
 void Watcher::check_start(uint64_t job) {
   grpc::ClientContext lctx;
   conn_.prepare(lctx, kRpcDeadline);
@@ -103,7 +119,8 @@ void Watcher::check_start(uint64_t job) {
       // Seen running by the last check too, and still no `started`: this
       // manager will not say it; the job started by then.
       if (running_seen_at_) {
-        timeout_at_ = *running_seen_at_ + timeout();
+        started_at_ = *running_seen_at_;
+        timeout_at_ = *started_at_ + timeout();
         break;
       }
       running_seen_at_ = now;
@@ -113,11 +130,41 @@ void Watcher::check_start(uint64_t job) {
       check_every_ = std::min<Clock::duration>(check_every_ * 2, kStartCheckMax);
       break;
     case StartCheck::from_launch:
-      timeout_at_ = *launched_at_ + timeout();
+      started_at_ = *launched_at_;
+      timeout_at_ = *started_at_ + timeout();
       break;
     case StartCheck::ended:  // its stream ends with its exit
       break;
   }
+}
+
+void Watcher::recheck_timeout(uint64_t job) {
+  grpc::ClientContext lctx;
+  conn_.prepare(lctx, kRpcDeadline);
+  pb::ListReply rep;
+  const grpc::Status st = stub_->List(&lctx, pb::ListRequest{}, &rep);
+  std::optional<uint64_t> susp;
+  if (st.ok())
+    for (const auto& j : rep.jobs())
+      if (j.job_id() == job) susp = j.suspended_ns();
+  std::lock_guard lk(mu_);
+  if (stopping_ || kill_requested_) return;  // a signal came meanwhile
+  if (susp && started_at_) {
+    suspended_ns_ = *susp;
+    const auto deadline = *started_at_ + timeout() +
+                          std::chrono::duration_cast<Clock::duration>(std::chrono::nanoseconds(*susp));
+    // Not yet run --timeout itself: wait on, and ask again then (it may
+    // be suspended more by that time).
+    if (Clock::now() < deadline) {
+      timeout_at_ = deadline;
+      return;
+    }
+  }
+  // Run --timeout, or a manager that cannot say: kill it (loop() sends it).
+  kill_requested_ = true;
+  timed_out_ = true;
+  reason_ = "timeout after " + opts_.timeout;
+  if (suspended_ns_) reason_ += " of running (" + seconds_text(suspended_ns_) + " s suspended)";
 }
 
 void Watcher::poke() {
@@ -154,7 +201,7 @@ void Watcher::loop() {
     }
 
     std::string reason;
-    uint64_t kill_id = 0, check_id = 0;
+    uint64_t kill_id = 0, check_id = 0, recheck_id = 0;
     {
       std::lock_guard lk(mu_);
       if (stopping_) return;
@@ -170,9 +217,16 @@ void Watcher::loop() {
         }
       }
       if (!kill_requested_ && timeout_at_ && now >= *timeout_at_) {
-        kill_requested_ = true;
-        timed_out_ = true;
-        reason_ = "timeout after " + opts_.timeout;
+        // Not killed yet: first List says whether it was suspended meanwhile
+        // (recheck_timeout), once per time timeout_at_ comes.
+        timeout_at_.reset();
+        if (job_id_) {
+          recheck_id = job_id_;
+        } else {
+          kill_requested_ = true;
+          timed_out_ = true;
+          reason_ = "timeout after " + opts_.timeout;
+        }
       }
       if (!kill_requested_ && check_at_ && now >= *check_at_) {
         check_at_.reset();
@@ -192,10 +246,9 @@ void Watcher::loop() {
       // Under the lock: the main thread clears ctx_ before destroying it.
       if (cancel && ctx_) ctx_->TryCancel();
     }
-    if (check_id) {
-      check_start(check_id);
-      continue;
-    }
+    if (check_id) check_start(check_id);
+    if (recheck_id) recheck_timeout(recheck_id);
+    if (check_id || recheck_id) continue;
     if (kill_id) {
       grpc::ClientContext kctx;
       conn_.prepare(kctx, kRpcDeadline);

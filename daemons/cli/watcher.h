@@ -30,6 +30,9 @@ constexpr auto kStartCheckMax = std::chrono::seconds(10);
 enum class StartCheck { wait, running, from_launch, ended };
 StartCheck start_check(const grpc::Status& st, const pb::ListReply& rep, uint64_t job);
 
+// A suspension in seconds for a message: "1.9", or "0.042" below 0.1 s.
+std::string seconds_text(uint64_t ns);
+
 // Watches for signals and for --timeout while the main thread is blocked in
 // Launch or reading the Attach stream. It kills the job (Kill RPC) and, if
 // the job does not end in time after that, or a second signal arrives,
@@ -40,6 +43,12 @@ StartCheck start_check(const grpc::Status& st, const pb::ListReply& rep, uint64_
 // one that names no nodes counts from Launch, as it always did; one that
 // says running on two checks in a row without `started` reaching us counts
 // from the first of them.
+// Time the job spends suspended by gang scheduling (bcs-mm --mpl) does not
+// count either: at --timeout past its start the watcher asks List for the
+// job's suspended_ns and waits on by that much (again and again, as more
+// suspension comes); it kills only once the job has run --timeout itself.
+// A manager that cannot say (List fails, or does not know the job) gets
+// the kill at once, as it always did.
 class Watcher {
  public:
   using Clock = std::chrono::steady_clock;
@@ -61,6 +70,9 @@ class Watcher {
   bool timed_out();
   // What the manager said the job was doing when it was killed.
   std::string kill_state();
+  // How long the job had been suspended by gang scheduling, as List said at
+  // the last re-check of --timeout (0: never, or nobody said).
+  uint64_t suspended_ns();
 
  private:
   Clock::duration timeout() const {
@@ -70,6 +82,9 @@ class Watcher {
   // Past --timeout after Launch without `started`: asks the manager whether
   // the job still waits to start (outside mu_).
   void check_start(uint64_t job);
+  // --timeout past the job's start: asks List how long it was suspended
+  // (outside mu_), then waits on by that much or kills it.
+  void recheck_timeout(uint64_t job);
   void poke();
   void loop();
 
@@ -91,6 +106,10 @@ class Watcher {
   std::string reason_;
   std::string kill_state_;
   std::optional<Clock::time_point> timeout_at_;
+  // When --timeout started counting (the job's start, as far as we know
+  // it), and its suspension (List's suspended_ns) at the last re-check.
+  std::optional<Clock::time_point> started_at_;
+  uint64_t suspended_ns_ = 0;
   std::optional<Clock::time_point> cancel_at_;
   // --timeout before `started`: when Launch answered, when to ask List
   // (start_check) and how long to wait before asking again.
