@@ -166,8 +166,10 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       "`bcs attach JOB` shows its output (what the manager kept of it, at most 64 MiB\n"
       "unread: older output is dropped with a note) and returns its exit status, and\n"
       "`bcs jobs` says which jobs are detached.\n"
-      "--timeout counts from when the job starts running: on a busy cluster a job\n"
-      "may first wait for its node managers to be free, and that time does not count.\n"
+      "--timeout counts from when the job starts running, and only its own running\n"
+      "time: not while it is queued (on a busy cluster a job may first wait for its\n"
+      "node managers to be free), and not while gang scheduling (bcs-mm --mpl) keeps\n"
+      "it suspended for another job's quantum.\n"
       "Exit status: the job's; 124 on --timeout; 130/143 on SIGINT/SIGTERM;\n"
       "1 if the job could not be launched or the machine manager was lost;\n"
       "2 for bad arguments.\n"
@@ -262,8 +264,9 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
       ->type_name("FILE")
       ->allow_extra_args(false);
   run_cmd->add_option("--timeout", timeout,
-                      "Kill the job after this long (exit 124); counts from when the job starts "
-                      "running, not while it waits for free node managers")
+                      "Kill the job after it has run this long (exit 124): its own running "
+                      "time, not while it is queued for free node managers nor while gang "
+                      "scheduling keeps it suspended")
       ->check(kDuration);
   auto* manager_opt = run_cmd->add_option(
       "--manager", manager, "Submit to a running machine manager (HOST:PORT) instead of "
