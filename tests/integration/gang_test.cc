@@ -231,3 +231,40 @@ TEST_F(GangStory, AThirdJobWaitsForAFreeRowAndAKillEndsASuspendedJob) {
 }
 
 }  // namespace
+
+namespace {
+
+// --timeout counts the job's own running time (issue 43): A, run with
+// `bcs run --timeout 2s` beside B on the same two node managers at --mpl 2,
+// is suspended for B's quanta on the way; it is killed only once it has
+// run 2 s itself (exit 124), and bcs says how long it was suspended. Both
+// spin forever (it_computes never told to go on); B ends by `bcs kill`.
+TEST_F(GangStory, ATimeoutCountsOnlyRunningTimeAndSaysHowLongTheJobWasSuspended) {
+  TempDir dir("bcs-gang");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  Standing c(2, kGang);
+  ASSERT_TRUE(c.up());
+  const std::string spin = bcs::test::it_prog("it_computes");
+  {
+    Jobs jobs(c);
+    const uint64_t b = jobs.launch({"--host", kBoth.hosts, spin, d + "/B.go", d + "/B.stop"});
+    ASSERT_NE(b, 0u);
+    EXPECT_PRED_FORMAT1(seen, await(c, d, {{"B", b, "running", false}}));
+    // The harness's own limit (60 s) is the guard; bcs's --timeout ends A.
+    const RunResult ra =
+        c.command({"run", "--timeout", "2s", "--host", kBoth.hosts, spin, d + "/A.go", d + "/A.stop"});
+    EXPECT_FALSE(ra.timed_out) << describe(ra);
+    EXPECT_EQ(ra.status, 124) << describe(ra);
+    EXPECT_THAT(ra.err, HasSubstr("timed out after 2s of running time (also ")) << describe(ra);
+    EXPECT_THAT(ra.err, HasSubstr(" s suspended)")) << describe(ra);
+    const RunResult k = c.kill_job(b);
+    EXPECT_EQ(k.status, 0) << describe(k);
+    const RunResult& rb = jobs.result(b);
+    EXPECT_FALSE(rb.timed_out) << describe(rb);
+    EXPECT_EQ(rb.status, 143) << describe(rb);
+  }
+  c.expect_alive_then_stop();
+}
+
+}  // namespace
