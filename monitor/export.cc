@@ -76,6 +76,8 @@ const std::vector<Column>& columns() {
       BCS_COL(leased, leased),
       BCS_COL(bells, bells),
       BCS_COL(dem_ahead, dem_ahead),
+      BCS_COL(switches, switches),
+      BCS_COL(switch_ns, switch_ns),
   };
   return cols;
 }

@@ -29,6 +29,8 @@ void slice_to_proto(const SliceRecord& r, v1::SliceStats* s) {
   s->set_held(r.held);
   s->set_bells(r.bells);
   s->set_dem_ahead(r.dem_ahead);
+  s->set_switches(r.switches);
+  s->set_switch_ns(r.switch_ns);
   for (uint64_t u : r.retries) s->add_usr(u);
 }
 
@@ -57,6 +59,8 @@ SliceRecord slice_from_proto(const v1::SliceStats& s) {
   r.held = s.held();
   r.bells = s.bells();
   r.dem_ahead = s.dem_ahead();
+  r.switches = s.switches();
+  r.switch_ns = s.switch_ns();
   return r;
 }
 

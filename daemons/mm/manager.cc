@@ -262,11 +262,17 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
         if (!js.error().empty())
           spdlog::warn("job {}: node {} could not {} its ranks: {}", j.id, node->name,
                        js.suspended() ? "stop" : "continue", js.error().substr(0, 256));
+        const uint64_t cost = std::min<uint64_t>(js.cost_ns(), 60'000'000'000ull);
         if (js.suspended() == j.suspended) {
           ++j.switch_acks;
           if (js.suspended() && js.background()) ++j.background_acks;
+          // The switch took as long as its slowest node.
+          if (cost > j.last_switch_max_ns) {
+            j.unrecorded_switch_ns += cost - j.last_switch_max_ns;
+            j.last_switch_max_ns = cost;
+          }
         }
-        j.switch_ns.push_back(std::min<uint64_t>(js.cost_ns(), 60'000'000'000ull));
+        j.switch_ns.push_back(cost);
         if (j.switch_ns.size() > Job::kSwitchesKept) j.switch_ns.pop_front();
         break;
       }

@@ -141,6 +141,11 @@ struct Job {
   bool suspended = false;
   uint32_t switch_acks = 0;  // nodes that confirmed the last suspend or resume
   uint32_t background_acks = 0;  // of those, nodes that hold it at idle priority
+  // For its next slice's EMDS record: switches since its last slice, their
+  // cost (per switch the slowest node's), and the slowest answer to the
+  // last switch so far. Written under mu_, taken by the slice's record.
+  uint32_t unrecorded_switches = 0;
+  uint64_t unrecorded_switch_ns = 0, last_switch_max_ns = 0;
   uint64_t quanta = 0;
   uint64_t started_ns = 0, ended_ns = 0, suspended_ns = 0, suspended_since = 0;
   // What each switch cost its node managers (JobSuspended.cost_ns), the

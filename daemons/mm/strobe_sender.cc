@@ -217,6 +217,8 @@ void Manager::suspend_locked(Job& j, bool suspend) {
   j.suspended = suspend;
   j.switch_acks = 0;
   j.background_acks = 0;
+  ++j.unrecorded_switches;
+  j.last_switch_max_ns = 0;
   v1::ManagerMsg m;
   m.mutable_suspend_job()->set_job_id(j.id);
   m.mutable_suspend_job()->set_suspend(suspend);

@@ -43,6 +43,11 @@ struct SliceRecord {
   bool leased = false;       // run by a one-node job's node on its lease, without a strobe
   uint32_t bells = 0;        // doorbell messages the strobe sender took before this slice
   bool dem_ahead = false;    // its DEM ran on the nodes at the end of the slice before (no DEM strobe)
+  // Gang scheduling: the job's switches (suspended or resumed) since its
+  // slice before, and what they cost its node managers (per switch the
+  // slowest node's time to stop or continue its ranks, summed).
+  uint32_t switches = 0;
+  uint64_t switch_ns = 0;
 };
 
 struct PeriodSummary {
