@@ -369,6 +369,22 @@ int run_cluster_job(const RunOptions& o, SignalBlock& sig) {
   return rc;
 }
 
+// bcs jobs --matrix: rows by node managers, each cell the job holding it.
+void print_matrix(const pb::ListReply& rep) {
+  size_t w = 4;
+  for (const auto& n : rep.matrix_nodes()) w = std::max(w, n.size());
+  std::printf("%5s", "ROW");
+  for (const auto& n : rep.matrix_nodes()) std::printf("  %*s", static_cast<int>(w), n.c_str());
+  std::printf("\n");
+  for (int row = 0; row < rep.matrix_size(); ++row) {
+    std::printf("%c%4d", static_cast<uint32_t>(row) == rep.active_row() ? '*' : ' ', row);
+    for (uint64_t job : rep.matrix(row).job()) {
+      const std::string cell = job == 0 ? "." : job == ~0ull ? "#" : std::to_string(job);
+      std::printf("  %*s", static_cast<int>(w), cell.c_str());
+    }
+    std::printf("\n");
+  }
+}
 }  // namespace
 
 int list_jobs(const JobsOptions& o) {
@@ -382,6 +398,10 @@ int list_jobs(const JobsOptions& o) {
     return stub->List(&ctx, pb::ListRequest{}, &rep);
   });
   if (rc) return rc;
+  if (o.matrix) {
+    print_matrix(rep);
+    return 0;
+  }
   // SLICE and CHUNK: the job's strobe period and per-slice budget; RATE the
   // copy rate the budget was derived from ("-": --chunk named it).
   // MODE: "detached" (runs on without a client, bcs run --detach) or

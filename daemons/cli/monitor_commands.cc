@@ -31,8 +31,35 @@ void set_window(const StatsOptions& o, Request* req) {
   }
 }
 
+// bcs stats JOB, first: what gang scheduling gave the job (from List),
+// when it shared node managers with others; nothing for a job that never
+// switched or that the manager no longer lists.
+void show_job_share(const StatsOptions& o, uint64_t job) {
+  auto conn = connect_manager(o.manager, o.token_file);
+  if (!conn) return;
+  auto stub = pb::Jobs::NewStub(conn->channel);
+  grpc::ClientContext ctx;
+  conn->prepare(ctx, kRpcDeadline);
+  pb::ListReply rep;
+  if (!stub->List(&ctx, pb::ListRequest{}, &rep).ok()) return;
+  for (const auto& j : rep.jobs()) {
+    if (j.job_id() != job || !j.switches()) continue;
+    std::printf("job %llu: %s, row %u of the gang matrix, %llu quanta, share %.2f (%.3f s suspended)",
+                static_cast<unsigned long long>(job), j.state().c_str(), j.row(),
+                static_cast<unsigned long long>(j.quanta()), j.cpu_share(),
+                static_cast<double>(j.suspended_ns()) / 1e9);
+    if (j.switches())
+      std::printf(", %llu switches: p50 %.1f us, p99 %.1f us",
+                  static_cast<unsigned long long>(j.switches()),
+                  static_cast<double>(j.switch_p50_ns()) / 1e3,
+                  static_cast<double>(j.switch_p99_ns()) / 1e3);
+    std::printf("\n");
+  }
+}
+
 // bcs stats JOB: the MMDS summaries the manager kept for the job.
 int show_job_stats(const StatsOptions& o, uint64_t job) {
+  show_job_share(o, job);
   std::vector<monitor::RankReport> ranks;
   if (int rc = fetch_job_reports(o.manager, o.token_file, job, false, &ranks)) return rc;
   if (ranks.empty()) {
@@ -125,11 +152,14 @@ int show_stats(const StatsOptions& o) {
   // DEM ran on the nodes as the slice before ended) or "+N" (a rank posted
   // after N periods with nothing to do: parked).
   // job: several jobs run at once, their slices interleave (each numbers
-  // its own). Last, so that the columns before it keep their places.
-  std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s %6s\n", "slice", "period_us",
-              "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors", "chunks",
-              "bytes", "colls", "late_us", "job");
-  uint64_t early = 0, skipped = 0, leased = 0, held = 0, bells = 0, ahead = 0;
+  // its own). Last, so that the columns before it keep their places; then
+  // sw_us: gang scheduling's switches of the job since its slice before
+  // (suspended, resumed) and their cost, "-" for none.
+  std::printf("%10s %11s %6s %9s %9s %9s %9s %9s %11s %7s %12s %5s %8s %6s %9s\n", "slice",
+              "period_us", "start", "dem_us", "msm_us", "p2p_us", "bbm_us", "rm_us", "descriptors",
+              "chunks", "bytes", "colls", "late_us", "job", "sw_us");
+  uint64_t early = 0, skipped = 0, leased = 0, held = 0, bells = 0, ahead = 0, switches = 0,
+           switch_ns = 0;
   for (const auto& s : rep.slices()) {
     const std::string start = s.skipped()  ? "+" + std::to_string(s.skipped())
                               : s.leased() ? "lease"
@@ -142,12 +172,19 @@ int show_stats(const StatsOptions& o) {
     bells += s.bells();
     ahead += s.dem_ahead();
     skipped += s.skipped();
-    std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f %6llu\n",
+    switches += s.switches();
+    switch_ns += s.switch_ns();
+    char sw[32] = "-";
+    if (s.switches()) std::snprintf(sw, sizeof sw, "%u:%.1f", s.switches(), us(s.switch_ns()));
+    std::printf("%10llu %11.1f %6s %9.1f %9.1f %9.1f %9.1f %9.1f %11u %7u %12llu %5u %8.1f %6llu %9s\n",
                 static_cast<unsigned long long>(s.slice()), us(s.period_ns()), start.c_str(),
                 us(s.dem_ns()), us(s.msm_ns()), us(s.p2p_ns()), us(s.bbm_ns()), us(s.rm_ns()),
                 s.descriptors(), s.chunks(), static_cast<unsigned long long>(s.bytes() + s.coll_bytes()),
-                s.collectives(), us(s.late_ns()), static_cast<unsigned long long>(s.job_id()));
+                s.collectives(), us(s.late_ns()), static_cast<unsigned long long>(s.job_id()), sw);
   }
+  if (switches)
+    std::printf("(gang scheduling: %llu switches before these slices, %.1f us in all)\n",
+                static_cast<unsigned long long>(switches), us(switch_ns));
   std::printf(
       "(%d of %llu slices; %llu started early; %llu ran on a node's lease, %llu with their DEM run "
       "ahead; %llu periods skipped (parked or on a lease); %llu sends held back by "

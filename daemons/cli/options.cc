@@ -337,6 +337,10 @@ ParseResult parse_args(int argc, const char* const* argv, std::ostream& out, std
   JobsOptions jobs;
   auto* jobs_cmd = app.add_subcommand("jobs", "List the jobs of a running machine manager");
   add_manager_options(jobs_cmd, &jobs.manager, &jobs.token_file);
+  jobs_cmd->add_flag("--matrix", jobs.matrix,
+                     "Show the gang matrix instead: a row per multiprogramming level (bcs-mm "
+                     "--mpl), a column per node manager, the job holding each; '*' marks the "
+                     "row whose quantum runs, '#' another user's job, '.' a free slot");
 
   KillOptions kill;
   auto* kill_cmd = app.add_subcommand("kill", "Kill a job on a running machine manager");

@@ -68,6 +68,7 @@ struct RunOptions {
 struct JobsOptions {
   std::string manager = kDefaultManager;
   std::string token_file;
+  bool matrix = false;  // the gang matrix instead of the jobs
 };
 
 struct KillOptions {

@@ -398,6 +398,21 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     }
     x->set_state(s);
   }
+  // The matrix, its columns in node name order; other users' jobs only as
+  // taken.
+  std::vector<std::pair<std::string, uint32_t>> columns;
+  for (const auto& [id, n] : nodes_) columns.emplace_back(n->name, id);
+  std::sort(columns.begin(), columns.end());
+  for (const auto& c : columns) rep->add_matrix_nodes(c.first);
+  for (uint32_t row = 0; row < matrix_.rows(); ++row) {
+    auto* m = rep->add_matrix();
+    for (const auto& [name, id] : columns) {
+      const uint64_t job = matrix_.at(row, id);
+      const auto jt = job ? jobs_.find(job) : jobs_.end();
+      m->add_job(!job ? 0 : jt != jobs_.end() && may_touch(who, *jt->second).empty() ? job : ~0ull);
+    }
+  }
+  rep->set_active_row(matrix_.active());
   return grpc::Status::OK;
 }
 
