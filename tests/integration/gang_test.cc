@@ -15,7 +15,7 @@
 #include <thread>
 #include <vector>
 
-#include "space_jobs.h"
+#include "gang_jobs.h"
 
 using namespace bcs::test::space;
 
@@ -23,69 +23,9 @@ namespace {
 
 using GangStory = bcs::test::Story;
 
-
-// `bcs jobs`, per job: its state, quanta and slices (the columns STATE,
-// QUANTA and SLICES).
-struct Row {
-  std::string state;
-  uint64_t quanta = 0, slices = 0;
-};
-std::map<uint64_t, Row> job_rows(const Standing& c) {
-  std::map<uint64_t, Row> out;
-  const RunResult r = c.command({"jobs"});
-  std::istringstream in(r.out);
-  std::string line;
-  std::getline(in, line);  // the header
-  while (std::getline(in, line)) {
-    std::istringstream f(line);
-    std::vector<std::string> col;
-    for (std::string w; f >> w;) col.push_back(w);
-    if (col.size() < 15) continue;
-    out[std::stoull(col[0])] = {col[1], std::stoull(col[13]), std::stoull(col[10])};
-  }
-  return out;
-}
-
-// Jobs A and B both got to their hold (bounded).
-bool both_holding(const std::string& d) {
-  const auto deadline = std::chrono::steady_clock::now() + kBound;
-  while (!(exists(d + "/A.holding") && exists(d + "/B.holding")) &&
-         std::chrono::steady_clock::now() < deadline)
-    std::this_thread::yield();
-  return exists(d + "/A.holding") && exists(d + "/B.holding");
-}
-
-char state_of(pid_t pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string st;
-  std::getline(stat, st);
-  const auto close = st.rfind(')');
-  return close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?';
-}
-
-// Both node managers of a 2-node-manager cluster, one rank on each.
-const Half kBoth{"n1:1,n2:1", {"n1", "n2"}, 2};
 // The manager's options of every gang story: 200 ms quanta, long enough
 // for `bcs jobs` to be asked twice within one.
 const std::vector<std::string> kGang{"--mpl", "2", "--quantum", "200ms"};
-
-// Jobs A and B on both node managers (`lines` numbered lines each, 0:
-// none), once both hold; their ids ({0, 0} and a failure added if not).
-std::pair<uint64_t, uint64_t> start_two(Jobs& jobs, const std::string& d, int lines) {
-  auto args = [&](const std::string& name) {
-    std::vector<std::string> a{"--host", kBoth.hosts, meet(), d, name};
-    if (lines) a.insert(a.end(), {"lines", std::to_string(lines)});
-    a.push_back("hold");
-    return a;
-  };
-  const uint64_t a = jobs.launch(args("A")), b = jobs.launch(args("B"));
-  if (!a || !b) return {0, 0};
-  if (!both_holding(d)) {
-    ADD_FAILURE() << "jobs sharing both node managers at --mpl 2 did not both run";
-    return {0, 0};
-  }
-  return {a, b};
-}
 
 // Issue 43's gang story: two jobs on the same two node managers at --mpl 2
 // take turns. Each runs in quanta of its own; whenever `bcs jobs` shows
@@ -138,11 +78,36 @@ TEST_F(GangStory, TwoJobsOnTheSameNodeManagersTakeTurnsAtMpl2) {
       rows = job_rows(c);
     EXPECT_TRUE(turned()) << "quanta: A " << (rows.count(a) ? rows.at(a).quanta : 0) << ", B "
                           << (rows.count(b) ? rows.at(b).quanta : 0);
+    // The matrix: a row each, both node managers in it, one row running.
+    const RunResult m = c.command({"jobs", "--matrix"});
+    EXPECT_EQ(m.status, 0) << describe(m);
+    std::istringstream lines(m.out);
+    std::string line;
+    std::getline(lines, line);
+    EXPECT_THAT(line, testing::MatchesRegex(" *ROW +n1 +n2"));
+    std::set<std::vector<std::string>> held;
+    int active = 0;
+    while (std::getline(lines, line)) {
+      active += !line.empty() && line[0] == '*';
+      std::istringstream f(line.substr(1));
+      std::vector<std::string> cells;
+      for (std::string w; f >> w;) cells.push_back(w);
+      if (!cells.empty()) held.insert({cells.begin() + 1, cells.end()});
+    }
+    const std::string sa = std::to_string(a), sb = std::to_string(b);
+    EXPECT_EQ(held, (std::set<std::vector<std::string>>{{sa, sa}, {sb, sb}})) << m.out;
+    EXPECT_EQ(active, 1) << m.out;
     release(d, "A");
     release(d, "B");
     expect_whole(jobs.result(a), "A", both, 40, "nobody", "B");
     expect_whole(jobs.result(b), "B", both, 40, "nobody", "A");
   }
+  // The EMDS recorded the switches, with what they cost, in the slices
+  // that followed them.
+  const RunResult st = c.command({"stats", "--last", "100000"});
+  EXPECT_EQ(st.status, 0) << describe(st);
+  EXPECT_THAT(st.out, testing::ContainsRegex("\\(gang scheduling: [1-9][0-9]* switches before these "
+                                             "slices, [0-9.]+ us in all\\)"));
   c.expect_alive_then_stop();
 }
 
