@@ -21,6 +21,12 @@
 # suspended (the manager's SHARE), and what stopping or continuing a job's
 # ranks cost its node managers per switch (median and p99 over the jobs'
 # switches). Each job's time alone is measured first, in the same run.
+# The same under buffered coscheduling's own policy (`bcs-mm --policy
+# bcs`: the rows not running wait at idle priority in a cpu cgroup instead
+# of stopped, so they compute in the running row's gaps). Every figure is
+# the median of BCS_BENCH_REPEAT (3) runs, the configurations interleaved;
+# `worst` is the largest response / time alone over the jobs (the issue's
+# bound: MPL times the time alone plus 5 %).
 #
 #   bench/gang.sh [BUILD_DIR] [WORK_ITERATIONS]
 set -euo pipefail
@@ -100,55 +106,84 @@ submit() {
 }
 
 declare -A alone
+: > "$tmp/alone"
 cluster_start 2 --mpl 1
-for n in "${names[@]}"; do
-  submit "$n" || { echo "$n failed:"; cat "$tmp/$n.out"; exit 1; }
-  alone[$n]=$(awk -v a="$(cat "$tmp/$n.t0")" -v b="$(cat "$tmp/$n.t1")" 'BEGIN { printf "%.3f", b - a }')
+for _ in $(seq "$repeat"); do
+  for n in "${names[@]}"; do
+    submit "$n" || { echo "$n failed:"; cat "$tmp/$n.out"; exit 1; }
+    awk -v n="$n" -v a="$(cat "$tmp/$n.t0")" -v b="$(cat "$tmp/$n.t1")" 'BEGIN { printf "%s %.3f\n", n, b - a }' >> "$tmp/alone"
+  done
 done
 cluster_stop
+for n in "${names[@]}"; do alone[$n]=$(awk -v n="$n" '$1 == n { print $2 }' "$tmp/alone" | median); done
 echo
-printf '# gang scheduling: 4 jobs of 2 ranks on the same 2 node managers; alone (s):'
+printf '# gang scheduling: 4 jobs of 2 ranks on the same 2 node managers; alone (s, median of %s):' "$repeat"
 for n in "${names[@]}"; do printf ' %s %s' "$n" "${alone[$n]}"; done
 echo
-printf '%-16s %9s %9s %9s  %-31s %9s %9s\n' config makespan mean_resp mean_bsld \
+printf '# each row: medians of %s runs, the configurations interleaved; share: of the time since\n' "$repeat"
+printf '# the job started, the part it was in the running row (gang: not stopped; bcs: not in the\n'
+printf '# background, where it may still compute); worst: max over jobs of response / alone\n'
+printf '%-18s %9s %9s %9s %7s  %-31s %9s %9s\n' config makespan mean_resp mean_bsld worst \
   "share long/short/short/short" sw_p50_us sw_p99_us
 
-declare -A res
-mix() {  # mpl quantum -> prints a row; sets res[mpl,q]
-  local mpl=$1 q=$2
-  cluster_start 2 --mpl "$mpl" --quantum "$q"
+# One run of the mix under `bcs-mm --mpl $1 --quantum $2 --policy $3`:
+# appends "makespan mean_resp mean_bsld worst shares p50 p99" to $tmp/mix.$1.$2.$3.
+mix_once() {
+  local mpl=$1 q=$2 policy=$3
+  cluster_start 2 --mpl "$mpl" --quantum "$q" --policy "$policy"
   local jobs=()  # not `pids`: cluster.sh's daemons are in that one
   submit long & jobs+=($!)
   # The long job first: the short ones come once it runs.
   for _ in $(seq 200); do "$bin/bcs" jobs --manager "127.0.0.1:$port" | grep -q ' running ' && break; sleep 0.02; done
   for n in compute allreduce large; do submit "$n" & jobs+=($!); done
-  for p in "${jobs[@]}"; do wait "$p" || { echo "a job failed (mpl $mpl, quantum $q)"; tail -3 "$tmp"/*.out; exit 1; }; done
+  for p in "${jobs[@]}"; do wait "$p" || { echo "a job failed ($policy, mpl $mpl, quantum $q)"; tail -3 "$tmp"/*.out; exit 1; }; done
   "$bin/bcs" jobs --manager "127.0.0.1:$port" > "$tmp/jobs"
   cluster_stop
-  local t0s=() t1s=() shares=() p50s=() p99s=()
+  local t0s=() t1s=() shares=()
   for n in "${names[@]}"; do t0s+=("$(cat "$tmp/$n.t0")"); t1s+=("$(cat "$tmp/$n.t1")"); done
   # SHARE, SW_P50_US, SW_P99_US are the last three columns; job 1 is the
   # long one, 2-4 the short ones (in the order they reached the manager).
   mapfile -t shares < <(awk 'NR > 1 { print $(NF-2) }' "$tmp/jobs")
+  local p50 p99
   read -r p50 p99 < <(awk 'NR > 1 && $(NF-1) != "-" { print $(NF-1), $NF }' "$tmp/jobs" |
     sort -g | awk '{ a[NR] = $1; if ($2 > m) m = $2 } END { if (NR) print a[int((NR + 1) / 2)], m; else print "-", "-" }')
-  local line
-  line=$(awk -v t0="${t0s[*]}" -v t1="${t1s[*]}" -v al="${alone[long]} ${alone[compute]} ${alone[allreduce]} ${alone[large]}" '
+  awk -v t0="${t0s[*]}" -v t1="${t1s[*]}" -v al="${alone[long]} ${alone[compute]} ${alone[allreduce]} ${alone[large]}" \
+      -v sh="$(IFS=/; echo "${shares[*]}")" -v p50="$p50" -v p99="$p99" '
     BEGIN { n = split(t0, a, " "); split(t1, b, " "); split(al, c, " ")
-      lo = a[1]; hi = 0; r = 0; s = 0
+      lo = a[1]; hi = 0; r = 0; s = 0; w = 0
       for (i = 1; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (b[i] > hi) hi = b[i]
-        resp = b[i] - a[i]; r += resp; d = c[i] > 0.1 ? c[i] : 0.1; x = resp / d; s += x < 1 ? 1 : x }
-      printf "%.3f %.3f %.2f", hi - lo, r / n, s / n }')
-  read -r mk mr ms <<< "$line"
-  res[$mpl,$q]="$mk $mr"
-  printf '%-16s %9s %9s %9s  %-31s %9s %9s\n' "mpl $mpl q $q" "$mk" "$mr" "$ms" \
-    "$(IFS=/; echo "${shares[*]}")" "$p50" "$p99"
+        resp = b[i] - a[i]; r += resp; d = c[i] > 0.1 ? c[i] : 0.1; x = resp / d; s += x < 1 ? 1 : x
+        if (resp / c[i] > w) w = resp / c[i] }
+      printf "%.3f %.3f %.2f %.2f %s %s %s\n", hi - lo, r / n, s / n, w, sh, p50, p99 }' >> "$tmp/mix.$mpl.$q.$policy"
 }
-mix 1 10ms
-for q in 2ms 10ms 50ms; do mix 2 "$q"; done
-mix 4 10ms
-read -r fk fr <<< "${res[1,10ms]}"
-read -r gk gr <<< "${res[2,10ms]}"
-awk -v fk="$fk" -v fr="$fr" -v gk="$gk" -v gr="$gr" 'BEGIN {
-  printf "mpl 2 (10 ms) vs FIFO: mean response %.2fx (target <= 0.6x), makespan %.2fx (target <= 1.05x)\n", gr / fr, gk / fk }'
-echo "buffered coscheduling's own policy: not implemented yet (issue 43)"
+
+configs=("1 10ms gang" "2 2ms gang" "2 10ms gang" "2 50ms gang" "4 10ms gang"
+         "2 2ms bcs" "2 10ms bcs" "2 50ms bcs" "4 10ms bcs")
+for _ in $(seq "$repeat"); do
+  for c in "${configs[@]}"; do
+    # shellcheck disable=SC2086 # the configuration's three words
+    mix_once $c
+  done
+done
+declare -A res
+for c in "${configs[@]}"; do
+  read -r mpl q policy <<< "$c"
+  f=$tmp/mix.$mpl.$q.$policy
+  mk=$(cut -d' ' -f1 "$f" | median); mr=$(cut -d' ' -f2 "$f" | median)
+  ms=$(cut -d' ' -f3 "$f" | median); wo=$(cut -d' ' -f4 "$f" | median)
+  sh=$(awk -v m="$mk" '$1 == m { print $5; exit }' "$f")
+  p50=$(cut -d' ' -f6 "$f" | grep -v '^-$' | median || true)
+  p99=$(cut -d' ' -f7 "$f" | grep -v '^-$' | median || true)
+  res[$mpl,$q,$policy]="$mk $mr $wo"
+  printf '%-18s %9s %9s %9s %7s  %-31s %9s %9s\n' "$policy mpl $mpl q $q" "$mk" "$mr" "$ms" "$wo" \
+    "$sh" "${p50:--}" "${p99:--}"
+done
+read -r fk fr _ <<< "${res[1,10ms,gang]}"
+for policy in gang bcs; do
+  for mpl in 2 4; do
+    read -r gk gr gw <<< "${res[$mpl,10ms,$policy]}"
+    awk -v p="$policy" -v m="$mpl" -v fk="$fk" -v fr="$fr" -v gk="$gk" -v gr="$gr" -v gw="$gw" 'BEGIN {
+      printf "%s mpl %d (10 ms) vs FIFO: mean response %.2fx (target <= 0.6x at mpl 2), makespan %.2fx (target <= 1.05x), worst job %.2fx its time alone (target <= %.2fx)\n",
+        p, m, gr / fr, gk / fk, gw, m * 1.05 }'
+  done
+done
