@@ -337,8 +337,12 @@ std::shared_ptr<NmJob> NmJob::start(const JobSpec& spec, uint32_t self,
     r->cpu = cpu;
     const pid_t pid = fork_rank(spec.id, [&] {
       // Child. Its own process group, so terminal signals reach only `bcs`
-      // and a teardown can kill whatever the rank forked.
-      ::setpgid(0, 0);
+      // and a teardown can kill whatever the rank forked; and its own
+      // session, because the kernel lets any process send SIGCONT to one
+      // of its own session whoever owns it: in the node manager's session a
+      // rank of one user could continue another user's job suspended by
+      // gang scheduling (found by the two-user story, identity_test.cc).
+      if (::setsid() < 0) ::setpgid(0, 0);
       // The rank starts with stdin (/dev/null, or rank 0's input pipe),
       // stdout and stderr (its pipes) and the segment at fd 3: nothing
       // else. The NM's own fds (gRPC, UCX's sockets, which UCX opens
