@@ -295,6 +295,14 @@ class NmJob {
   // Returns what failed ("" if nothing), and in *cost_ns how long it took
   // (job_suspend.cc).
   std::string suspend(bool stop, bool background, uint64_t* cost_ns, bool* backgrounded);
+  // While suspended (stopped): ranks found running (continued by their
+  // user with SIGCONT, which the kernel allows) are counted and, with
+  // `restop`, stopped again; the kMaxContinued-th time a rank of the job
+  // is found so, it is ended (end_corrupt, naming it). Returns how many
+  // were found running. Called as the job is resumed, and for the other
+  // jobs of the node at each switch.
+  int check_suspended(bool restop = true);
+  static constexpr int kMaxContinued = 3;
   // Every local rank has been reaped.
   bool all_dead();
   // Some local rank was reaped or killed: the job is ending (or this rank
@@ -345,6 +353,7 @@ class NmJob {
   CpuGroup cpu_group_;
   // How the last suspension held the ranks: stopped, or at idle priority.
   bool stopped_ = false, idle_ = false;
+  int continued_ = 0;  // ranks found running while stopped (check_suspended)
   UniqueFd memfd_;
   Mapping seg_;
   std::vector<std::unique_ptr<LocalRank>> ranks_;

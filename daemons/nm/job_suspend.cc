@@ -23,6 +23,8 @@
 #include <string>
 #include <vector>
 
+#include <spdlog/spdlog.h>
+
 #include "job.h"
 
 namespace bcs::nm {
@@ -48,6 +50,9 @@ std::string NmJob::suspend(bool stop, bool background, uint64_t* cost_ns, bool* 
     if (idle_) return "";
     // Could not: stopped below instead.
   }
+  // Resumed: a rank that runs already was continued from outside during
+  // the suspension (counted; the kMaxContinued-th time ends the job).
+  if (!stop && stopped_) check_suspended(false);
   if (!stop && idle_) {
     std::string err = cpu_group_.set_idle(false);
     idle_ = !err.empty();
@@ -103,6 +108,37 @@ std::string NmJob::suspend(bool stop, bool background, uint64_t* cost_ns, bool* 
   }
   cost();
   return err;
+}
+
+int NmJob::check_suspended(bool restop) {
+  if (!stopped_) return 0;  // (suspend and this run on the control thread alone)
+  int running = 0;
+  std::vector<int32_t> to_end;
+  {
+    std::lock_guard lk(copy_mu_);  // a rank marked dead is not signalled (its pid may be reused)
+    for (auto& r : ranks_) {
+      if (r->pid <= 0 || r->dead || !r->pidfd) continue;
+      siginfo_t si{};
+      // Stopped (or exited: its reaping follows) is reported without being
+      // taken; nothing reported is a rank that runs.
+      if (::waitid(P_PIDFD, static_cast<id_t>(r->pidfd.get()), &si,
+                   WSTOPPED | WEXITED | WNOHANG | WNOWAIT) != 0 ||
+          si.si_pid != 0)
+        continue;
+      ++running;
+      if (++continued_ >= kMaxContinued) {
+        to_end.push_back(r->world_rank);
+        continue;
+      }
+      spdlog::warn("job {}: rank {} was continued from outside while suspended{}", spec_.id,
+                   r->world_rank, restop ? ": stopped again" : "");
+      if (restop && ::kill(-r->pid, SIGSTOP) != 0) ::kill(r->pid, SIGSTOP);
+    }
+  }
+  for (int32_t rank : to_end)
+    end_corrupt(rank, "was continued from outside (SIGCONT) " + std::to_string(continued_) +
+                          " times while its job was suspended by gang scheduling");
+  return running;
 }
 
 }  // namespace bcs::nm

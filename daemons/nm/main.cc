@@ -450,6 +450,15 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         js->set_cost_ns(cost);
         js->set_background(background);
         up.send(r);
+        // A switch: the node's other suspended jobs are looked at too (a
+        // user may SIGCONT their own stopped ranks).
+        std::vector<std::shared_ptr<NmJob>> others;
+        {
+          std::lock_guard lk(jobs_mu);
+          for (const auto& [id, o] : jobs)
+            if (o != j) others.push_back(o);
+        }
+        for (const auto& o : others) o->check_suspended();
         break;
       }
       case v1::ManagerMsg::kDescribeJob:
