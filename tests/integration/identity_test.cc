@@ -17,6 +17,8 @@
 #include <fstream>
 #include <memory>
 #include <sstream>
+#include <set>
+#include <thread>
 
 #include "harness.h"
 #include "standing.h"
@@ -106,6 +108,7 @@ class TempDir {
   }
   ~TempDir() { std::filesystem::remove_all(path_); }
   std::string operator/(const std::string& f) const { return path_ + "/" + f; }
+  const std::string& path() const { return path_; }
 
  private:
   static inline int n_ = 0;
@@ -651,4 +654,100 @@ TEST_F(Story, AFakeManagerOnAHostsAddressGetsNoJobAndNeverSeesTheToken) {
   EXPECT_EQ(nma.stop(), 0);
   EXPECT_EQ(nmb.stop(), 0);
   EXPECT_EQ(mm.stop(), 0);
+}
+
+// Issue 43's security story: two users' jobs gang-scheduled on one node
+// manager (--mpl 2) stay apart. While both hold, each user tries from
+// outside every way into the other's rank (it_probe): no signal (not even
+// SIGCONT to a stopped rank), no ptrace, no memory, no segment; nothing of
+// either job is in /dev/shm (the segment is a memfd); neither can kill the
+// other's job, and each sees the other's job in the matrix only as taken
+// ('#'). Both complete with their data checked.
+TEST_F(Story, TwoUsersJobsSharingANodeManagerStayApart) {
+  TestUser ua("a"), ub("b");
+  if (!ua.ok()) GTEST_SKIP() << ua.why();
+  if (!ub.ok()) GTEST_SKIP() << ub.why();
+  TempDir dir(0755);
+  TempDir files(0777);  // the jobs' pid and hold files, both users'
+  Standing c(1, {"--mpl", "2", "--quantum", "200ms"}, {}, dir / "mm.sock");
+  ASSERT_TRUE(c.up());
+  auto as = [&](const TestUser& u, std::vector<std::string> argv) {
+    return bcs::test::run_as(u.as(), argv, 60s);
+  };
+  struct Job {
+    const TestUser* user;
+    std::string name;
+    uint64_t id = 0;
+    bcs::test::RunResult result;
+    std::thread follower;
+  };
+  Job a, b;
+  a.user = &ua;
+  a.name = "A";
+  b.user = &ub;
+  b.name = "B";
+  for (Job* j : {&a, &b}) {
+    auto r = as(*j->user, {bin("bcs"), "run", "--detach", "--manager", c.unix_addr, "--host", "n1:1",
+                           it_prog("it_meet"), files.path(), j->name, "lines", "10", "hold"});
+    ASSERT_EQ(r.status, 0) << describe(r);
+    j->id = std::stoull(r.out);
+    j->follower = std::thread([j, &as, &c] {
+      j->result = as(*j->user, {bin("bcs"), "attach", std::to_string(j->id), "--manager", c.unix_addr});
+    });
+  }
+  auto release_all = [&] {
+    for (Job* j : {&a, &b}) std::ofstream(files / (j->name + ".release")) << "go\n";
+    for (Job* j : {&a, &b})
+      if (j->follower.joinable()) j->follower.join();
+  };
+  auto holding = [&] {
+    return std::filesystem::exists(files / "A.holding") && std::filesystem::exists(files / "B.holding");
+  };
+  for (auto until = std::chrono::steady_clock::now() + 30s;
+       !holding() && std::chrono::steady_clock::now() < until;)
+    std::this_thread::sleep_for(2ms);
+  if (!holding()) {
+    release_all();
+    FAIL() << "both jobs did not hold: " << describe(a.result) << describe(b.result);
+  }
+  auto pid_of = [&](const Job& j) {
+    std::ifstream f(files / (j.name + ".rank0.pid"));
+    long pid = 0;
+    f >> pid;
+    return std::to_string(pid);
+  };
+  const std::string shut_out =
+      "signal0 EPERM\nsigcont EPERM\nptrace EPERM\nmem EACCES\nvm_readv EPERM\nsegment EACCES\n";
+  for (auto [who, whom] : {std::pair{&a, &b}, std::pair{&b, &a}}) {
+    const auto probe = as(*who->user, {it_prog("it_probe"), pid_of(*whom)});
+    EXPECT_EQ(probe.status, 0) << describe(probe);
+    EXPECT_EQ(probe.out, shut_out) << who->name << " on " << whom->name << "'s rank 0";
+    const auto kill = as(*who->user, {bin("bcs"), "kill", std::to_string(whom->id), "--manager",
+                                      c.unix_addr});
+    EXPECT_EQ(kill.status, 1) << describe(kill);
+    EXPECT_THAT(kill.err, HasSubstr("PERMISSION_DENIED"));
+    // The matrix: its own job, and the other's as '#'.
+    const auto m = as(*who->user, {bin("bcs"), "jobs", "--matrix", "--manager", c.unix_addr});
+    EXPECT_EQ(m.status, 0) << describe(m);
+    std::istringstream lines(m.out);
+    std::string line;
+    std::getline(lines, line);  // the header
+    std::set<std::string> cells;
+    while (std::getline(lines, line)) {
+      std::istringstream f(line.substr(1));
+      std::string row, cell;
+      f >> row;
+      while (f >> cell) cells.insert(cell);
+    }
+    EXPECT_EQ(cells, (std::set<std::string>{std::to_string(who->id), "#"})) << m.out;
+  }
+  std::error_code ec;
+  for (const auto& e : std::filesystem::directory_iterator("/dev/shm", ec))
+    EXPECT_EQ(e.path().filename().string().find("bcs-job"), std::string::npos) << e.path();
+  release_all();
+  for (Job* j : {&a, &b}) {
+    EXPECT_EQ(j->result.status, 0) << describe(j->result);
+    EXPECT_THAT(j->result.out, HasSubstr(j->name + " ok: 1 ranks"));
+  }
+  c.expect_alive_then_stop();
 }
