@@ -149,6 +149,106 @@ TEST_F(GangStory, ARankOfASuspendedJobKilledEndsOnlyThatJob) {
   c.expect_alive_then_stop();
 }
 
+// A user may SIGCONT their own job's stopped ranks (the kernel allows it
+// within a uid). The node manager finds such a rank running at its next
+// switch and stops it again; the third time, it ends the job, naming the
+// rank, and the other job completes.
+TEST_F(GangStory, RanksContinuedFromOutsideWhileSuspendedAreStoppedAgainThenEnded) {
+  TempDir dir("bcs-gang");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  Standing c(2, kGang);
+  ASSERT_TRUE(c.up());
+  const Half& both = kBoth;
+  {
+    Jobs jobs(c);
+    const auto [a, b] = start_two(jobs, d, 10);
+    ASSERT_NE(a, 0u);
+    const pid_t rank0 = pid_of(d, "A", 0);
+    ASSERT_GT(rank0, 0);
+    // Once per suspension of A (its quanta differ), while `bcs jobs` says
+    // it is suspended: its rank 0 continued from outside.
+    uint64_t last_quanta = UINT64_MAX;
+    int sent = 0;
+    std::string state;
+    for (auto until = std::chrono::steady_clock::now() + kBound;
+         std::chrono::steady_clock::now() < until;) {
+      const auto rows = job_rows(c);
+      if (!rows.count(a)) break;
+      state = rows.at(a).state;
+      if (state != "suspended" && state != "running" && state != "suspending") break;  // ending
+      if (state == "suspended" && rows.at(a).quanta != last_quanta) {
+        last_quanta = rows.at(a).quanta;
+        if (::kill(rank0, SIGCONT) == 0) ++sent;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+    const RunResult& ra = jobs.result(a);
+    EXPECT_GE(sent, 3);
+    EXPECT_EQ(ra.status, 128 + SIGKILL) << describe(ra);
+    EXPECT_THAT(ra.err, HasSubstr("was continued from outside (SIGCONT) 3 times while its job was "
+                                  "suspended by gang scheduling"))
+        << describe(ra);
+    release(d, "B");
+    expect_whole(jobs.result(b), "B", both, 10, "nobody", "A");
+  }
+  c.expect_alive_then_stop();
+}
+
+// Replay per job under gang scheduling: a run of a nondeterministic
+// program (prog_nondet: the arrival order decides its output) recorded
+// while it took turns with job A on the same node managers replays to the
+// same output alone, and one recorded alone replays to its output while
+// taking turns with A.
+TEST_F(GangStory, ARecordingMadeTakingTurnsReplaysAloneAndTheReverse) {
+  TempDir dir("bcs-gang");
+  ASSERT_FALSE(dir.path.empty());
+  const std::string& d = dir.path;
+  auto hash_line = [](const RunResult& r) {
+    const auto at = r.out.find("nondet ");
+    return at == std::string::npos ? "" : r.out.substr(at, r.out.find('\n', at) - at);
+  };
+  const std::vector<std::string> nondet = {bcs::test::prog("prog_nondet"), "master", "4"};
+  auto with = [&](std::vector<std::string> head) {
+    head.insert(head.end(), nondet.begin(), nondet.end());
+    return head;
+  };
+  std::string shared_want;
+  Standing c(2, kGang);
+  ASSERT_TRUE(c.up());
+  {
+    Jobs jobs(c);
+    const uint64_t a = jobs.launch({"--host", kBoth.hosts, meet(), d, "A", "hold"});
+    ASSERT_NE(a, 0u);
+    ASSERT_PRED_FORMAT1(seen, await(c, d, {{"A", a, "running", true}}));
+    // Recorded on both node managers, in turns with A.
+    const RunResult rec = bcs::test::bcs_run(
+        with({"--manager", c.addr, "--record", d + "/shared", "--host", "n1:2,n2:2", "-n", "4"}), 60s);
+    ASSERT_EQ(rec.status, 0) << describe(rec);
+    shared_want = hash_line(rec);
+    ASSERT_THAT(shared_want, HasSubstr("nondet master hash "));
+    // Recorded alone (embedded), replayed here in turns with A.
+    const RunResult alone = bcs::test::bcs_run(with({"--record", d + "/alone", "-n", "4"}), 60s);
+    ASSERT_EQ(alone.status, 0) << describe(alone);
+    const std::string alone_want = hash_line(alone);
+    ASSERT_THAT(alone_want, HasSubstr("nondet master hash "));
+    const RunResult again = c.command({"replay", d + "/alone", "--nodes", "2", "--timeout", "50s"}, 60s);
+    ASSERT_EQ(again.status, 0) << describe(again);
+    EXPECT_EQ(hash_line(again), alone_want) << "a recording made alone, replayed in turns with A";
+    // A took turns with both: it ran more than one quantum.
+    const auto rows = job_rows(c);
+    ASSERT_TRUE(rows.count(a));
+    EXPECT_GE(rows.at(a).quanta, 2u);
+    release(d, "A");
+    expect_whole(jobs.result(a), "A", kBoth, 0, "nobody", "B");
+  }
+  c.expect_alive_then_stop();
+  // The recording made in turns with A, replayed alone (embedded).
+  const RunResult r = bcs::test::run({bcs::test::bin("bcs"), "replay", d + "/shared", "--timeout", "50s"}, 60s);
+  ASSERT_EQ(r.status, 0) << describe(r);
+  EXPECT_EQ(hash_line(r), shared_want) << "a recording made in turns with A, replayed alone";
+}
+
 // With the matrix full (two rows on both node managers), a third job
 // queues; `bcs jobs` shows it queued beside one running and one suspended
 // job; it starts when a slot frees (A ends) and completes; `bcs kill`
