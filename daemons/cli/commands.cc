@@ -412,12 +412,12 @@ int list_jobs(const JobsOptions& o) {
   // the matrix; QUANTA, the quanta it ran; SHARE, the part of the time
   // since it started that it was not suspended; SW_P50_US and SW_P99_US,
   // what stopping or continuing its ranks cost its node managers ("-":
-  // never switched). New columns go at the end: scripts read the others
-  // by position.
-  std::printf("%8s  %-10s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s  %s  %s  %s  %s  %s  %s  %s\n",
+  // never switched); CPU_S, the CPU time its ranks used, counted as they
+  // end. New columns go at the end: scripts read the others by position.
+  std::printf("%8s  %-10s  %-10s  %6s  %-8s  %7s  %9s  %10s  %9s  %s  %s  %s  %s  %s  %s  %s  %s  %s\n",
               "JOB", "STATE", "USER", "RANKS", "MODE", "CLIENTS", "SLICE_US", "CHUNK_B",
               "RATE_MBS", "PROGRAM", "SLICES", "NODES", "ROW", "QUANTA", "SHARE", "SW_P50_US",
-              "SW_P99_US");
+              "SW_P99_US", "CPU_S");
   for (const auto& j : rep.jobs()) {
     std::string nodes;
     for (const auto& n : j.nodes()) nodes += (nodes.empty() ? "" : ",") + n;
@@ -427,7 +427,7 @@ int list_jobs(const JobsOptions& o) {
       std::snprintf(b, sizeof b, "%.1f", static_cast<double>(ns) / 1e3);
       return std::string(b);
     };
-    std::printf("%8llu  %-10s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s  %llu  %s  %u  %llu  %.2f  %s  %s\n",
+    std::printf("%8llu  %-10s  %-10s  %6u  %-8s  %7u  %9llu  %10llu  %9s  %s  %llu  %s  %u  %llu  %.2f  %s  %s  %.3f\n",
                 static_cast<unsigned long long>(j.job_id()), j.state().c_str(),
                 j.user().empty() ? "-" : j.user().c_str(), j.nranks(),
                 j.detached() ? "detached" : "attached", j.clients(),
@@ -437,7 +437,8 @@ int list_jobs(const JobsOptions& o) {
                 j.program().c_str(), static_cast<unsigned long long>(j.slices()),
                 nodes.empty() ? "-" : nodes.c_str(), j.row(),
                 static_cast<unsigned long long>(j.quanta()), j.cpu_share(),
-                us(j.switch_p50_ns()).c_str(), us(j.switch_p99_ns()).c_str());
+                us(j.switch_p50_ns()).c_str(), us(j.switch_p99_ns()).c_str(),
+                static_cast<double>(j.cpu_ns()) / 1e9);
   }
   return 0;
 }

@@ -365,6 +365,7 @@ grpc::Status Manager::list(grpc::ServerContext* ctx, v1::ListReply* rep) {
     const uint64_t now = j->ended_ns ? j->ended_ns : now_ns();
     const uint64_t susp = j->suspended_ns + (j->suspended_since ? now - j->suspended_since : 0);
     x->set_suspended_ns(susp);
+    x->set_cpu_ns(j->cpu_ns);
     if (!j->switch_ns.empty()) {
       std::vector<uint64_t> sw(j->switch_ns.begin(), j->switch_ns.end());
       std::sort(sw.begin(), sw.end());

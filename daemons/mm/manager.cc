@@ -518,6 +518,7 @@ void Manager::rank_exit_locked(Job& j, uint32_t node, const v1::RankExit& e) {
   if (r >= j.rank_node.size() || j.rank_done[r]) return;
   j.rank_done[r] = true;
   j.ranks_done++;
+  j.cpu_ns += std::min<uint64_t>(e.cpu_ns(), 1'000'000'000'000'000ull);  // a node's word: bounded
   const int status = e.signal() ? 128 + e.signal() : e.exit_code();
   if (!e.killed_by_bcs()) {
     j.max_status = std::max(j.max_status, status);

@@ -147,6 +147,7 @@ struct Job {
   uint32_t unrecorded_switches = 0;
   uint64_t unrecorded_switch_ns = 0, last_switch_max_ns = 0;
   uint64_t quanta = 0;
+  uint64_t cpu_ns = 0;  // CPU time of its ranks that ended (RankExit.cpu_ns)
   uint64_t started_ns = 0, ended_ns = 0, suspended_ns = 0, suspended_since = 0;
   // What each switch cost its node managers (JobSuspended.cost_ns), the
   // last kSwitchesKept of them.

@@ -333,6 +333,7 @@ class IoLoop {
     e->set_job_id(w.job->id());
     e->set_rank(static_cast<uint32_t>(w.rank->world_rank));
     e->set_pid(static_cast<uint32_t>(w.rank->pid));
+    e->set_cpu_ns(w.rank->cpu_ns);
     if (WIFSIGNALED(status))
       e->set_signal(WTERMSIG(status));
     else

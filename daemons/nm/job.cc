@@ -592,8 +592,13 @@ int NmJob::reap(LocalRank& r) {
       // Its death handed its children to the NM: placed as the job's while
       // its zombie still says so (process_tree.h).
       place_orphans();
-      while (::waitpid(r.pid, &status, 0) < 0 && errno == EINTR) {
+      rusage ru{};
+      while (::wait4(r.pid, &status, 0, &ru) < 0 && errno == EINTR) {
       }
+      auto ns = [](const timeval& t) {
+        return static_cast<uint64_t>(t.tv_sec) * 1'000'000'000ull + static_cast<uint64_t>(t.tv_usec) * 1000ull;
+      };
+      r.cpu_ns = ns(ru.ru_utime) + ns(ru.ru_stime);
       forget_rank(r.pid);
     }
   }

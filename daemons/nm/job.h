@@ -108,6 +108,9 @@ struct LocalRank {
   // Set (under NmJob::copy_mu) before the rank is reaped: after that its pid
   // may be reused, so nobody may touch it any more.
   bool dead = false;
+  // CPU time (user and system) it and the children it waited for used, from
+  // wait4 when it was reaped.
+  uint64_t cpu_ns = 0;
   // The process that runs MPI (NmJob::copy_pid), under NmJob::copy_mu: 0 not
   // known yet, -1 the one the rank named was refused (`pid` is used). When it
   // is not `pid`, `mpi_pidfd` holds it, so its exit is seen before its pid

@@ -521,12 +521,13 @@ TEST_F(RunTest, JobsAndKill) {
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_NE(r.out.find("a.out"), std::string::npos) << r.out;
   EXPECT_NE(r.out.find("running"), std::string::npos) << r.out;
-  // SLICES and NODES, then the gang matrix's ROW, QUANTA and SHARE, after
-  // the columns that were there before them.
-  EXPECT_NE(r.out.find("PROGRAM  SLICES  NODES  ROW  QUANTA  SHARE  SW_P50_US  SW_P99_US\n"),
+  // SLICES and NODES, then the gang matrix's ROW, QUANTA and SHARE, the
+  // switch costs and the ranks' CPU time, after the columns that were
+  // there before them.
+  EXPECT_NE(r.out.find("PROGRAM  SLICES  NODES  ROW  QUANTA  SHARE  SW_P50_US  SW_P99_US  CPU_S\n"),
             std::string::npos)
       << r.out;
-  EXPECT_NE(r.out.find("  a.out  4321  n1,n2  0  0  0.00  -  -\n"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("  a.out  4321  n1,n2  0  0  0.00  -  -  0.000\n"), std::string::npos) << r.out;
   r = Bcs(exe_, {"kill", "9", "--manager", addr_}).finish();
   EXPECT_EQ(r.status, 0) << r.err;
   // With what the manager said the job was doing.
