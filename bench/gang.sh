@@ -122,8 +122,9 @@ for n in "${names[@]}"; do printf ' %s %s' "$n" "${alone[$n]}"; done
 echo
 printf '# each row: medians of %s runs, the configurations interleaved; share: of the time since\n' "$repeat"
 printf '# the job started, the part it was in the running row (gang: not stopped; bcs: not in the\n'
-printf '# background, where it may still compute); worst: max over jobs of response / alone\n'
-printf '%-18s %9s %9s %9s %7s  %-31s %9s %9s\n' config makespan mean_resp mean_bsld worst \
+printf '# background, where it may still compute); worst: max over jobs of response / alone;\n'
+printf "# util: CPU time the jobs' ranks used (wait4) / (CPUs x makespan)\n"
+printf '%-18s %9s %9s %9s %7s %5s  %-31s %9s %9s\n' config makespan mean_resp mean_bsld worst util \
   "share long/short/short/short" sw_p50_us sw_p99_us
 
 # One run of the mix under `bcs-mm --mpl $1 --quantum $2 --policy $3`:
@@ -141,20 +142,21 @@ mix_once() {
   cluster_stop
   local t0s=() t1s=() shares=()
   for n in "${names[@]}"; do t0s+=("$(cat "$tmp/$n.t0")"); t1s+=("$(cat "$tmp/$n.t1")"); done
-  # SHARE, SW_P50_US, SW_P99_US are the last three columns; job 1 is the
-  # long one, 2-4 the short ones (in the order they reached the manager).
-  mapfile -t shares < <(awk 'NR > 1 { print $(NF-2) }' "$tmp/jobs")
-  local p50 p99
-  read -r p50 p99 < <(awk 'NR > 1 && $(NF-1) != "-" { print $(NF-1), $NF }' "$tmp/jobs" |
+  # SHARE, SW_P50_US, SW_P99_US, CPU_S are the last four columns; job 1 is
+  # the long one, 2-4 the short ones (in the order they reached the manager).
+  mapfile -t shares < <(awk 'NR > 1 { print $(NF-3) }' "$tmp/jobs")
+  local p50 p99 cpu
+  cpu=$(awk 'NR > 1 { s += $NF } END { printf "%.3f", s }' "$tmp/jobs")
+  read -r p50 p99 < <(awk 'NR > 1 && $(NF-2) != "-" { print $(NF-2), $(NF-1) }' "$tmp/jobs" |
     sort -g | awk '{ a[NR] = $1; if ($2 > m) m = $2 } END { if (NR) print a[int((NR + 1) / 2)], m; else print "-", "-" }')
   awk -v t0="${t0s[*]}" -v t1="${t1s[*]}" -v al="${alone[long]} ${alone[compute]} ${alone[allreduce]} ${alone[large]}" \
-      -v sh="$(IFS=/; echo "${shares[*]}")" -v p50="$p50" -v p99="$p99" '
+      -v sh="$(IFS=/; echo "${shares[*]}")" -v p50="$p50" -v p99="$p99" -v cpu="$cpu" -v ncpu="$(nproc)" '
     BEGIN { n = split(t0, a, " "); split(t1, b, " "); split(al, c, " ")
       lo = a[1]; hi = 0; r = 0; s = 0; w = 0
       for (i = 1; i <= n; i++) { if (a[i] < lo) lo = a[i]; if (b[i] > hi) hi = b[i]
         resp = b[i] - a[i]; r += resp; d = c[i] > 0.1 ? c[i] : 0.1; x = resp / d; s += x < 1 ? 1 : x
         if (resp / c[i] > w) w = resp / c[i] }
-      printf "%.3f %.3f %.2f %.2f %s %s %s\n", hi - lo, r / n, s / n, w, sh, p50, p99 }' >> "$tmp/mix.$mpl.$q.$policy"
+      printf "%.3f %.3f %.2f %.2f %s %s %s %.2f\n", hi - lo, r / n, s / n, w, sh, p50, p99, cpu / (ncpu * (hi - lo)) }' >> "$tmp/mix.$mpl.$q.$policy"
 }
 
 configs=("1 10ms gang" "2 2ms gang" "2 10ms gang" "2 50ms gang" "4 10ms gang"
@@ -174,9 +176,10 @@ for c in "${configs[@]}"; do
   sh=$(awk -v m="$mk" '$1 == m { print $5; exit }' "$f")
   p50=$(cut -d' ' -f6 "$f" | grep -v '^-$' | median || true)
   p99=$(cut -d' ' -f7 "$f" | grep -v '^-$' | median || true)
+  ut=$(cut -d' ' -f8 "$f" | median)
   res[$mpl,$q,$policy]="$mk $mr $wo"
-  printf '%-18s %9s %9s %9s %7s  %-31s %9s %9s\n' "$policy mpl $mpl q $q" "$mk" "$mr" "$ms" "$wo" \
-    "$sh" "${p50:--}" "${p99:--}"
+  printf '%-18s %9s %9s %9s %7s %5s  %-31s %9s %9s\n' "$policy mpl $mpl q $q" "$mk" "$mr" "$ms" "$wo" \
+    "$ut" "$sh" "${p50:--}" "${p99:--}"
 done
 read -r fk fr _ <<< "${res[1,10ms,gang]}"
 for policy in gang bcs; do

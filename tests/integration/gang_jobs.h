@@ -17,11 +17,12 @@
 
 namespace bcs::test::space {
 
-// `bcs jobs`, per job: its state, quanta and slices (the columns STATE,
-// QUANTA and SLICES).
+// `bcs jobs`, per job: its state, quanta, slices and its ranks' CPU time
+// (the columns STATE, QUANTA, SLICES and CPU_S).
 struct Row {
   std::string state;
   uint64_t quanta = 0, slices = 0;
+  double cpu_s = 0;
 };
 inline std::map<uint64_t, Row> job_rows(const Standing& c) {
   std::map<uint64_t, Row> out;
@@ -34,7 +35,8 @@ inline std::map<uint64_t, Row> job_rows(const Standing& c) {
     std::vector<std::string> col;
     for (std::string w; f >> w;) col.push_back(w);
     if (col.size() < 15) continue;
-    out[std::stoull(col[0])] = {col[1], std::stoull(col[13]), std::stoull(col[10])};
+    out[std::stoull(col[0])] = {col[1], std::stoull(col[13]), std::stoull(col[10]),
+                                col.size() > 17 ? std::stod(col[17]) : 0.0};
   }
   return out;
 }

@@ -117,6 +117,12 @@ TEST_F(GangPolicyStory, TheRowNotRunningWaitsAtIdlePriorityNotStopped) {
     release(d, "B");
     expect_whole(jobs.result(a), "A", both, 40, "nobody", "B");
     expect_whole(jobs.result(b), "B", both, 40, "nobody", "A");
+    // Their ranks' CPU time, counted as each ended (wait4).
+    const auto rows = job_rows(c);
+    for (uint64_t id : {a, b}) {
+      ASSERT_TRUE(rows.count(id));
+      EXPECT_GT(rows.at(id).cpu_s, 0.0) << "job " << id;
+    }
   }
   // Each node manager removes a job's group as the job ends (bounded:
   // the end reaches the node managers after the clients' exit).
