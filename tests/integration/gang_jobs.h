@@ -7,6 +7,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <sstream>
 #include <string>
@@ -59,6 +60,40 @@ inline char state_of(pid_t pid) {
   std::getline(stat, st);
   const auto close = st.rfind(')');
   return close != std::string::npos && close + 2 < st.size() ? st[close + 2] : '?';
+}
+
+// Jobs A (`a`) and B (`b`) looked at while suspended: whenever `bcs jobs`
+// shows one in `state` twice in a row within one of its suspensions (its
+// quanta unchanged), `look(name)` read in between what the story wants to
+// know, and the job ran no slice; `judge(name, reading)` says what was
+// wrong with the reading ("": nothing). Until both were seen so, something
+// was wrong, or kBound passed. Returns what was wrong; *missing, the jobs
+// never seen so.
+inline std::string while_suspended(const Standing& c, uint64_t a, uint64_t b,
+                                   const std::string& state,
+                                   const std::function<std::string(const std::string&)>& look,
+                                   const std::function<std::string(const std::string&,
+                                                                   const std::string&)>& judge,
+                                   std::string* missing) {
+  std::map<std::string, bool> checked;
+  std::string bad;
+  for (auto until = std::chrono::steady_clock::now() + kBound;
+       checked.size() < 2 && bad.empty() && std::chrono::steady_clock::now() < until;) {
+    for (const auto& [name, id] : {std::pair{std::string("A"), a}, std::pair{std::string("B"), b}}) {
+      const auto before = job_rows(c);
+      if (!before.count(id) || before.at(id).state != state) continue;
+      const std::string reading = look(name);
+      const auto after = job_rows(c);
+      if (!after.count(id) || after.at(id).state != state ||
+          after.at(id).quanta != before.at(id).quanta)
+        continue;  // resumed meanwhile: the reading may be of either
+      bad += judge(name, reading);
+      if (after.at(id).slices != before.at(id).slices) bad += name + " ran slices while " + state + "; ";
+      checked[name] = true;
+    }
+  }
+  *missing = std::string(checked["A"] ? "" : "A ") + (checked["B"] ? "" : "B");
+  return bad;
 }
 
 // Both node managers of a 2-node-manager cluster, one rank on each.

@@ -84,35 +84,31 @@ TEST_F(GangPolicyStory, TheRowNotRunningWaitsAtIdlePriorityNotStopped) {
         EXPECT_TRUE(an_nm) << name << " rank " << r << " is in cpu group '" << g << "'";
         group[name].push_back(std::string(kCpuRoot) + g);
       }
-    std::map<std::string, bool> checked;
-    std::string bad;
-    for (auto until = std::chrono::steady_clock::now() + kBound;
-         checked.size() < 2 && bad.empty() && std::chrono::steady_clock::now() < until;) {
-      for (const auto& [name, id] : {std::pair{std::string("A"), a}, std::pair{std::string("B"), b}}) {
-        const auto before = job_rows(c);
-        if (!before.count(id) || before.at(id).state != "background") continue;
-        std::string states, idle;
-        for (int r = 0; r < both.ranks; ++r) {
-          states += state_of(pid_of(d, name, r));
-          idle += read_line(group[name][static_cast<size_t>(r)] + "/cpu.idle");
-        }
-        const auto after = job_rows(c);
-        if (!after.count(id) || after.at(id).state != "background" ||
-            after.at(id).quanta != before.at(id).quanta)
-          continue;  // resumed meanwhile: the reading may be of either
-        if (states.find('T') != std::string::npos)
-          bad += name + "'s ranks were '" + states + "' (stopped) in the background; ";
-        if (idle != std::string(static_cast<size_t>(both.ranks), '1'))
-          bad += name + "'s groups had cpu.idle '" + idle + "' in the background; ";
-        if (after.at(id).slices != before.at(id).slices)
-          bad += name + " ran slices in the background; ";
-        checked[name] = true;
-      }
-    }
+    // Per rank: its state letter and its group's cpu.idle.
+    std::string missing;
+    const std::string bad = while_suspended(
+        c, a, b, "background",
+        [&](const std::string& name) {
+          std::string states, idle;
+          for (int r = 0; r < both.ranks; ++r) {
+            states += state_of(pid_of(d, name, r));
+            idle += read_line(group[name][static_cast<size_t>(r)] + "/cpu.idle");
+          }
+          return states + " " + idle;
+        },
+        [&](const std::string& name, const std::string& reading) {
+          const std::string states = reading.substr(0, reading.find(' '));
+          const std::string idle = reading.substr(reading.find(' ') + 1);
+          std::string wrong;
+          if (states.find('T') != std::string::npos)
+            wrong += name + "'s ranks were '" + states + "' (stopped) in the background; ";
+          if (idle != std::string(static_cast<size_t>(both.ranks), '1'))
+            wrong += name + "'s groups had cpu.idle '" + idle + "' in the background; ";
+          return wrong;
+        },
+        &missing);
     EXPECT_EQ(bad, "");
-    EXPECT_TRUE(checked["A"] && checked["B"])
-        << "not seen in the background (twice within one suspension): "
-        << (checked["A"] ? "" : "A ") << (checked["B"] ? "" : "B");
+    EXPECT_EQ(missing, "") << "not seen in the background (twice within one suspension)";
     release(d, "A");
     release(d, "B");
     expect_whole(jobs.result(a), "A", both, 40, "nobody", "B");

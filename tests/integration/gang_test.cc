@@ -44,29 +44,22 @@ TEST_F(GangStory, TwoJobsOnTheSameNodeManagersTakeTurnsAtMpl2) {
     // Both get to their hold, through quanta of their own (half their lines).
     const auto [a, b] = start_two(jobs, d, 40);
     ASSERT_NE(a, 0u);
-    std::map<std::string, bool> checked;
-    std::string bad;
-    for (auto until = std::chrono::steady_clock::now() + kBound;
-         checked.size() < 2 && bad.empty() && std::chrono::steady_clock::now() < until;) {
-      for (const auto& [name, id] : {std::pair{std::string("A"), a}, std::pair{std::string("B"), b}}) {
-        const auto before = job_rows(c);
-        if (!before.count(id) || before.at(id).state != "suspended") continue;
-        std::string states;
-        for (int r = 0; r < both.ranks; ++r) states += state_of(pid_of(d, name, r));
-        const auto after = job_rows(c);
-        if (!after.count(id) || after.at(id).state != "suspended" ||
-            after.at(id).quanta != before.at(id).quanta)
-          continue;  // resumed meanwhile: the reading may be of either
-        if (states != std::string(static_cast<size_t>(both.ranks), 'T'))
-          bad += name + "'s ranks were '" + states + "' while it was suspended; ";
-        if (after.at(id).slices != before.at(id).slices)
-          bad += name + " ran slices while it was suspended; ";
-        checked[name] = true;
-      }
-    }
+    std::string missing;
+    const std::string bad = while_suspended(
+        c, a, b, "suspended",
+        [&](const std::string& name) {
+          std::string states;
+          for (int r = 0; r < both.ranks; ++r) states += state_of(pid_of(d, name, r));
+          return states;
+        },
+        [&](const std::string& name, const std::string& states) {
+          return states == std::string(static_cast<size_t>(both.ranks), 'T')
+                     ? std::string()
+                     : name + "'s ranks were '" + states + "' while it was suspended; ";
+        },
+        &missing);
     EXPECT_EQ(bad, "");
-    EXPECT_TRUE(checked["A"] && checked["B"]) << "not seen suspended (twice within one suspension): "
-                                               << (checked["A"] ? "" : "A ") << (checked["B"] ? "" : "B");
+    EXPECT_EQ(missing, "") << "not seen suspended (twice within one suspension)";
     // They go on taking turns while both hold: each comes back for a
     // second quantum (bounded).
     auto rows = job_rows(c);
@@ -204,15 +197,6 @@ TEST_F(GangStory, ARecordingMadeTakingTurnsReplaysAloneAndTheReverse) {
   TempDir dir("bcs-gang");
   ASSERT_FALSE(dir.path.empty());
   const std::string& d = dir.path;
-  auto hash_line = [](const RunResult& r) {
-    const auto at = r.out.find("nondet ");
-    return at == std::string::npos ? "" : r.out.substr(at, r.out.find('\n', at) - at);
-  };
-  const std::vector<std::string> nondet = {bcs::test::prog("prog_nondet"), "master", "4"};
-  auto with = [&](std::vector<std::string> head) {
-    head.insert(head.end(), nondet.begin(), nondet.end());
-    return head;
-  };
   std::string shared_want;
   Standing c(2, kGang);
   ASSERT_TRUE(c.up());
@@ -223,18 +207,18 @@ TEST_F(GangStory, ARecordingMadeTakingTurnsReplaysAloneAndTheReverse) {
     ASSERT_PRED_FORMAT1(seen, await(c, d, {{"A", a, "running", true}}));
     // Recorded on both node managers, in turns with A.
     const RunResult rec = bcs::test::bcs_run(
-        with({"--manager", c.addr, "--record", d + "/shared", "--host", "n1:2,n2:2", "-n", "4"}), 60s);
+        with_nondet({"--manager", c.addr, "--record", d + "/shared", "--host", "n1:2,n2:2", "-n", "4"}), 60s);
     ASSERT_EQ(rec.status, 0) << describe(rec);
-    shared_want = hash_line(rec);
+    shared_want = nondet_line(rec);
     ASSERT_THAT(shared_want, HasSubstr("nondet master hash "));
     // Recorded alone (embedded), replayed here in turns with A.
-    const RunResult alone = bcs::test::bcs_run(with({"--record", d + "/alone", "-n", "4"}), 60s);
+    const RunResult alone = bcs::test::bcs_run(with_nondet({"--record", d + "/alone", "-n", "4"}), 60s);
     ASSERT_EQ(alone.status, 0) << describe(alone);
-    const std::string alone_want = hash_line(alone);
+    const std::string alone_want = nondet_line(alone);
     ASSERT_THAT(alone_want, HasSubstr("nondet master hash "));
     const RunResult again = c.command({"replay", d + "/alone", "--nodes", "2", "--timeout", "50s"}, 60s);
     ASSERT_EQ(again.status, 0) << describe(again);
-    EXPECT_EQ(hash_line(again), alone_want) << "a recording made alone, replayed in turns with A";
+    EXPECT_EQ(nondet_line(again), alone_want) << "a recording made alone, replayed in turns with A";
     release(d, "A");
     expect_whole(jobs.result(a), "A", kBoth, 0, "nobody", "B");
   }
@@ -242,7 +226,7 @@ TEST_F(GangStory, ARecordingMadeTakingTurnsReplaysAloneAndTheReverse) {
   // The recording made in turns with A, replayed alone (embedded).
   const RunResult r = bcs::test::run({bcs::test::bin("bcs"), "replay", d + "/shared", "--timeout", "50s"}, 60s);
   ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_EQ(hash_line(r), shared_want) << "a recording made in turns with A, replayed alone";
+  EXPECT_EQ(nondet_line(r), shared_want) << "a recording made in turns with A, replayed alone";
 }
 
 // With the matrix full (two rows on both node managers), a third job

@@ -91,6 +91,19 @@ inline void release(const std::string& dir, const std::string& name) {
   std::ofstream(dir + "/" + name + ".release") << "go\n";
 }
 
+// The replay stories' nondeterministic program (prog_nondet: the arrival
+// order decides its output) after `head` (bcs run's or replay's options),
+// and the line of its output a replay must reproduce.
+inline std::vector<std::string> with_nondet(std::vector<std::string> head) {
+  for (const auto& a : {bcs::test::prog("prog_nondet"), std::string("master"), std::string("4")})
+    head.push_back(a);
+  return head;
+}
+inline std::string nondet_line(const RunResult& r) {
+  const auto at = r.out.find("nondet ");
+  return at == std::string::npos ? "" : r.out.substr(at, r.out.find('\n', at) - at);
+}
+
 // A rank's pid, as it wrote it (DIR/NAME.rankR.pid), or 0.
 inline pid_t pid_of(const std::string& dir, const std::string& name, int rank) {
   std::ifstream f(dir + "/" + name + ".rank" + std::to_string(rank) + ".pid");

@@ -438,15 +438,6 @@ TEST_F(SpaceQueue, ARecordingMadeBesideAnotherJobReplaysAloneAndTheReverse) {
   TempDir dir("bcs-space");
   ASSERT_FALSE(dir.path.empty());
   const std::string& d = dir.path;
-  auto hash_line = [](const RunResult& r) {
-    const auto at = r.out.find("nondet ");
-    return at == std::string::npos ? "" : r.out.substr(at, r.out.find('\n', at) - at);
-  };
-  const std::vector<std::string> nondet = {bcs::test::prog("prog_nondet"), "master", "4"};
-  auto with = [&](std::vector<std::string> head) {
-    head.insert(head.end(), nondet.begin(), nondet.end());
-    return head;
-  };
   std::string beside_want, alone_want;
   Standing c(2);
   ASSERT_TRUE(c.up());
@@ -457,18 +448,18 @@ TEST_F(SpaceQueue, ARecordingMadeBesideAnotherJobReplaysAloneAndTheReverse) {
     ASSERT_PRED_FORMAT1(seen, await(c, d, {{"A", a, "running", true}}));
     // Recorded on n2 while A holds n1.
     const RunResult rec = bcs::test::bcs_run(
-        with({"--manager", c.addr, "--record", d + "/beside", "--host", "n2:3", "-n", "3"}), 60s);
+        with_nondet({"--manager", c.addr, "--record", d + "/beside", "--host", "n2:3", "-n", "3"}), 60s);
     ASSERT_EQ(rec.status, 0) << describe(rec);
-    beside_want = hash_line(rec);
+    beside_want = nondet_line(rec);
     ASSERT_THAT(beside_want, HasSubstr("nondet master hash "));
     // Recorded alone (embedded), replayed here beside A: placed on n2.
-    const RunResult alone = bcs::test::bcs_run(with({"--record", d + "/alone", "-n", "3"}), 60s);
+    const RunResult alone = bcs::test::bcs_run(with_nondet({"--record", d + "/alone", "-n", "3"}), 60s);
     ASSERT_EQ(alone.status, 0) << describe(alone);
-    alone_want = hash_line(alone);
+    alone_want = nondet_line(alone);
     ASSERT_THAT(alone_want, HasSubstr("nondet master hash "));
     const RunResult again = c.command({"replay", d + "/alone", "--nodes", "1", "--timeout", "50s"}, 60s);
     ASSERT_EQ(again.status, 0) << describe(again);
-    EXPECT_EQ(hash_line(again), alone_want) << "a recording made alone, replayed beside job A";
+    EXPECT_EQ(nondet_line(again), alone_want) << "a recording made alone, replayed beside job A";
     EXPECT_PRED_FORMAT1(seen, await(c, d, {{"A", a, "running", true}}))
         << "job A while the replay ran beside it";
     release(d, "A");
@@ -478,7 +469,7 @@ TEST_F(SpaceQueue, ARecordingMadeBesideAnotherJobReplaysAloneAndTheReverse) {
   // The recording made beside A, replayed alone (embedded).
   const RunResult r = bcs::test::run({bcs::test::bin("bcs"), "replay", d + "/beside", "--timeout", "50s"}, 60s);
   ASSERT_EQ(r.status, 0) << describe(r);
-  EXPECT_EQ(hash_line(r), beside_want) << "a recording made beside job A, replayed alone";
+  EXPECT_EQ(nondet_line(r), beside_want) << "a recording made beside job A, replayed alone";
 }
 
 }  // namespace
