@@ -22,9 +22,9 @@
 # jobs were seen SUSPENDED (squeue, every 0.5 s: that the gang scheduler
 # really time-sliced). One run of each (the mix takes minutes).
 #
-#   bench/slurm_gang.sh [BUILD_DIR]      (root; about 15 minutes)
+#   bench/slurm_gang.sh [BUILD_DIR]      (root; about 20 minutes)
 #
-# Sizes (defaults: about 12 s alone per short job, 100 s the long one, on a
+# Sizes (defaults: about 15 s alone per short job, 120 s the long one, on a
 # 2-vCPU machine): BCS_SG_LONG_STEPS, BCS_SG_SHORT_WORK, BCS_SG_SMALL_ITERS,
 # BCS_SG_LARGE_ITERS; BCS_SG_SLICE overrides the time slice (seconds, >= 5).
 # Needs slurm-wlm and munge (deploy/install-deps.sh with BCS_WITH_DEPLOY=1).
@@ -45,10 +45,10 @@ for b in bcs bcs-mm bcs-nm mpicc; do
 done
 
 slice=${BCS_SG_SLICE:-5}  # slurm.conf(5): SchedulerTimeSlice "must be between 5 seconds and 65533 seconds"
-long_steps=${BCS_SG_LONG_STEPS:-240000}
-short_work=${BCS_SG_SHORT_WORK:-2400000000}
-small_iters=${BCS_SG_SMALL_ITERS:-48000}
-large_iters=${BCS_SG_LARGE_ITERS:-800}
+long_steps=${BCS_SG_LONG_STEPS:-360000}
+short_work=${BCS_SG_SHORT_WORK:-5400000000}
+small_iters=${BCS_SG_SMALL_ITERS:-128000}
+large_iters=${BCS_SG_LARGE_ITERS:-1500}
 
 tmp=$(mktemp -d /tmp/bcs-slurm-gang.XXXXXX)
 chmod 755 "$tmp"  # the job scripts (run by slurmstepd) read and write here
