@@ -137,7 +137,7 @@ mix_once() {
   # The long job first: the short ones come once it runs.
   for _ in $(seq 200); do "$bin/bcs" jobs --manager "127.0.0.1:$port" | grep -q ' running ' && break; sleep 0.02; done
   for n in compute allreduce large; do submit "$n" & jobs+=($!); done
-  for p in "${jobs[@]}"; do wait "$p" || { echo "a job failed ($policy, mpl $mpl, quantum $q)"; tail -3 "$tmp"/*.out; exit 1; }; done
+  for p in "${jobs[@]}"; do wait "$p" || { echo "a job failed ($policy, mpl $mpl, quantum $q)"; tail -n 3 "$tmp"/*.out; exit 1; }; done
   "$bin/bcs" jobs --manager "127.0.0.1:$port" > "$tmp/jobs"
   cluster_stop
   local t0s=() t1s=() shares=()
