@@ -100,8 +100,11 @@ cmd_of() {
 submit() {
   local name=$1
   now > "$tmp/$name.t0"
+  # bcs run's own --timeout (running time only) ends a hung job with the
+  # manager's report of what its ranks wait for; timeout(1) is the guard.
   # shellcheck disable=SC2046 # the command's words
-  timeout 900 "$bin/bcs" run --manager "127.0.0.1:$port" --host n1:1,n2:1 $(cmd_of "$name") \
+  timeout 900 "$bin/bcs" run --manager "127.0.0.1:$port" --host n1:1,n2:1 \
+    --timeout "${BCS_GANG_JOB_TIMEOUT:-120s}" $(cmd_of "$name") \
     > "$tmp/$name.out" 2>&1 && now > "$tmp/$name.t1"
 }
 
@@ -137,7 +140,7 @@ mix_once() {
   # The long job first: the short ones come once it runs.
   for _ in $(seq 200); do "$bin/bcs" jobs --manager "127.0.0.1:$port" | grep -q ' running ' && break; sleep 0.02; done
   for n in compute allreduce large; do submit "$n" & jobs+=($!); done
-  for p in "${jobs[@]}"; do wait "$p" || { echo "a job failed ($policy, mpl $mpl, quantum $q)"; tail -n 3 "$tmp"/*.out; exit 1; }; done
+  for p in "${jobs[@]}"; do wait "$p" || { echo "a job failed ($policy, mpl $mpl, quantum $q)"; tail -n 5 "$tmp"/*.out; exit 1; }; done
   "$bin/bcs" jobs --manager "127.0.0.1:$port" > "$tmp/jobs"
   cluster_stop
   local t0s=() t1s=() shares=()
