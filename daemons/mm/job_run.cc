@@ -87,12 +87,9 @@ Task<bool> Manager::run_slices(JobRun& r) {
   // Each slice's record: to the EMDS, and to the job's progress for Kill's
   // report (a job that timed out says how far it got).
   auto record = [&](monitor::SliceRecord& rec) {
-    {
-      // The switches before this slice (gang scheduling), with their cost.
-      std::lock_guard lk(mu_);
-      rec.switches = std::exchange(j.unrecorded_switches, 0);
-      rec.switch_ns = std::exchange(j.unrecorded_switch_ns, 0);
-    }
+    // The switches before this slice (gang scheduling), with their cost.
+    rec.switches = j.unrecorded_switches.exchange(0, std::memory_order_relaxed);
+    rec.switch_ns = j.unrecorded_switch_ns.exchange(0, std::memory_order_relaxed);
     if (cfg_.emds) emds_.record(rec);
     auto& pr = j.progress;
     pr.slices.fetch_add(1, std::memory_order_relaxed);

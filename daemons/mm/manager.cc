@@ -268,7 +268,7 @@ grpc::Status Manager::node_session(grpc::ServerContext* ctx, NodeStream* stream)
           if (js.suspended() && js.background()) ++j.background_acks;
           // The switch took as long as its slowest node.
           if (cost > j.last_switch_max_ns) {
-            j.unrecorded_switch_ns += cost - j.last_switch_max_ns;
+            j.unrecorded_switch_ns.fetch_add(cost - j.last_switch_max_ns, std::memory_order_relaxed);
             j.last_switch_max_ns = cost;
           }
         }

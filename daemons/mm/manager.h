@@ -143,9 +143,11 @@ struct Job {
   uint32_t background_acks = 0;  // of those, nodes that hold it at idle priority
   // For its next slice's EMDS record: switches since its last slice, their
   // cost (per switch the slowest node's), and the slowest answer to the
-  // last switch so far. Written under mu_, taken by the slice's record.
-  uint32_t unrecorded_switches = 0;
-  uint64_t unrecorded_switch_ns = 0, last_switch_max_ns = 0;
+  // last switch so far (under mu_). The first two are atomic so that each
+  // slice's record takes them without mu_ (the strobe sender's loop).
+  std::atomic<uint32_t> unrecorded_switches{0};
+  std::atomic<uint64_t> unrecorded_switch_ns{0};
+  uint64_t last_switch_max_ns = 0;
   uint64_t quanta = 0;
   uint64_t cpu_ns = 0;  // CPU time of its ranks that ended (RankExit.cpu_ns)
   uint64_t started_ns = 0, ended_ns = 0, suspended_ns = 0, suspended_since = 0;

@@ -217,7 +217,7 @@ void Manager::suspend_locked(Job& j, bool suspend) {
   j.suspended = suspend;
   j.switch_acks = 0;
   j.background_acks = 0;
-  ++j.unrecorded_switches;
+  j.unrecorded_switches.fetch_add(1, std::memory_order_relaxed);
   j.last_switch_max_ns = 0;
   v1::ManagerMsg m;
   m.mutable_suspend_job()->set_job_id(j.id);
