@@ -81,21 +81,12 @@ awk -v on="${mk[on]}" -v off="${mk[off]}" \
   'BEGIN { printf "makespan on/off: %.2fx (target <= 0.6x; ideal 0.5x)\n", on / off }'
 
 # ------------------------------------------------------------ part 2: gang
-"$bin/mpicc" -O2 -o "$tmp/halo" "$here/bench/halo.c"
-"$bin/mpicc" -O2 -o "$tmp/coll" "$here/bench/coll_bench.c"
 short_work=${BCS_GANG_SHORT_WORK:-100000000}
 long_steps=${BCS_GANG_LONG_STEPS:-10000}
 small_iters=${BCS_GANG_SMALL_ITERS:-4000}
 large_iters=${BCS_GANG_LARGE_ITERS:-25}
-names=(long compute allreduce large)
-cmd_of() {
-  case $1 in
-    long) echo "$tmp/halo blocking 100000 $long_steps" ;;
-    compute) echo "$tmp/compute work $short_work" ;;
-    allreduce) echo "$tmp/coll allreduce 8 $small_iters" ;;
-    large) echo "$tmp/coll allreduce 4M $large_iters" ;;
-  esac
-}
+# shellcheck source=bench/gang_mix.sh
+. "$here/bench/gang_mix.sh"
 # Runs job $1 (a name) on the cluster, recording its submission and end.
 submit() {
   local name=$1

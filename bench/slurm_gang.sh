@@ -98,18 +98,8 @@ trap teardown EXIT
 trap 'exit 130' INT TERM
 
 now() { date +%s.%N; }
-"$bin/mpicc" -O2 -o "$tmp/halo" "$here/bench/halo.c"
-"$bin/mpicc" -O2 -o "$tmp/compute" "$here/bench/compute.c"
-"$bin/mpicc" -O2 -o "$tmp/coll" "$here/bench/coll_bench.c"
-names=(long compute allreduce large)
-cmd_of() {
-  case $1 in
-    long) echo "$tmp/halo blocking 100000 $long_steps" ;;
-    compute) echo "$tmp/compute work $short_work" ;;
-    allreduce) echo "$tmp/coll allreduce 8 $small_iters" ;;
-    large) echo "$tmp/coll allreduce 4M $large_iters" ;;
-  esac
-}
+# shellcheck source=bench/gang_mix.sh
+. "$here/bench/gang_mix.sh"
 
 # ------------------------------------------------------------------ Slurm
 ip netns add "$ns"; ns_made=1
