@@ -75,6 +75,7 @@ std::vector<uint8_t> encode(const Strobe& s) {
   w.put<uint8_t>(s.job_blocked);
   w.put(s.hold_ns);
   w.put<uint8_t>(s.next_dem);
+  w.put(s.var);
   return std::move(w.bytes());
 }
 
@@ -99,6 +100,9 @@ Strobe decode_strobe(std::span<const uint8_t> b) {
   s.next_dem = r.get<uint8_t>() != 0;
   if (s.next_dem && (s.fused || s.phase == Phase::dem))
     throw std::runtime_error("strobe: a DEM or fused strobe cannot ask for the next DEM");
+  s.var = r.get<uint16_t>();
+  if (s.var < kVarPhase || s.var >= kVarPhase + kMaxRows)
+    throw std::runtime_error("strobe: no such phase variable");
   return s;
 }
 

@@ -27,6 +27,10 @@ enum Event : uint16_t {
 enum Var : uint16_t {
   kVarPhase = 1,  // NM: slice * 8 + microphase, set when the microphase is done
 };
+// Gang scheduling: row r of the matrix reports on kVarPhase + r, so that a
+// report of one row's job never satisfies a wait of another's (their slices
+// are numbered apart). At most this many rows (bcs-mm --mpl).
+constexpr uint32_t kMaxRows = 8;
 
 // Microphases of a slice, in order (the paper's Figure 4.4).
 enum class Phase : uint8_t { dem = 0, msm = 1, p2p = 2, bbm = 3, rm = 4 };
@@ -166,6 +170,11 @@ struct Strobe {
   // exactly what the strobe of the next slice would, one round trip
   // earlier.
   bool next_dem = false;
+  // The variable the node reports this microphase on: its job's row's
+  // (kVarPhase + row). Named by the strobe, not looked up in the node's
+  // jobs, because a node that no longer holds the job (its ranks ended
+  // here) still reports, and must do so where that job's manager waits.
+  uint16_t var = kVarPhase;
 };
 // A lease never covers more slices than this (it bounds the fused report).
 constexpr uint32_t kMaxLeaseSlices = 256;

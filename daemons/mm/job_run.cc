@@ -159,6 +159,7 @@ Task<bool> Manager::run_slices(JobRun& r) {
     wire::Strobe s;
     s.slice = rec.slice;
     s.job = j.id;
+    s.var = j.phase_var;
     s.phase = Phase::dem;
     s.may_park = pace.adaptive && pace.empty_run + 1 >= kParkAfterEmpty;
     s.job_blocked = blocked_at_start;
@@ -228,6 +229,15 @@ Task<bool> Manager::run_slices(JobRun& r) {
           }
         } catch (const std::exception& e) {
           fail_node(v.node, s.slice, phase, std::string("malformed report: ") + e.what());
+          co_return ok = false;
+        }
+        // The report answers this microstrobe, or it is another's that met
+        // this wait (one of another job once did, and the slice went on
+        // without that node's descriptors): never taken for this one.
+        if (reps.back().slice != s.slice || reps.back().phase != phase) {
+          fail_node(v.node, s.slice, phase,
+                    fmt::format("malformed report: it answers {} of slice {}",
+                                wire::phase_name(reps.back().phase), reps.back().slice));
           co_return ok = false;
         }
         if (reps.back().errors) {

@@ -22,6 +22,7 @@
 #include "tls.h"
 #include "munge_auth.h"
 #include "token.h"
+#include "wire.h"
 #include "units.h"
 
 namespace bcs::mm {
@@ -133,7 +134,7 @@ int main(int argc, char** argv) {
                  "gang scheduling: rows of the matrix, i.e. jobs that may share a node manager, "
                  "each running in its own quanta (1: jobs sharing a node manager wait for each "
                  "other)")
-      ->check(CLI::Range(1, 8))
+      ->check(CLI::Range(1u, bcs::wire::kMaxRows))
       ->capture_default_str();
   std::string quantum = "10ms";
   app.add_option("--quantum", quantum,

@@ -133,7 +133,7 @@ struct Job {
   // running at once on node managers of one host do not share CPUs.
   std::map<std::string, uint32_t> host_slot_base;
   // Gang scheduling (strobe thread writes, under mu_): its row of the
-  // matrix and the variable its nodes report on (StartJob.phase_var),
+  // matrix and the variable its nodes report on (wire::Strobe::var),
   // whether its ranks are stopped now, the quanta it ran, and the time it
   // spent suspended since it started (started_ns, now_ns()).
   uint32_t row = 0;

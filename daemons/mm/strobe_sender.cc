@@ -401,7 +401,6 @@ Task<bool> Manager::start_job(JobRun& r) {
     s->set_stdin_rank0(j->req.stdin_rank0());
     s->set_uid(j->uid);
     s->set_gid(j->gid);
-    s->set_phase_var(j->phase_var);
     // Held beside the jobs of other rows that share its nodes.
     s->set_coscheduled(matrix_.rows() > 1);
     s->set_cpu_group(cfg_.background && matrix_.rows() > 1);

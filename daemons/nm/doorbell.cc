@@ -15,10 +15,9 @@ namespace {
 constexpr uint64_t kDoorbellRecheckNs = 100'000'000;
 }  // namespace
 
-Doorbell::Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& epoch,
-                   const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing,
-                   bool realtime)
-    : fabric_(fabric), epoch_(epoch), parked_(parked), leasing_(leasing), realtime_(realtime) {
+Doorbell::Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& parked,
+                   std::atomic<uint32_t>& leasing, bool realtime)
+    : fabric_(fabric), parked_(parked), leasing_(leasing), realtime_(realtime) {
   thread_ = std::thread([this] { run(); });
 }
 
@@ -74,8 +73,9 @@ void Doorbell::run() {
 void Doorbell::check(NmJob& job) {
   if (leasing_.load(std::memory_order_seq_cst)) return;
   const uint64_t parked = parked_.load(std::memory_order_seq_cst);
-  if (parked && parked != work_sent_ && !job.rings_empty()) {
-    work_sent_ = parked;
+  const Sent park{job.id(), parked};
+  if (parked && park != work_sent_ && !job.rings_empty()) {
+    work_sent_ = park;
     send(job, parked, static_cast<uint8_t>(wire::BellKind::work));
   }
   if (!job.nm_flag(kNmBellOnBlock)) return;
@@ -83,9 +83,9 @@ void Doorbell::check(NmJob& job) {
   // scan (after its last microphase) missed set its flag after that
   // microphase's epoch was stored, so the epoch read here is that one.
   if (!job.all_blocked()) return;
-  const uint64_t e = epoch_.load(std::memory_order_seq_cst);
-  if (e == 0 || e == blocked_sent_) return;
-  blocked_sent_ = e;
+  const uint64_t e = job.finished();
+  if (e == 0 || Sent{job.id(), e} == blocked_sent_) return;
+  blocked_sent_ = {job.id(), e};
   send(job, e, static_cast<uint8_t>(wire::BellKind::blocked));
 }
 

@@ -32,15 +32,16 @@ namespace bcs::nm {
 
 class Doorbell {
  public:
-  // `epoch`: phase_value() of the last microphase this node finished;
+  // The epoch of a bell is the job's last microphase finished here
+  // (NmJob::finished).
   // `parked`: the DEM phase value at which the node parked, 0 if it is not.
   // `leasing`: 1 while the strobe receiver runs a lease (Strobe::lease_ns)
   // and watches the bell itself; the doorbell then sleeps on this word
   // instead, and the strobe receiver wakes it when the lease ends.
-  // All three are written by the strobe receiver.
+  // Both are written by the strobe receiver.
   // `realtime`: as the strobe receiver (Nic), SCHED_FIFO when permitted.
-  Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& epoch,
-           const std::atomic<uint64_t>& parked, std::atomic<uint32_t>& leasing, bool realtime);
+  Doorbell(core::Fabric& fabric, const std::atomic<uint64_t>& parked,
+           std::atomic<uint32_t>& leasing, bool realtime);
   ~Doorbell();
   Doorbell(const Doorbell&) = delete;
   Doorbell& operator=(const Doorbell&) = delete;
@@ -53,7 +54,6 @@ class Doorbell {
   void send(const NmJob& job, uint64_t epoch, uint8_t kind);
 
   core::Fabric& fabric_;
-  const std::atomic<uint64_t>& epoch_;
   const std::atomic<uint64_t>& parked_;
   std::atomic<uint32_t>& leasing_;
   const bool realtime_;
@@ -61,8 +61,12 @@ class Doorbell {
   std::condition_variable cv_;
   std::shared_ptr<NmJob> job_;  // guarded by mu_
   bool stop_ = false;           // guarded by mu_
-  // What was last sent (doorbell thread only).
-  uint64_t blocked_sent_ = 0, work_sent_ = 0;
+  // What was last sent, for which job (doorbell thread only).
+  struct Sent {
+    uint64_t job = 0, epoch = 0;
+    bool operator==(const Sent&) const = default;
+  };
+  Sent blocked_sent_, work_sent_;
   std::thread thread_;
 };
 

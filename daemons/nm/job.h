@@ -53,10 +53,6 @@ struct JobSpec {
   // subreapers, so that its processes can be told from theirs
   // (process_tree.h).
   bool coscheduled = false;
-  // The global variable its microphase reports go on (StartJob.phase_var):
-  // jobs held on one node in different rows of the gang matrix report
-  // apart, so one's report never satisfies a wait for another's.
-  uint16_t phase_var = 1;  // wire::kVarPhase
   // Its ranks in a cpu cgroup of their own (StartJob.cpu_group): a
   // suspension may then leave them at idle priority (cpu_group.h).
   bool cpu_group = false;
@@ -176,6 +172,12 @@ class NmJob {
   // is rank-writable: the NM keeps what it asked for in `flags_` and only
   // ever stores that, and reads nothing back but the futex word.
   std::atomic<uint32_t>* bell() { return &header()->bell; }
+  // phase_value() of the last microphase of this job the node finished
+  // (the doorbell's epoch). Per job: the rows of the gang matrix number
+  // their slices apart, so a node's last microphase of any job says
+  // nothing about this one's. Written by the strobe receiver.
+  void set_finished(uint64_t phase_value) { finished_.store(phase_value, std::memory_order_seq_cst); }
+  uint64_t finished() const { return finished_.load(std::memory_order_seq_cst); }
   // False when raising kNmParked or kNmBellOnPost could not be followed by
   // the membarrier kNmAsymmetricFence promises: a rank posting now may miss
   // the flag, so the caller must not rely on being rung (not park).
@@ -319,6 +321,7 @@ class NmJob {
   SegmentHeader* header() { return static_cast<SegmentHeader*>(seg_.get()); }
   SegmentLayout layout_;  // private copy: the header is rank-writable
   std::atomic<uint32_t> flags_{0};  // what nm_flags should say
+  std::atomic<uint64_t> finished_{0};
   std::atomic<bool> rank_gone_{false};
   void note_rank_gone();
   uint64_t first_slice_ = 0;        // the global slice that was job slice 1

@@ -382,7 +382,6 @@ int run_node(const std::string& manager, const Endpoint& where, const std::strin
         spec.host_slot_base = sj.host_slot_base();
         spec.coscheduled = sj.coscheduled();
         spec.cpu_group = sj.cpu_group();
-        spec.phase_var = static_cast<uint16_t>(sj.phase_var() ? sj.phase_var() : uint32_t{wire::kVarPhase});
         spec.max_unexpected = std::min<uint64_t>(sj.slice().max_unexpected(), kMaxUnexpectedLimit);
         const std::string cred_err = job_credentials(sj.uid(), sj.gid(), &spec);
         v1::NodeMsg r;

@@ -70,7 +70,7 @@ Nic::Nic(core::Fabric& fabric, uint32_t self, std::chrono::nanoseconds liveness,
       liveness_(liveness),
       realtime_(realtime),
       may_realtime_(realtime),
-      doorbell_(fabric, epoch_, parked_, leasing_, realtime) {
+      doorbell_(fabric, parked_, leasing_, realtime) {
   if (const char* e = std::getenv("BCS_EMDS")) local_emds_ = std::string(e) != "off";
   // Remote reads are served from inside progress, whatever this node is
   // waiting for (two nodes may read from each other in one microphase).
@@ -302,10 +302,11 @@ void Nic::run() {
     wire::Report& rep = f.parts.back();
     // A fused strobe's parts carry their own slices (a lease runs several).
     if (rep.slice < strobe.slice) rep.slice = strobe.slice;
+    if (report_fault_ == ReportFault::ahead && ++reports_ == 5) rep.slice += 1000;  // test only
     const int64_t done = wire::phase_value(rep.slice, rep.phase);
     // The epoch first, then the scan (see Doorbell::check): a rank this
     // scan misses blocks after the store, and its bell carries this epoch.
-    epoch_.store(static_cast<uint64_t>(done), std::memory_order_seq_cst);
+    if (cur_) cur_->ranks.job()->set_finished(static_cast<uint64_t>(done));
     rep.all_blocked = !cur_ || cur_->ranks.job()->all_blocked();
     // The doorbell is needed again once a report leaves ranks to block
     // later, or parks the node (posts must ring).
@@ -344,16 +345,19 @@ Nic::ReportFault Nic::report_fault() {
   if (!f) return ReportFault::none;
   if (std::string_view(f) == "report-endpoint-lost") return ReportFault::endpoint_lost;
   if (std::string_view(f) == "report-lost") return ReportFault::lost;
+  if (std::string_view(f) == "report-ahead") return ReportFault::ahead;
   return ReportFault::none;
 }
 
 void Nic::report(const wire::Strobe& s, int64_t done, std::span<const uint8_t> enc) {
   const uint64_t job = s.job;
-  if (report_fault_ != ReportFault::none && ++reports_ == 5) fabric_.disconnect(0);  // test only
+  if ((report_fault_ == ReportFault::endpoint_lost || report_fault_ == ReportFault::lost) &&
+      ++reports_ == 5)
+    fabric_.disconnect(0);  // test only
   const core::SendLimit limit = limit_for(running_job());
-  // The job's own variable (its row of the gang matrix, JobSpec::phase_var).
-  const core::VarId var =
-      running_job() ? running_job()->spec().phase_var : core::VarId{wire::kVarPhase};
+  // The job's own variable (its row of the gang matrix), as the strobe
+  // names it: a node that no longer holds the job reports there too.
+  const core::VarId var = s.var;
   core::Status st = fabric_.var_set(var, done, {0}, enc, limit);
   if (st == core::Status::ok || st == core::Status::closed) return;
   auto cause = [&] {

@@ -264,8 +264,10 @@ class Nic : private Net {
   // Test-only (BCS_TEST_FAULT in the node manager's environment):
   // "report-endpoint-lost" drops the endpoint to the manager before the
   // job's fifth report, once, as a send the fabric gave up on does;
-  // "report-lost" does so and never connects again.
-  enum class ReportFault { none, endpoint_lost, lost } report_fault_ = report_fault();
+  // "report-lost" does so and never connects again; "report-ahead" sends
+  // the fifth report as the answer of a slice 1000 later (as another job's
+  // report on the job's variable once did).
+  enum class ReportFault { none, endpoint_lost, lost, ahead } report_fault_ = report_fault();
   static ReportFault report_fault();
   uint64_t reports_ = 0;
   // The strobe receiver's scheduling: see nic.cc.
@@ -300,15 +302,15 @@ class Nic : private Net {
   // Written by the strobe receiver, read by the doorbell. Per node, not
   // per job: the doorbell watches one job at a time (the active one), and
   // a switch (switch_to) resets what names a job:
-  //  - epoch_ stays: phase values only grow on a node whatever job they
-  //    are of (each job numbers its slices above every number used), so
-  //    the doorbell's "already sent for this epoch" stays right;
+  //  - the epoch a bell carries is the job's own (NmJob::finished): the
+  //    rows of the gang matrix number their slices apart, so a node's
+  //    last microphase of another job could have told the manager that
+  //    this one's ranks blocked after a slice they never saw;
   //  - parked_ names the DEM at which the active job parked, and that
   //    job's kNmParked flag is up: the job left is unparked (its ranks
   //    stop ringing; the manager strobes a job it switches in);
   //  - leasing_ is 1 only within one strobe (a lease, a held report), so
   //    it is 0 at every slice boundary where a switch can happen.
-  std::atomic<uint64_t> epoch_{0};   // phase_value() of the last microphase finished
   std::atomic<uint64_t> parked_{0};  // phase_value() of the DEM that parked, 0: not parked
   std::atomic<uint32_t> leasing_{0};  // 1 while run_fused runs a lease or a report is held
   monitor::LocalRecorder local_;

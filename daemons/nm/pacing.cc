@@ -73,8 +73,9 @@ wire::FusedReport Nic::run_fused(const wire::Strobe& s) {
     const bool ok = run_fused_slice(m, t0, f);
     // What this node finished, for the doorbell once the lease ends (Run()
     // stores it again before its own scan).
-    epoch_.store(static_cast<uint64_t>(wire::phase_value(m.slice, f.parts.back().phase)),
-                 std::memory_order_seq_cst);
+    if (cur_)
+      cur_->ranks.job()->set_finished(
+          static_cast<uint64_t>(wire::phase_value(m.slice, f.parts.back().phase)));
     if (!ok || !cur_ || k >= lease) break;
     // Only a DEM: nothing was drained, matched, moved or combined.
     if (f.parts.size() - first == 1) break;

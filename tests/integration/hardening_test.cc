@@ -535,6 +535,22 @@ TEST_F(Story, AReportThatCannotReachTheManagerEndsTheJobNamingTheNode) {
       << describe(r);
 }
 
+// A report that answers another microstrobe than the one waited for, with
+// a phase value past it (BCS_TEST_FAULT "report-ahead": the fifth report
+// claims a slice 1000 later), is never taken for the one waited for: the
+// job ends at once, naming the node. Before, such a report (another job's,
+// on the job's row variable) satisfied the wait and the slice went on
+// without that node's descriptors: the job hung with a send lost.
+TEST_F(Story, AReportThatAnswersAnotherMicrostrobeEndsTheJobNamingTheNode) {
+  auto r = bcs_run({"-n", "2", "--nodes", "2", prog("prog_pingpong")}, 90s,
+                   {{"BCS_TEST_FAULT", "report-ahead"}});
+  EXPECT_NE(r.status, 0) << describe(r);
+  EXPECT_FALSE(r.timed_out) << describe(r);
+  EXPECT_THAT(r.err, testing::ContainsRegex("node node[12]: microphase [A-Z0-9]+ of slice [0-9]+ "
+                                            "failed: malformed report"))
+      << describe(r);
+}
+
 // The fabric gives an endpoint up when a send on it does not complete in
 // time; its peer may well be alive. The next job connects it again, on the
 // manager and on every node manager: BCS_TEST_FAULT "endpoints-lost" makes

@@ -75,7 +75,14 @@ wire::Report BufferReceiver::run(const wire::Strobe& s, LocalRanks* ranks, Net& 
       rep.fail(fmt::format("descriptor batch from node {} did not decode: {}", m.from, e.what()));
       continue;
     }
-    if (!ranks || b.job != ranks->job_id()) continue;  // stale job
+    if (!ranks || b.job != ranks->job_id()) {
+      // Of a job that ended (a peer ran its DEM while the job failed). A
+      // job that still runs never has a batch in flight outside its own
+      // slice (its MSM takes every one announced), so this is said.
+      spdlog::warn("MSM of job {}, slice {}: dropped a descriptor batch of job {} from node {}",
+                   s.job, s.slice, b.job, m.from);
+      continue;
+    }
     for (auto& x : b.sends) {
       // A batch names receivers; only local ones are ours to match.
       if (x.dst < 0 || !ranks->is_local(x.dst)) {

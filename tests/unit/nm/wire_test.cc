@@ -147,11 +147,11 @@ TEST(Wire, FullReceiversAndHeldSendsRoundTripAndALyingCountIsRefused) {
   EXPECT_TRUE(decode_strobe(encode(s)).job_blocked);
   // A rank list that claims more entries than the message holds: refused
   // before anything is allocated for it. The list comes just before the
-  // strobe's last fields (job_blocked, hold_ns, next_dem): its count is the
-  // 4 bytes before the entries.
+  // strobe's last fields (job_blocked, hold_ns, next_dem, var): its count
+  // is the 4 bytes before the entries.
   auto bytes = encode(s);
-  const size_t at =
-      bytes.size() - 2 - sizeof(uint64_t) - 3 * sizeof(int32_t) - sizeof(uint32_t);
+  const size_t at = bytes.size() - 2 - sizeof(uint64_t) - sizeof(uint16_t) -
+                    3 * sizeof(int32_t) - sizeof(uint32_t);
   const uint32_t lie = 1u << 30;
   std::memcpy(bytes.data() + at, &lie, sizeof lie);
   EXPECT_THROW(decode_strobe(bytes), std::runtime_error);
@@ -195,6 +195,20 @@ TEST(Wire, AStrobeMayLetANodeHoldItsReportAndRunTheNextDemButNotTooLong) {
   const Report d = decode_report(encode(r));
   EXPECT_EQ(d.waited_ns, 123'456u);
   EXPECT_TRUE(d.all_blocked);
+}
+
+// Each row of the gang matrix has its own phase variable, and the strobe
+// names it: a node that no longer holds the job still reports where the
+// job's manager waits. A variable no row has is refused.
+TEST(Wire, AStrobeNamesItsRowsPhaseVariableAndOnlyARowsOne) {
+  Strobe s;
+  EXPECT_EQ(decode_strobe(encode(s)).var, kVarPhase);
+  s.var = static_cast<uint16_t>(kVarPhase + kMaxRows - 1);
+  EXPECT_EQ(decode_strobe(encode(s)).var, kVarPhase + kMaxRows - 1);
+  s.var = static_cast<uint16_t>(kVarPhase + kMaxRows);
+  EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
+  s.var = 0;
+  EXPECT_THROW(decode_strobe(encode(s)), std::runtime_error);
 }
 
 TEST(Wire, ABellRoundTripsAndAnUnknownKindIsRefused) {
