@@ -4,7 +4,8 @@
 # (per rank, and one kill(-pgid) per job), the cgroup v1 freezer, the
 # cgroup v2 freezer, and two cooperative rules (the rank parks on a futex
 # gate in shared memory; a signal whose handler parks it). The ranks are
-# plain busy-looping (or futex-blocked) C processes that stop_cost.c forks,
+# plain busy-looping (or futex-blocked) C processes that stop_cost forks
+# (bench/stop_cost.c and its parts stop_cost_*.c, stop_cost.h),
 # as the node manager forks its ranks; no bcs binary is used, so no build
 # directory is needed.
 #
@@ -73,7 +74,9 @@ cleanup() {
 trap cleanup EXIT
 trap 'exit 130' INT TERM HUP
 
-${CC:-cc} -O2 -o "$prog" "$here/bench/stop_cost.c"
+b=$here/bench
+${CC:-cc} -O2 -o "$prog" "$b/stop_cost.c" "$b/stop_cost_util.c" "$b/stop_cost_ranks.c" \
+  "$b/stop_cost_modes.c" "$b/stop_cost_probes.c"
 
 opts=()
 [ "$(id -u)" = 0 ] && opts+=(-f)
