@@ -339,7 +339,10 @@ Task<bool> Manager::run_slices(JobRun& r) {
       // period ends, so the report doubles as the doorbell.
       auto last_of_slice = [&] {
         if (!pace.adaptive) return;
-        const uint64_t end = scheduled + slice_ns, t = now_ns() + pace.spin_ns + kHoldMarginNs;
+        // Gang scheduling: the hold never runs past the quantum, or the next
+        // row would wait for this slice's report at every switch.
+        const uint64_t end = std::min(scheduled + slice_ns, r.quantum_end),
+                       t = now_ns() + pace.spin_ns + kHoldMarginNs;
         s.hold_ns = end > t ? std::min(end - t, wire::kMaxHoldNs) : 0;
         // With a hold, the nodes also run the next slice's DEM when it ends;
         // not when the next slice would begin past the quantum (gang
